@@ -1,0 +1,259 @@
+"""Benchmark of kcp-apiserver against raw etcd in the same run (not a test).
+
+Prints a summary and writes bench/results/apiserver-<time>.json. Figures that
+compare (API vs raw etcd puts) are measured in one run, back to back, because
+the machines are shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+
+from kcp_process import KcpServer, free_port  # noqa: E402
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def tree_rss_kib(pid: int) -> int:
+    """RSS of a process and its children that are not etcd (worker processes)."""
+    total = rss_kib(pid)
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    for child in children.read_text().split() if children.exists() else []:
+        cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        if b"etcd" not in cmdline.split(b"\0")[0]:
+            total += rss_kib(int(child))
+    return total
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+def cm(name: str, payload: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"bench": "yes"}},
+            "data": {"payload": payload, "owner": "bench"}}
+
+
+async def run_concurrent(count: int, concurrency: int, op) -> float:  # type: ignore[no-untyped-def]
+    """Run op(i) for i in range(count) with `concurrency` in flight; returns ops/s."""
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < count:
+            i = next_index
+            next_index += 1
+            await op(i)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return count / (time.perf_counter() - started)
+
+
+class Bench:
+    def __init__(self, server: KcpServer, session: aiohttp.ClientSession) -> None:
+        self.server = server
+        self.session = session
+        self.ssl = server.ssl_context()
+        self.headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json",
+                        "Accept": "application/json"}
+
+    async def post(self, path: str, body: dict[str, Any]) -> None:
+        async with self.session.post(self.server.url + path, data=orjson.dumps(body), headers=self.headers,
+                                     ssl=self.ssl) as resp:
+            if resp.status != 201:
+                raise RuntimeError(f"create failed: {resp.status} {await resp.text()}")
+            await resp.read()
+
+    async def get(self, path: str) -> bytes:
+        async with self.session.get(self.server.url + path, headers=self.headers, ssl=self.ssl) as resp:
+            body = await resp.read()
+            if resp.status != 200:
+                raise RuntimeError(f"get failed: {resp.status} {body[:200]!r}")
+            return body
+
+    async def namespace(self, name: str) -> None:
+        await self.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+async def etcd_puts(endpoint: str, objects: list[tuple[str, bytes]], concurrency: int) -> float:
+    from etcd3aio import Etcd3Client
+
+    client = Etcd3Client([endpoint])
+    await client.connect()
+    try:
+        assert client.kv is not None
+        kv = client.kv
+
+        async def op(i: int) -> None:
+            await kv.put(objects[i][0], objects[i][1])
+
+        return await run_concurrent(len(objects), concurrency, op)
+    finally:
+        await client.close()
+
+
+async def watch_latency(bench: Bench, ns: str, watchers: int, events: int) -> dict[str, float]:
+    """Open many watches, write objects stamped with the send time, measure delivery."""
+    path = f"/api/v1/namespaces/{ns}/configmaps"
+    rv = orjson.loads(await bench.get(path))["metadata"]["resourceVersion"]
+    latencies: list[float] = []
+    ready = 0
+    all_ready = asyncio.Event()
+    sent: dict[str, float] = {}
+
+    async def watch_one() -> None:
+        nonlocal ready
+        url = f"{bench.server.url}{path}?watch=1&resourceVersion={rv}&timeoutSeconds=300"
+        async with bench.session.get(url, headers=bench.headers, ssl=bench.ssl,
+                                     timeout=aiohttp.ClientTimeout(total=None)) as resp:
+            ready += 1
+            if ready == watchers:
+                all_ready.set()
+            seen = 0
+            async for line in resp.content:
+                now = time.perf_counter()
+                marker = line.find(b'"name":"lat-')
+                if marker < 0:
+                    continue
+                name = line[marker + 8: line.index(b'"', marker + 8)].decode()
+                latencies.append(now - sent[name])
+                seen += 1
+                if seen == events:
+                    return
+
+    tasks = [asyncio.create_task(watch_one()) for _ in range(watchers)]
+    await asyncio.wait_for(all_ready.wait(), 120)
+    await asyncio.sleep(1.0)
+    rss_with_watchers = tree_rss_kib(bench.server.process.pid)  # type: ignore[union-attr]
+    for i in range(events):
+        name = f"lat-{i}"
+        sent[name] = time.perf_counter()
+        await bench.post(path, cm(name, "x"))
+        await asyncio.sleep(0.2)
+    await asyncio.wait_for(asyncio.gather(*tasks), 120)
+    return {"watchers": watchers, "events": events, "p50_ms": percentile(latencies, 50) * 1000,
+            "p99_ms": percentile(latencies, 99) * 1000, "samples": len(latencies), "rss_kib": rss_with_watchers}
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="kcp-bench-"))
+    server = KcpServer(root, free_port(), ["--log-level", args.log_level, *args.server_args])
+    server.start()
+    results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "server_args": args.server_args, "log_level": args.log_level}
+    try:
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            bench = Bench(server, session)
+            assert server.process is not None
+            results["rss_idle_kib"] = tree_rss_kib(server.process.pid)
+            payload = "x" * args.payload
+            etcd_endpoint = next(line for line in (root / "apiserver.log").read_text().splitlines()
+                                 if '"serving"' in line or "serving" in line)
+            etcd_endpoint = json.loads(etcd_endpoint)["etcd"] if etcd_endpoint.startswith("{") else ""
+            create: dict[str, Any] = {}
+            for concurrency in (1, 32, 128):
+                ns = f"create-c{concurrency}"
+                await bench.namespace(ns)
+                count = args.creates if concurrency > 1 else max(args.creates // 4, 200)
+
+                async def op(i: int, ns: str = ns) -> None:
+                    await bench.post(f"/api/v1/namespaces/{ns}/configmaps", cm(f"cm-{i}", payload))
+
+                api_rate = await run_concurrent(count, concurrency, op)
+                objects = [(f"/bench-raw/c{concurrency}/cm-{i}", orjson.dumps(cm(f"cm-{i}", payload)))
+                           for i in range(count)]
+                etcd_rate = await etcd_puts(etcd_endpoint, objects, concurrency)
+                create[str(concurrency)] = {"api_per_s": round(api_rate, 1), "etcd_put_per_s": round(etcd_rate, 1),
+                                            "ratio": round(api_rate / etcd_rate, 3), "count": count}
+            results["create"] = create
+
+            path = "/api/v1/namespaces/create-c1/configmaps/cm-0"
+            for _ in range(50):
+                await bench.get(path)
+            samples = []
+            for _ in range(args.gets):
+                started = time.perf_counter()
+                await bench.get(path)
+                samples.append(time.perf_counter() - started)
+            results["get"] = {"p50_ms": round(percentile(samples, 50) * 1000, 3),
+                              "p99_ms": round(percentile(samples, 99) * 1000, 3), "count": len(samples)}
+
+            await bench.namespace("list10k")
+            filled = await run_concurrent(args.list_objects, 64, lambda i: bench.post(
+                "/api/v1/namespaces/list10k/configmaps", cm(f"item-{i}", payload)))
+            list_times = []
+            for _ in range(3):
+                started = time.perf_counter()
+                body = await bench.get("/api/v1/namespaces/list10k/configmaps")
+                list_times.append(time.perf_counter() - started)
+            items = len(orjson.loads(body)["items"])
+            results["list"] = {"objects": items, "best_s": round(min(list_times), 3),
+                               "median_s": round(statistics.median(list_times), 3), "fill_per_s": round(filled, 1)}
+            results["rss_after_objects_kib"] = tree_rss_kib(server.process.pid)
+
+            await bench.namespace("watch")
+            results["watch"] = await watch_latency(bench, "watch", args.watchers, args.watch_events)
+    finally:
+        server.stop()
+    return results
+
+
+def summary(results: dict[str, Any]) -> str:
+    lines = ["kcp-apiserver benchmark", ""]
+    for conc, row in results["create"].items():
+        lines.append(f"create c={conc:>3}: {row['api_per_s']:>8.1f}/s   raw etcd put {row['etcd_put_per_s']:>8.1f}/s"
+                     f"   ratio {row['ratio']:.2f}")
+    lines.append(f"GET unloaded: p50 {results['get']['p50_ms']:.2f} ms, p99 {results['get']['p99_ms']:.2f} ms")
+    lines.append(f"LIST {results['list']['objects']} objects: best {results['list']['best_s']:.3f} s")
+    w = results["watch"]
+    lines.append(f"watch delivery, {w['watchers']} watchers: p50 {w['p50_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms")
+    lines.append(f"RSS: idle {results['rss_idle_kib'] / 1024:.0f} MiB, after objects "
+                 f"{results['rss_after_objects_kib'] / 1024:.0f} MiB, with watchers {w['rss_kib'] / 1024:.0f} MiB")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--creates", type=int, default=3000)
+    parser.add_argument("--gets", type=int, default=2000)
+    parser.add_argument("--list-objects", type=int, default=10_000)
+    parser.add_argument("--watchers", type=int, default=1000)
+    parser.add_argument("--watch-events", type=int, default=20)
+    parser.add_argument("--payload", type=int, default=256, help="bytes of data per ConfigMap")
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--server-args", nargs="*", default=[], help="extra kcp-apiserver flags")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"apiserver-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(summary(results))
+    print(f"\nwritten to {out}")
+
+
+if __name__ == "__main__":
+    main()

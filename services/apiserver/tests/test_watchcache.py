@@ -1,0 +1,104 @@
+"""The watch cache on a real etcd: one etcd watch, many watchers, resumable window."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from etcd3aio import Etcd3Client
+
+from kcp_apiserver.storage import Storage
+from kcp_apiserver.watchcache import ADDED, DELETED, MODIFIED, TooOld, WatchCache
+
+
+async def next_event(watcher, timeout: float = 5):  # type: ignore[no-untyped-def]
+    return await asyncio.wait_for(watcher.queue.get(), timeout)
+
+
+@pytest.fixture
+async def cache(etcd: Etcd3Client, prefix: str):  # type: ignore[no-untyped-def]
+    cache = WatchCache(etcd, Storage(etcd), prefix, namespaced=True, capacity=5)
+    await cache.start()
+    yield cache
+    await cache.stop()
+
+
+async def test_events_arrive_in_order_with_types(cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
+    storage = Storage(etcd)
+    watcher = cache.subscribe(cluster="c1", namespace=None, name=None, matches=None, after_revision=cache.revision)
+    created = await storage.create(prefix + "c1/ns/a", {"metadata": {"name": "a"}})
+    updated = await storage.update(prefix + "c1/ns/a", {"metadata": {"name": "a"}, "x": 1}, created.mod_revision)
+    await storage.delete(prefix + "c1/ns/a", updated.mod_revision)
+    types = [(await next_event(watcher))[0] for _ in range(3)]
+    assert types == [ADDED, MODIFIED, DELETED]
+
+
+async def test_watchers_only_see_their_cluster_and_namespace(cache: WatchCache, etcd: Etcd3Client,
+                                                             prefix: str) -> None:
+    storage = Storage(etcd)
+    mine = cache.subscribe(cluster="c1", namespace="ns", name=None, matches=None, after_revision=cache.revision)
+    everyone = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=cache.revision)
+    await storage.create(prefix + "c2/ns/a", {"metadata": {"name": "a"}})
+    await storage.create(prefix + "c1/other/a", {"metadata": {"name": "a"}})
+    await storage.create(prefix + "c1/ns/b", {"metadata": {"name": "b"}})
+    _, event = await next_event(mine)
+    assert (event.key.cluster, event.key.namespace, event.key.name) == ("c1", "ns", "b")
+    assert [(await next_event(everyone))[1].key.cluster for _ in range(3)] == ["c2", "c1", "c1"]
+
+
+async def test_event_bytes_are_encoded_once_and_shared(cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
+    watchers = [cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                                after_revision=cache.revision) for _ in range(3)]
+    await Storage(etcd).create(prefix + "c/ns/a", {"metadata": {"name": "a"}})
+    events = [(await next_event(w))[1] for w in watchers]
+    assert events[0] is events[1] is events[2]
+    assert events[0].encoded() is events[1].encoded()
+
+
+async def test_resume_replays_the_window_and_older_is_too_old(cache: WatchCache, etcd: Etcd3Client,
+                                                              prefix: str) -> None:
+    storage = Storage(etcd)
+    start = cache.revision
+    revs = [(await storage.create(f"{prefix}c/ns/{i}", {"metadata": {"name": str(i)}})).mod_revision
+            for i in range(8)]
+    for _ in range(50):
+        if cache.revision >= revs[-1]:
+            break
+        await asyncio.sleep(0.05)
+    resumed = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=revs[5])
+    names = [(await next_event(resumed))[1].key.name for _ in range(2)]
+    assert names == ["6", "7"]
+    with pytest.raises(TooOld):  # capacity 5: the first events fell out of the window
+        cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=start)
+
+
+async def test_selector_transitions_become_added_and_deleted(cache: WatchCache, etcd: Etcd3Client,
+                                                             prefix: str) -> None:
+    storage = Storage(etcd)
+    watcher = cache.subscribe(cluster=None, namespace=None, name=None, after_revision=cache.revision,
+                              matches=lambda o: o["metadata"].get("labels", {}).get("in") == "yes")
+    a = await storage.create(prefix + "c/ns/a", {"metadata": {"name": "a"}})
+    b = await storage.update(prefix + "c/ns/a", {"metadata": {"name": "a", "labels": {"in": "yes"}}}, a.mod_revision)
+    await storage.update(prefix + "c/ns/a", {"metadata": {"name": "a", "labels": {"in": "no"}}}, b.mod_revision)
+    assert [(await next_event(watcher))[0] for _ in range(2)] == [ADDED, DELETED]
+
+
+async def test_a_slow_watcher_is_closed_not_the_cache(etcd: Etcd3Client, prefix: str) -> None:
+    cache = WatchCache(etcd, Storage(etcd), prefix, namespaced=True, watcher_queue=2)
+    await cache.start()
+    try:
+        watcher = cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                                  after_revision=cache.revision)
+        storage = Storage(etcd)
+        for i in range(4):
+            await storage.create(f"{prefix}c/ns/{i}", {"metadata": {"name": str(i)}})
+        for _ in range(50):
+            if watcher.closed:
+                break
+            await asyncio.sleep(0.05)
+        assert watcher.closed and watcher not in cache.watchers
+        fresh = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=cache.revision)
+        await storage.create(f"{prefix}c/ns/new", {"metadata": {"name": "new"}})
+        assert (await next_event(fresh))[1].key.name == "new"
+    finally:
+        await cache.stop()
