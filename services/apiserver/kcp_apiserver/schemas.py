@@ -1,0 +1,226 @@
+"""The built-in types' real OpenAPI schemas, and the patch metadata they carry.
+
+The schemas come from the `kubernetes_validate` wheel, which ships kube's
+definitions in JSON-schema form (`$defs`, nullable type lists, enums on
+apiVersion/kind). kubectl expects kube's own OpenAPI v2 shape, so they are
+converted once, lazily, on first use (about 0.15s), then shared read-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_SOURCE = ("kubernetes-json-schema", "v1.32.0-local", "_definitions.json")
+V2_PREFIX = "#/definitions/"
+V3_PREFIX = "#/components/schemas/"
+_COMBINATORS = ("oneOf", "anyOf", "allOf")
+
+
+@functools.cache
+def definitions() -> dict[str, dict[str, Any]]:
+    """All built-in definitions in OpenAPI v2 form, keyed by kube's dotted name.
+
+    Shared by every caller: treat the result as read-only (deep copy to edit).
+    """
+    source = importlib.resources.files("kubernetes_validate").joinpath(*_SOURCE)
+    raw = json.loads(source.read_bytes())["$defs"]
+    return {name: _to_v2(schema) for name, schema in raw.items()}
+
+
+def _to_v2(schema: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-schema node as OpenAPI v2: walks only schema positions, never property names."""
+    if any(k in schema for k in _COMBINATORS) and "type" not in schema:
+        collapsed = _collapse_scalar_union(schema)
+        if collapsed is not None:
+            return collapsed
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$ref" and isinstance(value, str):
+            out[key] = V2_PREFIX + value.rsplit("/", 1)[-1]
+        elif key == "type":
+            if isinstance(value, list):
+                value = next((t for t in value if t != "null"), None)
+            if value is not None:
+                out[key] = value
+        elif key == "properties" and isinstance(value, dict):
+            out[key] = {name: _property_to_v2(name, prop) for name, prop in value.items()}
+        elif key in ("items", "additionalProperties", "not") and isinstance(value, dict):
+            out[key] = _to_v2(value)
+        elif key in _COMBINATORS and isinstance(value, list):
+            out[key] = [_to_v2(v) for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _property_to_v2(name: str, prop: dict[str, Any]) -> dict[str, Any]:
+    converted = _to_v2(prop)
+    if name in ("apiVersion", "kind"):
+        converted.pop("enum", None)  # kube's schemas name no fixed values; shared types (List) would break
+    return converted
+
+
+def _collapse_scalar_union(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """IntOrString and Quantity are `oneOf` scalars here; kube's v2 says `type: string` (+ int-or-string)."""
+    branches = [b for key in _COMBINATORS for b in schema.get(key, [])]
+    types: set[str] = set()
+    for branch in branches:
+        t = branch.get("type") if isinstance(branch, dict) else None
+        types.update(t if isinstance(t, list) else [t] if isinstance(t, str) else [])
+    types.discard("null")
+    if "string" not in types or not types <= {"string", "integer", "number"}:
+        return None
+    out: dict[str, Any] = {k: v for k, v in schema.items() if k not in _COMBINATORS}
+    out["type"] = "string"
+    if "integer" in types:
+        out["format"] = "int-or-string"
+    return out
+
+
+@functools.cache
+def _gvk_index() -> dict[tuple[str, str, str], str]:
+    index: dict[tuple[str, str, str], str] = {}
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind", []):
+            index.setdefault((gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")), name)
+    return index
+
+
+def definition_for(group: str, version: str, kind: str) -> str | None:
+    """The definition name of a group/version/kind, or None if no built-in schema describes it."""
+    found = _gvk_index().get((group, version, kind))
+    if found is not None:
+        return found
+    # No GVK extension: match `<...>.<group-segment>.<version>.<kind>` by name.
+    segments = ("core", "meta") if not group else (group.split(".")[0],)
+    suffix = f".{version}.{kind}"
+    for segment in segments:
+        matches = [n for n in definitions() if n.endswith(suffix) and n[: -len(suffix)].endswith("." + segment)]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+@functools.cache
+def _refs(name: str) -> frozenset[str]:
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref.rsplit("/", 1)[-1])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(definitions().get(name, {}))
+    return frozenset(found)
+
+
+def closure(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The named definitions plus all they reference, transitively (shared dicts: do not edit)."""
+    defs = definitions()
+    seen: set[str] = set()
+    pending = [n for n in names if n in defs]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        pending.extend(r for r in _refs(name) if r in defs and r not in seen)
+    return {name: defs[name] for name in sorted(seen)}
+
+
+def to_v3(defs: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of v2 definitions whose refs point at `#/components/schemas/`."""
+
+    def convert(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: convert(v) for k, v in node.items()}
+            ref = out.get("$ref")
+            if isinstance(ref, str) and ref.startswith(V2_PREFIX):
+                out["$ref"] = V3_PREFIX + ref[len(V2_PREFIX):]
+            return out
+        if isinstance(node, list):
+            return [convert(v) for v in node]
+        return node
+
+    return {name: convert(schema) for name, schema in defs.items()}
+
+
+def resolve(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """Follow `$ref`s to the schema they name (None if a ref is unknown)."""
+    seen = 0
+    while schema is not None and isinstance(schema.get("$ref"), str) and seen < 32:
+        schema = definitions().get(schema["$ref"].rsplit("/", 1)[-1])
+        seen += 1
+    return schema
+
+
+@dataclass(frozen=True, eq=False)
+class PatchMeta:
+    """What strategic merge patch knows about one value: how its field patches, and its schema.
+
+    `strategies` and `merge_key` come from the field that holds the value
+    (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`). A meta
+    without a schema knows nothing: maps merge as maps, lists are replaced.
+    """
+
+    schema: Mapping[str, Any] | None = None
+    strategies: tuple[str, ...] = ()
+    merge_key: str | None = None
+
+    @classmethod
+    def for_definition(cls, name: str) -> PatchMeta:
+        """The meta of a root type, e.g. `io.k8s.api.core.v1.Pod` (knows nothing if unknown)."""
+        return cls(definitions().get(name))
+
+    @classmethod
+    def unknown(cls) -> PatchMeta:
+        return cls()
+
+    @property
+    def strategy(self) -> str:
+        """The strategy as kube writes it: "", "merge", "replace", "retainKeys", "merge,retainKeys"."""
+        return ",".join(self.strategies)
+
+    @property
+    def merges(self) -> bool:
+        return "merge" in self.strategies
+
+    @property
+    def replaces(self) -> bool:
+        return "replace" in self.strategies
+
+    @property
+    def retains_keys(self) -> bool:
+        return "retainKeys" in self.strategies
+
+    def field(self, name: str) -> PatchMeta:
+        """The meta of property `name` of this object (or of a map value, via additionalProperties)."""
+        schema = resolve(self.schema)
+        if not schema:
+            return PatchMeta()
+        prop = (schema.get("properties") or {}).get(name)
+        if prop is None:
+            extra = schema.get("additionalProperties")
+            prop = extra if isinstance(extra, dict) else None
+        if prop is None:
+            return PatchMeta()
+        raw = prop.get("x-kubernetes-patch-strategy") or ""
+        strategies = tuple(s.strip() for s in raw.split(",") if s.strip())
+        return PatchMeta(resolve(prop), strategies, prop.get("x-kubernetes-patch-merge-key"))
+
+    def items(self) -> PatchMeta:
+        """The meta of this list's elements."""
+        schema = resolve(self.schema)
+        items = schema.get("items") if schema else None
+        return PatchMeta(resolve(items)) if isinstance(items, dict) else PatchMeta()
