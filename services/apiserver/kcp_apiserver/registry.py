@@ -21,7 +21,7 @@ from .keys import object_key, parse_key, scope_prefix
 from .resources import Obj, Resource
 from .storage import (Compacted, KeyExists, KeyNotFound, RevisionConflict, Storage, Stored, StorageError,
                       Unavailable)
-from .validation import generate_name_suffix, validate_object_meta
+from .validation import generate_name, validate_object_meta
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
@@ -153,7 +153,7 @@ class Registry:
             obj.pop("status", None)
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
-            meta["name"] = meta["generateName"] + generate_name_suffix()
+            meta["name"] = generate_name(meta["generateName"])
         if res.prepare is not None:
             res.prepare(obj, None)
         self._validate(res, obj, None)
@@ -169,7 +169,7 @@ class Registry:
             except KeyExists as exc:
                 if not generate or attempt == 7:
                     raise st.already_exists(res.plural, meta["name"], res.group) from exc
-                meta["name"] = meta["generateName"] + generate_name_suffix()
+                meta["name"] = generate_name(meta["generateName"])
             except StorageError as exc:
                 raise storage_errors(res, meta.get("name", ""), exc) from exc
         raise st.internal("unreachable")
