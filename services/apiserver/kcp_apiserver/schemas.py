@@ -3,7 +3,7 @@
 The schemas come from the `kubernetes_validate` wheel, which ships kube's
 definitions in JSON-schema form (`$defs`, nullable type lists, enums on
 apiVersion/kind). kubectl expects kube's own OpenAPI v2 shape, so they are
-converted once, lazily, on first use (about 0.15s), then shared read-only.
+converted once, lazily, on first use (about 70 ms), then shared read-only.
 """
 
 from __future__ import annotations
