@@ -13,7 +13,7 @@ from kcp_process import KcpServer, free_port
 @pytest.fixture(scope="session")
 def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     server = KcpServer(tmp_path_factory.mktemp("kcp"), free_port(),
-                       ["--watch-bookmark-interval", "1", "--compaction-interval", "0"])
+                       ["--watch-bookmark-interval", "1", "--compaction-interval", "0", "--watch-cache-size", "300"])
     server.start()
     yield server
     assert server.stop() == 0, server.log_tail()

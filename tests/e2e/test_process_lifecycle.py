@@ -128,3 +128,24 @@ async def test_server_rides_out_an_etcd_restart(tmp_path: Path) -> None:
     finally:
         server.stop()
         etcd.stop()
+
+
+async def test_etcd_is_compacted_periodically_and_old_revisions_expire(tmp_path: Path) -> None:
+    server = KcpServer(tmp_path / "kcp", free_port(), ["--compaction-interval", "1"])
+    server.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            api = Api(server, session)
+            path = "/api/v1/namespaces/default/configmaps"
+            old = (await api.post(path, configmap("c"))).body
+            await api.put(f"{path}/c", dict(old, data={"k": "new"}))
+            reply = None
+            for _ in range(50):
+                await asyncio.sleep(0.2)
+                reply = await api.get(path, params={"resourceVersion": old["metadata"]["resourceVersion"],
+                                                    "resourceVersionMatch": "Exact"})
+                if reply.status == 410:
+                    break
+            assert reply is not None and reply.status == 410 and reply.body["reason"] == "Expired"
+    finally:
+        server.stop()

@@ -72,8 +72,11 @@ async def test_timeout_seconds_ends_the_watch(api: Api, namespace: str) -> None:
     assert events == [] and 0.9 < loop.time() - started < 5
 
 
-async def test_too_old_resource_version_is_410_expired(api: Api, namespace: str) -> None:
-    events = await collect(api, CM.format(ns=namespace), {"resourceVersion": "1"}, 1)
+async def test_resource_version_older_than_the_cache_window_is_410_expired(api: Api, namespace: str) -> None:
+    path = CM.format(ns=namespace)
+    first = (await api.post(path, configmap("old"))).body["metadata"]["resourceVersion"]
+    await asyncio.gather(*(api.post(path, configmap(f"fill-{i}")) for i in range(310)))  # the window holds 300
+    events = await collect(api, path, {"resourceVersion": first}, 1)
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
 
