@@ -112,7 +112,8 @@ class Registry:
         elif exact and resource_version not in ("", "0"):
             revision = _parse_rv(resource_version)
         items: list[Obj] = []
-        batch = max(limit + 1, 500) if limit else 0
+        # bounded etcd reads at one pinned revision: consistent, and under gRPC's message size limit
+        batch = min(max(limit + 1, 100), 1000) if limit else 1000
         try:
             while True:
                 chunk, revision, more = await self.storage.list(prefix, revision=revision, limit=batch,
