@@ -157,12 +157,21 @@ async def watch_latency(bench: Bench, ns: str, watchers: int, events: int) -> di
             "p99_ms": percentile(latencies, 99) * 1000, "samples": len(latencies), "rss_kib": rss_with_watchers}
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
+    from kcp_apiserver.embedded_etcd import EmbeddedEtcd
+
     root = Path(tempfile.mkdtemp(prefix="kcp-bench-"))
-    server = KcpServer(root, free_port(), ["--log-level", args.log_level, *args.server_args])
+    etcd = EmbeddedEtcd(root / "external")  # one etcd for the API server and the raw puts alike
+    (root / "external").mkdir()
+    await etcd.start()
+    etcd_endpoint = etcd.endpoint
+    server = KcpServer(root / "kcp", free_port(),
+                       ["--log-level", args.log_level, "--etcd-servers", etcd_endpoint, "--workers", str(workers),
+                        *args.server_args])
     server.start()
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "server_args": args.server_args, "log_level": args.log_level}
+                               "server_args": args.server_args, "log_level": args.log_level,
+                               "workers": workers}
     try:
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as session:
@@ -170,9 +179,6 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             assert server.process is not None
             results["rss_idle_kib"] = tree_rss_kib(server.process.pid)
             payload = "x" * args.payload
-            etcd_endpoint = next(line for line in (root / "apiserver.log").read_text().splitlines()
-                                 if '"serving"' in line or "serving" in line)
-            etcd_endpoint = json.loads(etcd_endpoint)["etcd"] if etcd_endpoint.startswith("{") else ""
             create: dict[str, Any] = {}
             for concurrency in (1, 32, 128):
                 ns = f"create-c{concurrency}"
@@ -218,11 +224,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             results["watch"] = await watch_latency(bench, "watch", args.watchers, args.watch_events)
     finally:
         server.stop()
+        await etcd.stop()
     return results
 
 
 def summary(results: dict[str, Any]) -> str:
-    lines = ["kcp-apiserver benchmark", ""]
+    lines = [f"kcp-apiserver benchmark, {results['workers']} worker(s)", ""]
     for conc, row in results["create"].items():
         lines.append(f"create c={conc:>3}: {row['api_per_s']:>8.1f}/s   raw etcd put {row['etcd_put_per_s']:>8.1f}/s"
                      f"   ratio {row['ratio']:.2f}")
@@ -244,15 +251,18 @@ def main() -> None:
     parser.add_argument("--watch-events", type=int, default=20)
     parser.add_argument("--payload", type=int, default=256, help="bytes of data per ConfigMap")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1],
+                        help="worker counts to measure, one after the other in this run")
     parser.add_argument("--server-args", nargs="*", default=[], help="extra kcp-apiserver flags")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
-    results = asyncio.run(main_async(args))
+    runs = [asyncio.run(main_async(args, workers)) for workers in args.workers]
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"apiserver-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(results, indent=2))
-    print(summary(results))
-    print(f"\nwritten to {out}")
+    out.write_text(json.dumps(runs, indent=2))
+    for results in runs:
+        print(summary(results) + "\n")
+    print(f"written to {out}")
 
 
 if __name__ == "__main__":

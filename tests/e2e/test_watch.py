@@ -76,6 +76,7 @@ async def test_resource_version_older_than_the_cache_window_is_410_expired(api: 
     path = CM.format(ns=namespace)
     first = (await api.post(path, configmap("old"))).body["metadata"]["resourceVersion"]
     await asyncio.gather(*(api.post(path, configmap(f"fill-{i}")) for i in range(310)))  # the window holds 300
+    await asyncio.sleep(1.0)  # let the watch cache receive them all
     events = await collect(api, path, {"resourceVersion": first}, 1)
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"

@@ -35,7 +35,6 @@ from .wire import json_response, wants_aggregated_discovery
 
 log = structlog.get_logger("apiserver")
 
-INFO = web.AppKey("info", object)
 PUBLIC_PATHS = {"/healthz", "/livez", "/readyz", "/version", "/metrics"}
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0+kcp", "gitCommit": "", "gitTreeState": "clean",
            "buildDate": "2026-11-22T00:00:00Z", "goVersion": "python3.11", "compiler": "cpython",
@@ -49,6 +48,7 @@ class ServerOptions:
     admin_token: str
     watch_cache_size: int = 10_000
     compaction_interval: float = 300.0
+    controllers: bool = True  # the namespace finalizer runs in one process of several
     watch: WatchSettings = field(default_factory=WatchSettings)
 
 
@@ -84,7 +84,7 @@ class APIServer:
                                          fields=FieldValidator())
         for res in self.catalog.builtins:
             await self.caches.get(res)
-        await self.lifecycle.start()
+        await self.lifecycle.start(finalize=self.options.controllers)
         while True:
             try:
                 await self.clusters.ensure(DEFAULT_CLUSTER)

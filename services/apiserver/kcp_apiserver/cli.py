@@ -7,6 +7,8 @@ import asyncio
 import signal
 import socket
 import ssl
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -16,7 +18,7 @@ from .app import APIServer, ServerOptions
 from .embedded_etcd import EmbeddedEtcd
 from .handlers import WatchSettings
 from .observability import configure_logging
-from .pki import ensure_credentials, write_kubeconfig
+from .pki import Credentials, ensure_credentials, write_kubeconfig
 
 log = structlog.get_logger("kcp-apiserver")
 
@@ -45,6 +47,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-request-timeout", type=float, default=1800.0,
                         help="a watch without timeoutSeconds ends after between this and twice this many "
                              "seconds (default: 1800)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="serving processes sharing the port through SO_REUSEPORT (default: 1)")
+    parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
                         help="log level (default: info)")
     return parser.parse_args(argv)
@@ -69,18 +74,20 @@ def _hosts(bind: str, extra: list[str]) -> list[str]:
     return hosts
 
 
-async def run(args: argparse.Namespace) -> None:
-    root: Path = args.root_dir.resolve()
-    creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostname))
-    etcd: EmbeddedEtcd | None = None
-    endpoints = _endpoints(args.etcd_servers)
-    if not endpoints:
-        etcd = EmbeddedEtcd(root)
-        await etcd.start()
-        endpoints = [etcd.endpoint]
+async def _wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def serve(args: argparse.Namespace, endpoints: list[str], creds: Credentials, *,
+                controllers: bool, on_ready: Callable[[], None] | None = None) -> None:
+    """One serving process: the API server on the secure port until a signal arrives."""
     server = APIServer(ServerOptions(
         etcd_endpoints=endpoints, admin_token=creds.admin_token, watch_cache_size=args.watch_cache_size,
-        compaction_interval=args.compaction_interval,
+        compaction_interval=args.compaction_interval if controllers else 0, controllers=controllers,
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
                             min_request_timeout=args.min_request_timeout)))
     runner: web.AppRunner | None = None
@@ -90,23 +97,61 @@ async def run(args: argparse.Namespace) -> None:
         ssl_ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
         runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
-        site = web.TCPSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx, reuse_address=True)
+        site = web.TCPSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx, reuse_address=True,
+                           reuse_port=args.workers > 1)
         await site.start()
-        host = "127.0.0.1" if args.bind_address in ("0.0.0.0", "::", "") else args.bind_address
-        url = f"https://{host}:{args.secure_port}"
-        kubeconfig = root / "admin.kubeconfig"
-        write_kubeconfig(kubeconfig, url, creds)
-        log.info("serving", url=url, kubeconfig=str(kubeconfig), etcd=",".join(endpoints))
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        if on_ready is not None:
+            on_ready()
+        await _wait_for_signal()
         log.info("shutting down")
     finally:
         if runner is not None:
             await runner.cleanup()
         await server.stop()
+
+
+async def _start_workers(args: argparse.Namespace, endpoints: list[str]) -> list[asyncio.subprocess.Process]:
+    """Worker processes 1..n-1 share the port through SO_REUSEPORT; this process is worker 0."""
+    argv = [a for a in sys.argv[1:] if not a.startswith("--etcd-servers")]
+    workers = []
+    for index in range(1, args.workers):
+        workers.append(await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kcp_apiserver.cli", *argv, "--etcd-servers", ",".join(endpoints),
+            "--worker-index", str(index)))
+    return workers
+
+
+async def run(args: argparse.Namespace) -> None:
+    root: Path = args.root_dir.resolve()
+    creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostname))
+    endpoints = _endpoints(args.etcd_servers)
+    if args.worker_index:
+        await serve(args, endpoints, creds, controllers=False)
+        return
+    etcd: EmbeddedEtcd | None = None
+    workers: list[asyncio.subprocess.Process] = []
+    try:
+        if not endpoints:
+            etcd = EmbeddedEtcd(root)
+            await etcd.start()
+            endpoints = [etcd.endpoint]
+        if args.workers > 1:
+            workers = await _start_workers(args, endpoints)
+
+        def ready() -> None:
+            host = "127.0.0.1" if args.bind_address in ("0.0.0.0", "::", "") else args.bind_address
+            url = f"https://{host}:{args.secure_port}"
+            kubeconfig = root / "admin.kubeconfig"
+            write_kubeconfig(kubeconfig, url, creds)
+            log.info("serving", url=url, kubeconfig=str(kubeconfig), etcd=",".join(endpoints), workers=args.workers)
+
+        await serve(args, endpoints, creds, controllers=True, on_ready=ready)
+    finally:
+        for worker in workers:
+            if worker.returncode is None:
+                worker.terminate()
+        for worker in workers:
+            await worker.wait()
         if etcd is not None:
             await etcd.stop()
 

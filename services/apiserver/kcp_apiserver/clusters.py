@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 
 from . import status as st
 from .builtins import NAMESPACE, prepare_namespace
@@ -29,8 +28,10 @@ def check_cluster_name(name: str) -> None:
 
 
 def default_namespace(cluster: str, created: str) -> dict:  # type: ignore[type-arg]
+    from .registry import new_uid
+
     ns = {"apiVersion": "v1", "kind": "Namespace",
-          "metadata": {"name": "default", "uid": str(uuid.uuid4()), "creationTimestamp": created,
+          "metadata": {"name": "default", "uid": new_uid(), "creationTimestamp": created,
                        "annotations": {"kcp.io/cluster": cluster}}}
     prepare_namespace(ns, None)
     return ns

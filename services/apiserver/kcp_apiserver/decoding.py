@@ -44,7 +44,7 @@ class FieldValidator:
         schema = self.schema_for(res)
         problems: list[str] = []
         if body is not None and mode != "Ignore":
-            problems += [f'duplicate field "{name}"' for name in duplicate_fields(body)]
+            problems += [f'duplicate field "{name}"' for name in duplicate_fields(body, obj)]
         if schema is not None:
             unknown: list[str] = []
             type_errors: list[str] = []

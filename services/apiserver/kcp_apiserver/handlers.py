@@ -24,6 +24,7 @@ from .tables import to_table
 from .watchcache import ADDED, TooOld, WatchEvent
 from .wire import decode_object, json_response, read_body, wants_table
 
+CLIENT_GONE_CHECK_SECONDS = 5.0
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
 NON_NAMESPACED_SUBRESOURCES = {"namespaces": {"status", "finalize"}}
 
@@ -232,80 +233,89 @@ class ResourceHandlers:
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         table = wants_table(request)
         cache = await self.caches.get(res)
-        response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        encoder = _TableEncoder(res, query.get("includeObject", "Metadata")) if table else None
-
-        initial: list[Obj] = []
-        if rv in ("", "0"):
-            for _ in range(5):
-                listed = await self.registry.list(res, cluster, namespace, matches=matches)
-                try:
-                    watcher = cache.subscribe(cluster=cluster, namespace=namespace or None, name=name or None,
-                                              matches=matches, after_revision=listed.revision)
-                    break
-                except TooOld:
-                    continue
-            else:
-                raise st.unavailable("the watch cache is resetting; please try again")
-            initial = [o for o in listed.items if not name or o["metadata"]["name"] == name]
+        listed = None
+        after = 0
+        if rv in ("", "0"):  # the current state first, then the changes after it
+            listed = await self.registry.list(res, cluster, namespace, matches=matches)
+            after = listed.revision
         else:
             try:
                 after = int(rv)
             except ValueError:
                 raise st.bad_request(f"invalid resourceVersion {rv!r}") from None
-            try:
-                watcher = cache.subscribe(cluster=cluster, namespace=namespace or None, name=name or None,
-                                          matches=matches, after_revision=after)
-            except TooOld as exc:
-                await response.write(_error_event(st.gone(f"too old resource version: {exc.requested} "
-                                                          f"({exc.oldest})")))
-                return response
+        response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        await response.write(b"")  # send the headers now: events are written to the transport directly
+        encoder = _TableEncoder(res, query.get("includeObject", "Metadata")) if table else None
+        stream = _ChunkedStream(request)
+
+        def sink(type_: str, event: WatchEvent) -> bool:
+            return stream.write(encoder.event(type_, event.obj) if encoder else event.encoded(type_))
+
+        if listed is not None:
+            initial = [o for o in listed.items if not name or o["metadata"]["name"] == name]
+            if initial:  # no await between these writes and subscribing: nothing can slip in between
+                stream.write(b"".join(encoder.event(ADDED, o) if encoder else _event_bytes(ADDED, o)
+                                      for o in initial))
+        try:
+            watcher = cache.subscribe(cluster=cluster, namespace=namespace or None, name=name or None,
+                                      matches=matches, after_revision=after, sink=sink)
+        except TooOld as exc:
+            stream.write(_error_event(st.gone(f"too old resource version: {exc.requested} ({exc.oldest})")))
+            return response
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        last_bookmark = watcher.after_revision
+        last_bookmark, last_bookmark_at = watcher.after_revision, loop.time()
         try:
-            if initial:
-                await response.write(b"".join(
-                    encoder.event(ADDED, o) if encoder else _event_bytes(ADDED, o) for o in initial))
-            while True:
+            while not watcher.done.is_set():
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
-                wait = min(remaining, self.watch_settings.bookmark_interval) if bookmarks else remaining
+                wait = min(remaining, self.watch_settings.bookmark_interval if bookmarks else remaining,
+                           CLIENT_GONE_CHECK_SECONDS)
                 try:
-                    item = await asyncio.wait_for(watcher.queue.get(), wait)
+                    await asyncio.wait_for(watcher.done.wait(), wait)
                 except asyncio.TimeoutError:
-                    if bookmarks and cache.revision > last_bookmark:
-                        last_bookmark = cache.revision
-                        await response.write(_bookmark(res, cache.revision))
-                    continue
-                if item is None:
-                    if watcher.close_reason:
-                        await response.write(_error_event(st.gone(watcher.close_reason)))
-                    break
-                chunks = [self._encode(encoder, *item)]
-                while not watcher.queue.empty():
-                    more = watcher.queue.get_nowait()
-                    if more is None:
-                        if watcher.close_reason:
-                            chunks.append(_error_event(st.gone(watcher.close_reason)))
-                        await response.write(b"".join(chunks))
-                        return response
-                    chunks.append(self._encode(encoder, *more))
-                await response.write(b"".join(chunks))
-        except (ConnectionResetError, asyncio.CancelledError):
+                    if stream.gone():
+                        break
+                    due = loop.time() - last_bookmark_at >= self.watch_settings.bookmark_interval
+                    if bookmarks and due and cache.revision > last_bookmark and not watcher.closed:
+                        last_bookmark, last_bookmark_at = cache.revision, loop.time()
+                        if not stream.write(_bookmark(res, cache.revision)):
+                            watcher.close("watcher too slow; the client must watch again")
+            if watcher.close_reason and not stream.broken:
+                stream.write(_error_event(st.gone(watcher.close_reason)))
+        except asyncio.CancelledError:
             pass
         finally:
             watcher.close()
         return response
 
-    @staticmethod
-    def _encode(encoder: _TableEncoder | None, type_: str, event: WatchEvent) -> bytes:
-        if encoder is not None:
-            return encoder.event(type_, event.obj)
-        return event.encoded(type_)
+
+class _ChunkedStream:
+    """Writes HTTP chunks straight to the connection's transport, synchronously.
+
+    The watch cache calls this from its dispatch loop; a client whose unsent
+    data passes MAX_PENDING cannot keep up and is cut off, as kube does.
+    """
+
+    MAX_PENDING = 32 * 1024 * 1024
+
+    def __init__(self, request: web.Request) -> None:
+        self.transport = request.transport
+        self.broken = False
+
+    def gone(self) -> bool:
+        return self.broken or self.transport is None or self.transport.is_closing()
+
+    def write(self, data: bytes) -> bool:
+        transport = self.transport
+        if self.broken or transport is None or transport.is_closing():
+            self.broken = True
+            return False
+        transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+        return transport.get_write_buffer_size() < self.MAX_PENDING
 
 
 class _TableEncoder:

@@ -15,7 +15,7 @@ from .keys import object_key, scope_prefix
 from .registry import Registry
 from .resources import Obj, Resource
 from .storage import KeyNotFound, Storage, StorageError
-from .watchcache import DELETED, WatchCache
+from .watchcache import DELETED, TooOld, WatchCache, Watcher
 
 log = structlog.get_logger("namespaces")
 
@@ -37,20 +37,27 @@ class NamespaceLifecycle:
         self.queued: set[tuple[str, str]] = set()
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
+    async def start(self, *, finalize: bool = True) -> None:
+        watcher = await self._resync()
+        self._tasks = [asyncio.create_task(self._follow(watcher), name="namespaces:follow")]
+        if finalize:
+            self._tasks.append(asyncio.create_task(self._work(), name="namespaces:finalize"))
+
+    async def _resync(self) -> Watcher:
+        """List every namespace of every logical cluster, then follow changes from that revision."""
         while True:
             try:
                 items, revision, _ = await self.storage.list(NAMESPACE.prefix)
+                watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                                               after_revision=revision)
                 break
-            except StorageError as exc:
-                log.warning("etcd unavailable, retrying", error=str(exc))
+            except (StorageError, TooOld) as exc:
+                log.warning("namespace resync failed, retrying", error=str(exc))
                 await asyncio.sleep(RETRY_SECONDS)
-        watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
-                                       after_revision=revision)
+        self.terminating.clear()
         for stored in items:
             self._observe(stored.obj, deleted=False)
-        self._tasks = [asyncio.create_task(self._follow(watcher), name="namespaces:follow"),
-                       asyncio.create_task(self._work(), name="namespaces:finalize")]
+        return watcher
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -74,18 +81,14 @@ class NamespaceLifecycle:
             self.queued.add(key)
             self.queue.put_nowait(key)
 
-    async def _follow(self, watcher) -> None:  # type: ignore[no-untyped-def]
+    async def _follow(self, watcher: Watcher) -> None:
         while True:
             item = await watcher.queue.get()
             if item is None:  # the cache was reset: start over from a fresh list
-                await self.start_again()
-                return
+                watcher = await self._resync()
+                continue
             type_, event = item
             self._observe(event.obj, deleted=type_ == DELETED)
-
-    async def start_again(self) -> None:
-        self.terminating.clear()
-        await self.start()
 
     async def _work(self) -> None:
         while True:

@@ -5,21 +5,24 @@ from __future__ import annotations
 import logging
 import sys
 
+import orjson
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
 def configure_logging(level: str = "info") -> None:
     """JSON lines when not on a terminal, readable console output on one."""
-    renderer: structlog.types.Processor = (structlog.dev.ConsoleRenderer() if sys.stderr.isatty()
-                                           else structlog.processors.JSONRenderer())
+    tty = sys.stderr.isatty()
+    renderer: structlog.types.Processor = (structlog.dev.ConsoleRenderer() if tty
+                                           else structlog.processors.JSONRenderer(serializer=orjson.dumps))
     logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(message)s")
     structlog.configure(
         processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
                     structlog.processors.TimeStamper(fmt="iso", utc=True),
                     structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=(structlog.PrintLoggerFactory(sys.stderr) if tty
+                        else structlog.BytesLoggerFactory(sys.stderr.buffer)),
         cache_logger_on_first_use=True,
     )
 

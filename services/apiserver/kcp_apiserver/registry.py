@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import random
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ CLUSTER_ANNOTATION = "kcp.io/cluster"
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Admission = Callable[[Resource, str, str, Obj, Obj | None], Awaitable[None]]
+
+
+def new_uid() -> str:
+    """A random (version 4) UUID; uids need uniqueness, not cryptographic strength."""
+    return str(uuid.UUID(int=random.getrandbits(128), version=4))
 
 
 def now_rfc3339() -> str:
@@ -145,7 +151,7 @@ class Registry:
         self._check_namespace(res, namespace, meta)
         for field_name in (*SERVER_SET_META, "resourceVersion"):
             meta.pop(field_name, None)
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if res.tracks_generation:
             meta["generation"] = 1

@@ -60,9 +60,16 @@ def decode_object(body: bytes, content_type: str) -> Any:
         raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
 
 
-def duplicate_fields(body: bytes) -> list[str]:
-    """Names of fields repeated in one JSON object (orjson keeps the last silently)."""
+def duplicate_fields(body: bytes, parsed: Any = None) -> list[str]:
+    """Names of fields repeated in one JSON object (orjson keeps the last silently).
+
+    Fast path: if re-encoding the parsed object gives the body back byte for
+    byte, no field was dropped, so there were no duplicates.
+    """
     import json
+
+    if parsed is not None and orjson.dumps(parsed) == body.strip():
+        return []
 
     duplicates: list[str] = []
 
