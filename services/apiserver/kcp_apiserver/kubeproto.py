@@ -65,14 +65,8 @@ MAP = 4  # map<string, type>
 KEEP = 8  # json tag without omitempty: zero values and empty lists stay
 
 _SCALARS = {"string", "bool", "int32", "int64", "bytes"}
-_SPECIAL = {"Time", "MicroTime", "FieldsV1"}
-
-_OBJECT_REFERENCE = {
-    1: ("kind", "string", 0), 2: ("namespace", "string", 0), 3: ("name", "string", 0),
-    4: ("uid", "string", 0), 5: ("apiVersion", "string", 0), 6: ("resourceVersion", "string", 0),
-    7: ("fieldPath", "string", 0),
-}
-_EVENT_SOURCE = {1: ("component", "string", 0), 2: ("host", "string", 0)}
+# Anything else is a message name; "Time", "MicroTime" (meta/v1 Timestamp:
+# seconds=1, nanos=2) and "FieldsV1" (Raw=1, JSON text) have their own codecs.
 
 # message -> {field number: (json name, type, flags)}, in Go struct (= JSON) order.
 SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
@@ -148,7 +142,11 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
         3: ("imagePullSecrets", "LocalObjectReference", REP),
         4: ("automountServiceAccountToken", "bool", PTR),
     },
-    "ObjectReference": _OBJECT_REFERENCE,
+    "ObjectReference": {
+        1: ("kind", "string", 0), 2: ("namespace", "string", 0), 3: ("name", "string", 0),
+        4: ("uid", "string", 0), 5: ("apiVersion", "string", 0), 6: ("resourceVersion", "string", 0),
+        7: ("fieldPath", "string", 0),
+    },
     "LocalObjectReference": {1: ("name", "string", 0)},
     "Event": {
         1: ("metadata", "ObjectMeta", 0), 2: ("involvedObject", "ObjectReference", 0),
@@ -158,7 +156,7 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
         12: ("action", "string", 0), 13: ("related", "ObjectReference", PTR),
         14: ("reportingComponent", "string", KEEP), 15: ("reportingInstance", "string", KEEP),
     },
-    "EventSource": _EVENT_SOURCE,
+    "EventSource": {1: ("component", "string", 0), 2: ("host", "string", 0)},
     "EventSeries": {1: ("count", "int32", 0), 2: ("lastObservedTime", "MicroTime", 0)},
     # --- k8s.io/api/events/v1 ---
     "events.Event": {
