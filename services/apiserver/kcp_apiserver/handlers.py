@@ -22,7 +22,7 @@ from .resources import Obj, Resource
 from .selectors import FieldSelector, LabelSelector
 from .tables import to_table
 from .watchcache import ADDED, TooOld, WatchEvent
-from .wire import decode_object, json_response, read_body, wants_table
+from .wire import PROTOBUF, decode_object, json_response, read_body, wants_table
 
 CLIENT_GONE_CHECK_SECONDS = 5.0
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
@@ -146,7 +146,8 @@ class ResourceHandlers:
             raise st.bad_request("the body of the request must be an object")
         warnings: list[str] = []
         if check_fields:
-            warnings = self.fields.check(res, obj, body, request.query.get("fieldValidation", ""))
+            json_body = None if request.content_type == PROTOBUF else body
+            warnings = self.fields.check(res, obj, json_body, request.query.get("fieldValidation", ""))
         return obj, warnings
 
     async def _list(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str) -> web.Response:

@@ -12,6 +12,7 @@ from . import status as st
 
 MAX_BODY = 3 * 1024 * 1024
 TABLE_MEDIA = "as=table"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -49,6 +50,10 @@ def decode_object(body: bytes, content_type: str) -> Any:
     if not body.strip():
         raise st.bad_request("the body of the request was empty")
     ctype = content_type.split(";")[0].strip().lower()
+    if ctype == PROTOBUF:
+        from . import kubeproto
+
+        return kubeproto.decode(body)
     if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
         try:
             return yaml.safe_load(body)
