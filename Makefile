@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
-SERVICES := services/apiserver
+SERVICES := libs/kcpcommon services/apiserver
 
 .PHONY: install tools run test unit e2e bench-apiserver clean
 
@@ -36,7 +36,7 @@ test: install tools
 	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider
 
 unit: install
-	$(BIN)/python -m pytest -q services
+	$(BIN)/python -m pytest -q services libs
 
 e2e: install tools
 	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/e2e
