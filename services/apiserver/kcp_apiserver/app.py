@@ -21,9 +21,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from . import discovery, openapi
 from . import status as st
-from .builtins import BUILTINS, NAMESPACE
+from .builtins import BUILTINS, CRD, NAMESPACE
 from .catalog import Catalog, WatchCaches
 from .clusters import DEFAULT_CLUSTER, LogicalClusters
+from .crds import CRDServing
 from .decoding import FieldValidator
 from .handlers import ResourceHandlers, WatchSettings
 from .namespaces import NamespaceLifecycle
@@ -68,6 +69,7 @@ class APIServer:
         self.caches = WatchCaches(self.client, self.storage, capacity=options.watch_cache_size)
         self.clusters = LogicalClusters(self.storage)
         self.lifecycle: NamespaceLifecycle | None = None
+        self.crds: CRDServing | None = None
         self.registry: Registry | None = None
         self.handlers: ResourceHandlers | None = None
         self._openapi_cache: dict[tuple[object, ...], bytes] = {}
@@ -80,11 +82,13 @@ class APIServer:
         self.lifecycle = NamespaceLifecycle(self.storage, namespace_cache, self.catalog.namespaced)
         self.registry = Registry(self.storage, admit=self.lifecycle.admit, ensure_cluster=self.clusters.ensure)
         self.lifecycle.registry = self.registry
+        self.crds = CRDServing(self.storage, await self.caches.get(CRD), self.catalog, self.registry)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=self.options.watch,
                                          fields=FieldValidator())
         for res in self.catalog.builtins:
             await self.caches.get(res)
         await self.lifecycle.start(finalize=self.options.controllers)
+        await self.crds.start(controllers=self.options.controllers)
         while True:
             try:
                 await self.clusters.ensure(DEFAULT_CLUSTER)
@@ -104,6 +108,8 @@ class APIServer:
                 await task
         if self.lifecycle is not None:
             await self.lifecycle.stop()
+        if self.crds is not None:
+            await self.crds.stop()
         await self.caches.stop()
         await self.client.close()
 

@@ -82,14 +82,22 @@ def prepare_namespace(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("metadata", {}).setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
 
-def validate_crd_name(obj: Obj, old: Obj | None) -> list[Cause]:
-    spec = obj.get("spec") or {}
-    expected = f"{(spec.get('names') or {}).get('plural', '')}.{spec.get('group', '')}"
-    name = obj["metadata"].get("name", "")
-    if name != expected:
-        return [Cause("FieldValueInvalid", f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
-                      "metadata.name")]
-    return []
+def prepare_crd(obj: Obj, old: Obj | None) -> None:
+    """kube's CRD defaults, and the finalizer that deletes a CRD's objects before the CRD goes."""
+    from .crdvalidation import default_crd
+    from .customresources import CLEANUP_FINALIZER
+
+    default_crd(obj)
+    if old is None:
+        finalizers = obj["metadata"].setdefault("finalizers", [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+
+
+def validate_crd(obj: Obj, old: Obj | None) -> list[Cause]:
+    from .crdvalidation import validate_crd as check
+
+    return check(obj, old)
 
 
 def _count(field_name: str) -> Column:
@@ -149,6 +157,13 @@ NAMESPACE = Resource(
     field_selectors=("status.phase",),
 )
 
+CRD = Resource(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
+    "customresourcedefinition", False, short_names=("crd", "crds"), categories=("api-extensions",),
+    has_status=True, tracks_generation=True, prepare=prepare_crd, validate=validate_crd,
+    definition="io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+    columns=(NAME, CREATED_AT))
+
 BUILTINS: tuple[Resource, ...] = (
     NAMESPACE,
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", True, short_names=("cm",),
@@ -183,11 +198,7 @@ BUILTINS: tuple[Resource, ...] = (
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding",
              False, definition="io.k8s.api.rbac.v1.ClusterRoleBinding", name_is_path_segment=True,
              columns=BINDING_COLUMNS[:3] + BINDING_COLUMNS[3:]),
-    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-             "customresourcedefinition", False, short_names=("crd", "crds"), categories=("api-extensions",),
-             has_status=True, tracks_generation=True, validate=validate_crd_name,
-             definition="io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-             columns=(NAME, CREATED_AT)),
+    CRD,
 )
 
 # Core and events.k8s.io Events are kept apart in storage (kube converts between them; we do not yet).

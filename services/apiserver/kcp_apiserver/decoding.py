@@ -26,8 +26,6 @@ class FieldValidator:
     """Checks and prunes request objects against the OpenAPI schema of their kind."""
 
     def schema_for(self, res: Resource) -> dict[str, Any] | None:
-        if res.schema is not None:
-            return res.schema
         if res.definition is None:
             return None
         return schemas.definitions().get(res.definition)
@@ -37,6 +35,9 @@ class FieldValidator:
             return None
         return schemas.PatchMeta.for_definition(res.definition)
 
+    def scale_patch_meta(self) -> Any:
+        return schemas.PatchMeta.for_definition("io.k8s.api.autoscaling.v1.Scale")
+
     def check(self, res: Resource, obj: Obj, body: bytes | None, mode: str) -> list[str]:
         """Prune unknown fields from obj; return warnings, or raise 400 under Strict."""
         if mode not in MODES:
@@ -45,7 +46,12 @@ class FieldValidator:
         problems: list[str] = []
         if body is not None and mode != "Ignore":
             problems += [f'duplicate field "{name}"' for name in duplicate_fields(body, obj)]
-        if schema is not None:
+        if res.compiled is not None:  # custom resources: prune to the structural schema, then default
+            unknown_custom = res.compiled.prune(obj)
+            res.compiled.apply_defaults(obj)
+            if mode != "Ignore":
+                problems += [f'unknown field "{path}"' for path in unknown_custom]
+        elif schema is not None:
             unknown: list[str] = []
             type_errors: list[str] = []
             _walk(obj, schema, "", unknown, type_errors, top=True)

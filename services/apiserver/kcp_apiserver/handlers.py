@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,6 +71,49 @@ def build_filter(res: Resource, query: MultiMapping[str]) -> tuple[Callable[[Obj
     return matches, pinned
 
 
+def present(res: Resource, obj: Obj) -> Obj:
+    """A stored object as the requested version shows it: its apiVersion, and defaults applied on read."""
+    if not res.is_custom:
+        return obj
+    defaults = res.compiled is not None and res.compiled.has_defaults
+    if obj.get("apiVersion") == res.api_version and not defaults:
+        return obj
+    out = copy.deepcopy(obj) if defaults else dict(obj)
+    out["apiVersion"] = res.api_version
+    if defaults:
+        res.compiled.apply_defaults(out)
+    return out
+
+
+def _path_get(obj: Obj, path: str) -> Any:
+    for part in path.strip(".").split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)  # type: ignore[assignment]
+    return obj
+
+
+def _path_set(obj: Obj, path: str, value: Any) -> None:
+    parts = path.strip(".").split(".")
+    for part in parts[:-1]:
+        obj = obj.setdefault(part, {})
+    obj[parts[-1]] = value
+
+
+def to_scale(res: Resource, obj: Obj) -> Obj:
+    """autoscaling/v1 Scale of a custom resource, from the CRD's scale paths."""
+    meta = obj["metadata"]
+    status: Obj = {"replicas": _path_get(obj, res.scale.status_replicas_path) or 0}
+    if res.scale.label_selector_path:
+        selector = _path_get(obj, res.scale.label_selector_path)
+        if selector:
+            status["selector"] = selector
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in meta},
+            "spec": {"replicas": _path_get(obj, res.scale.spec_replicas_path) or 0}, "status": status}
+
+
 class ResourceHandlers:
     """Serves every verb of every resource through the one generic registry."""
 
@@ -94,6 +138,8 @@ class ResourceHandlers:
             raise st.method_not_allowed()
         query = request.query
         verb = info.verb
+        if info.subresource == "scale":
+            return await self._scale(request, res, info, namespace)
         if verb == "get":
             obj = await self.registry.get(res, info.cluster, namespace, info.name)
             return self._respond_object(request, res, obj)
@@ -107,7 +153,8 @@ class ResourceHandlers:
             created = await self.registry.create(res, info.cluster, namespace, obj, dry_run=dry_run)
             return self._respond_object(request, res, created, 201, warnings)
         if verb == "update":
-            obj, warnings = await self._decode(request, res, check_fields=info.subresource != "status")
+            obj, warnings = await self._decode(request, res,
+                                               check_fields=info.subresource != "status" or res.is_custom)
             if info.subresource == "finalize":
                 return await self._finalize(request, res, info, obj, dry_run)
             updated = await self.registry.update(res, info.cluster, namespace, info.name, obj,
@@ -122,18 +169,21 @@ class ResourceHandlers:
             deleted = await self.registry.delete_collection(res, info.cluster, namespace, matches=matches,
                                                             dry_run=dry_run)
             return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": {},
-                                  "items": deleted})
+                                  "items": [present(res, o) for o in deleted]})
         raise st.method_not_allowed()
 
     @staticmethod
     def _subresource_ok(res: Resource, sub: str) -> bool:
         if sub == "status":
             return res.has_status
+        if sub == "scale":
+            return res.scale is not None
         return sub in NON_NAMESPACED_SUBRESOURCES.get(res.plural, set()) and not res.group
 
     def _respond_object(self, request: web.Request, res: Resource, obj: Obj, code: int = 200,
                         warnings: list[str] | None = None) -> web.Response:
-        headers = _warning_headers(warnings)
+        headers = _warning_headers(res, warnings)
+        obj = present(res, obj)
         if wants_table(request) and request.method == "GET":
             return json_response(to_table(res, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
                                           request.query.get("includeObject", "Metadata")), code, headers)
@@ -161,10 +211,13 @@ class ResourceHandlers:
         list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
         if result.continue_token:
             list_meta["continue"] = result.continue_token
+        items = [present(res, o) for o in result.items] if res.is_custom else result.items
+        headers = _warning_headers(res, None)
         if wants_table(request):
-            return json_response(to_table(res, result.items, list_meta, query.get("includeObject", "Metadata")))
+            return json_response(to_table(res, items, list_meta, query.get("includeObject", "Metadata")),
+                                 headers=headers)
         return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta,
-                              "items": result.items})
+                              "items": items}, headers=headers)
 
     async def _patch(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
                      dry_run: bool) -> web.Response:
@@ -189,7 +242,7 @@ class ResourceHandlers:
 
         def apply_checked(doc: Obj) -> Obj:
             patched = apply(doc)
-            if info.subresource != "status" and isinstance(patched, dict):
+            if (info.subresource != "status" or res.is_custom) and isinstance(patched, dict):
                 warnings.extend(self.fields.check(res, patched, None, mode))
             return patched
 
@@ -210,7 +263,49 @@ class ResourceHandlers:
         if deleted_now and res.group != "apiextensions.k8s.io":
             return json_response(st.success_status({"name": info.name, "group": res.group, "kind": res.plural,
                                                     "uid": obj["metadata"].get("uid", "")}))
-        return json_response(obj)
+        return json_response(present(res, obj))
+
+    async def _scale(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str) -> web.Response:
+        """GET/PUT/PATCH of autoscaling/v1 Scale, mapped onto the CRD's replica paths."""
+        if info.verb == "get":
+            return json_response(to_scale(res, await self.registry.get(res, info.cluster, namespace, info.name)))
+        dry_run = _dry_run(request.query)
+        body = await read_body(request)
+        if info.verb == "update":
+            wanted = decode_object(body, request.content_type)
+            if not isinstance(wanted, dict):
+                raise st.bad_request("the body of the request must be a Scale object")
+
+            def change(doc: Obj) -> Obj:
+                rv = (wanted.get("metadata") or {}).get("resourceVersion")
+                if rv and rv != doc["metadata"].get("resourceVersion"):
+                    raise st.conflict(res.plural, info.name, res.group)
+                return wanted
+        elif info.verb == "patch":
+            content_type = request.content_type
+            patch_body = parse_patch(content_type, body)
+
+            def change(doc: Obj) -> Obj:
+                scale = to_scale(res, doc)
+                if content_type == "application/json-patch+json":
+                    return apply_json_patch(scale, patch_body)
+                if content_type == "application/merge-patch+json":
+                    return apply_merge_patch(scale, patch_body)
+                return apply_strategic_merge_patch(scale, patch_body, self.fields.scale_patch_meta())
+        else:
+            raise st.method_not_allowed()
+
+        def apply(doc: Obj) -> Obj:
+            replicas = (change(doc).get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise st.invalid("Scale", info.name, [st.Cause(
+                    "FieldValueInvalid", f"Invalid value: {replicas!r}: must be greater than or equal to 0",
+                    "spec.replicas")], "autoscaling")
+            _path_set(doc, res.scale.spec_replicas_path, replicas)
+            return doc
+
+        updated = await self.registry.patch(res, info.cluster, namespace, info.name, apply, dry_run=dry_run)
+        return json_response(to_scale(res, updated))
 
     async def _finalize(self, request: web.Request, res: Resource, info: RequestInfo, obj: Obj,
                         dry_run: bool) -> web.Response:
@@ -251,11 +346,18 @@ class ResourceHandlers:
         encoder = _TableEncoder(res, query.get("includeObject", "Metadata")) if table else None
         stream = _ChunkedStream(request)
 
+        variant = (res.api_version, res.schema_digest)
+        transform = res.is_custom and encoder is None
+
         def sink(type_: str, event: WatchEvent) -> bool:
-            return stream.write(encoder.event(type_, event.obj) if encoder else event.encoded(type_))
+            if encoder is not None:
+                return stream.write(encoder.event(type_, present(res, event.obj)))
+            if transform:
+                return stream.write(event.encoded_as(type_, variant, lambda o: present(res, o)))
+            return stream.write(event.encoded(type_))
 
         if listed is not None:
-            initial = [o for o in listed.items if not name or o["metadata"]["name"] == name]
+            initial = [present(res, o) for o in listed.items if not name or o["metadata"]["name"] == name]
             if initial:  # no await between these writes and subscribing: nothing can slip in between
                 stream.write(b"".join(encoder.event(ADDED, o) if encoder else _event_bytes(ADDED, o)
                                       for o in initial))
@@ -349,7 +451,10 @@ def _bookmark(res: Resource, revision: int) -> bytes:
                                                         "metadata": {"resourceVersion": str(revision)}}}) + b"\n"
 
 
-def _warning_headers(warnings: list[str] | None) -> dict[str, str] | None:
+def _warning_headers(res: Resource, warnings: list[str] | None) -> dict[str, str] | None:
+    if res.deprecation_warning:
+        warnings = [res.deprecation_warning, *(warnings or [])]
     if not warnings:
         return None
-    return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}
+    quoted = (w.replace("\\", "\\\\").replace('"', '\\"') for w in warnings)
+    return {"Warning": ", ".join(f'299 - "{w}"' for w in quoted)}

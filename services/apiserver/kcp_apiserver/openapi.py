@@ -26,16 +26,36 @@ def _gvk(res: Resource) -> dict[str, str]:
     return {"group": res.group, "version": res.version, "kind": res.kind}
 
 
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
 def _definitions_for(resources: Iterable[Resource]) -> dict[str, Any]:
     resources = list(resources)
     names = [r.definition for r in resources if r.definition]
+    if any(r.is_custom for r in resources):
+        names.append(OBJECT_META)
     defs = copy.deepcopy(schemas.closure(names))
     for res in resources:
         if res.definition and res.definition in defs:
             defs[res.definition]["x-kubernetes-group-version-kind"] = [_gvk(res)]
         elif res.schema is not None:
-            defs[_custom_name(res)] = {**res.schema, "x-kubernetes-group-version-kind": [_gvk(res)]}
+            defs[_custom_name(res)] = _custom_definition(res)
     return defs
+
+
+def _custom_definition(res: Resource) -> dict[str, Any]:
+    """A CRD version's schema as a kind: with apiVersion, kind and the real ObjectMeta."""
+    schema = copy.deepcopy(res.schema or {})
+    props = schema.setdefault("properties", {})
+    props["apiVersion"] = {"type": "string", "description": "APIVersion defines the versioned schema of this "
+                                                            "representation of an object."}
+    props["kind"] = {"type": "string", "description": "Kind is a string value representing the REST resource "
+                                                      "this object represents."}
+    props["metadata"] = {"$ref": f"#/definitions/{OBJECT_META}",
+                         "description": "Standard object's metadata."}
+    schema.setdefault("type", "object")
+    schema["x-kubernetes-group-version-kind"] = [_gvk(res)]
+    return schema
 
 
 def _custom_name(res: Resource) -> str:

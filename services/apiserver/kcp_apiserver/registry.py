@@ -216,6 +216,7 @@ class Registry:
                 raise st.conflict(res.plural, name, res.group)
             if meta.get("name") != name:
                 raise st.bad_request("metadata.name: the name of the object does not match the name on the URL")
+            patched["apiVersion"], patched["kind"] = res.storage_api_version, res.kind
             return patched
 
         return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run)
@@ -231,7 +232,7 @@ class Registry:
             new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
             if _without_rv(new) == _without_rv(current.obj):
                 return current.obj  # a no-op write keeps its resourceVersion, as kube does
-            if subresource != "status":
+            if subresource != "status" or res.is_custom:
                 self._validate(res, new, current.obj)
             await self.admit(res, cluster, namespace, new, current.obj)
             if dry_run:
@@ -355,7 +356,8 @@ class Registry:
         if api_version != res.api_version:
             raise st.bad_request(f"the API version in the data ({api_version}) does not match the expected API "
                                  f"version ({res.api_version})")
-        obj["kind"], obj["apiVersion"] = kind, api_version
+        obj["kind"] = kind
+        obj["apiVersion"] = res.storage_api_version  # conversion None: only apiVersion differs between versions
         return obj
 
     def _check_namespace(self, res: Resource, namespace: str, meta: Obj) -> None:

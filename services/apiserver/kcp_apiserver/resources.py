@@ -53,15 +53,32 @@ class Resource:
     columns: tuple[Column, ...] = ()
     field_selectors: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
-    schema: Obj | None = field(default=None, compare=False, hash=False)  # for custom resources
+    # custom resources only
+    schema: Obj | None = field(default=None, compare=False, hash=False)  # openAPIV3Schema
+    schema_digest: str = ""  # tells two CRDs' schemas apart where the schema itself is not compared
+    compiled: Any = field(default=None, compare=False, hash=False)  # crdschema.CompiledSchema
+    storage_version: str = ""  # objects are stored in this version (conversion None rewrites apiVersion)
+    deprecation_warning: str | None = None
+    scale: Any = None  # customresources.ScaleSpec
+    list_kind_name: str = ""
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
+    def storage_api_version(self) -> str:
+        if self.storage_version:
+            return f"{self.group}/{self.storage_version}"
+        return self.api_version
+
+    @property
+    def is_custom(self) -> bool:
+        return self.schema is not None
+
+    @property
     def list_kind(self) -> str:
-        return f"{self.kind}List"
+        return self.list_kind_name or f"{self.kind}List"
 
     @property
     def prefix(self) -> str:

@@ -53,6 +53,15 @@ class WatchEvent:
         self._obj_bytes: bytes | None = None
         self._encoded: dict[str, bytes] = {}
 
+    def encoded_as(self, type_: str, variant: object, present: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
+        """The event as another version of the resource sees it; encoded once per variant."""
+        key = (type_, variant)
+        data = self._encoded.get(key)  # type: ignore[call-overload]
+        if data is None:
+            data = b'{"type":"' + type_.encode() + b'","object":' + orjson.dumps(present(self.obj)) + b"}\n"
+            self._encoded[key] = data  # type: ignore[index]
+        return data
+
     def encoded(self, type_: str | None = None) -> bytes:
         type_ = type_ or self.type
         data = self._encoded.get(type_)
