@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver
 
-.PHONY: install tools run test unit e2e bench-apiserver clean
+.PHONY: install tools run test unit e2e bench-apiserver bench-crds clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,3 +47,7 @@ bench-apiserver: install
 
 clean:
 	rm -rf $(VENV) .tools
+
+## bench-crds: custom resource create throughput and logical-cluster scale
+bench-crds: install
+	$(BIN)/python bench/bench_crds.py

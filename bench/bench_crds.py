@@ -1,0 +1,197 @@
+"""Benchmark of custom resources and of logical-cluster scale (not a test).
+
+1. Create throughput of a custom resource with a 30-field schema against
+   ConfigMaps, in the same run (target ratio >= 0.7).
+2. 1, 100, 1,000 and 10,000 logical clusters, each with its own CRD and 10
+   objects: RSS per logical cluster beyond the objects (target <= 50 KiB) and
+   GET/LIST latency at the largest count against 1 cluster (target <= 1.2).
+
+Prints a summary and writes bench/results/crds-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+sys.path.insert(0, str(REPO / "bench"))
+
+from bench_apiserver import Bench, percentile, run_concurrent, tree_rss_kib  # noqa: E402
+from kcp_process import KcpServer, free_port  # noqa: E402
+
+GROUP = "bench.example.com"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def thirty_field_crd() -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for i in range(10):
+        fields[f"name{i}"] = {"type": "string", "maxLength": 64}
+        fields[f"count{i}"] = {"type": "integer", "minimum": 0, "maximum": 1000}
+        fields[f"flag{i}"] = {"type": "boolean", "default": False}
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": fields}}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"things.{GROUP}"},
+            "spec": {"group": GROUP, "scope": "Namespaced",
+                     "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": schema}}]}}
+
+
+def thing(name: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    for i in range(10):
+        spec[f"name{i}"] = f"value-{i}"
+        spec[f"count{i}"] = i * 7
+        spec[f"flag{i}"] = bool(i % 2)
+    return {"apiVersion": f"{GROUP}/v1", "kind": "Thing", "metadata": {"name": name}, "spec": spec}
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": {f"key{i}": f"value-{i}" for i in range(30)}}
+
+
+async def post_retrying(bench: Bench, path: str, body: dict[str, Any], attempts: int = 200) -> None:
+    """Create, retrying while the CRD is not served yet (404)."""
+    for _ in range(attempts):
+        async with bench.session.post(bench.server.url + path, data=orjson.dumps(body), headers=bench.headers,
+                                      ssl=bench.ssl) as resp:
+            await resp.read()
+            if resp.status in (201, 409):
+                return
+            if resp.status != 404:
+                raise RuntimeError(f"{path}: {resp.status}")
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{path}: never served")
+
+
+async def ensure_crd(bench: Bench, prefix: str) -> None:
+    await post_retrying(bench, f"{prefix}{CRD_PATH}", thirty_field_crd())
+
+
+async def latency(bench: Bench, paths: list[str], samples: int) -> dict[str, float]:
+    for path in paths[:20]:
+        await bench.get(path)
+    times = []
+    for _ in range(samples):
+        path = random.choice(paths)
+        started = time.perf_counter()
+        await bench.get(path)
+        times.append(time.perf_counter() - started)
+    return {"p50_ms": round(percentile(times, 50) * 1000, 3), "p99_ms": round(percentile(times, 99) * 1000, 3)}
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    from kcp_apiserver.embedded_etcd import EmbeddedEtcd
+
+    root = Path(tempfile.mkdtemp(prefix="kcp-bench-crds-"))
+    (root / "etcd").mkdir()
+    etcd = EmbeddedEtcd(root / "etcd")
+    await etcd.start()
+    server = KcpServer(root / "kcp", free_port(), ["--log-level", args.log_level, "--etcd-servers", etcd.endpoint])
+    server.start()
+    results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+            bench = Bench(server, session)
+            assert server.process is not None
+            await ensure_crd(bench, "")
+            await post_retrying(bench, f"/apis/{GROUP}/v1/namespaces/default/things", thing("warmup"))
+            rates: dict[str, list[float]] = {"configmaps": [], "things": []}
+            for round_ in range(args.rounds):
+                for kind, path, make in (("configmaps", "/api/v1/namespaces/default/configmaps", configmap),
+                                         ("things", f"/apis/{GROUP}/v1/namespaces/default/things", thing)):
+                    rate = await run_concurrent(args.creates, 32, lambda i, path=path, make=make, r=round_:
+                                                bench.post(path, make(f"r{r}-{i}")))
+                    rates[kind].append(rate)
+            cm, cr = max(rates["configmaps"]), max(rates["things"])
+            results["create"] = {"configmaps_per_s": round(cm, 1), "custom_per_s": round(cr, 1),
+                                 "ratio": round(cr / cm, 3), "concurrency": 32, "count": args.creates,
+                                 "rounds": args.rounds}
+
+            levels: list[dict[str, Any]] = []
+            created = 0
+            base_rss = tree_rss_kib(server.process.pid)
+            for target in args.clusters:
+                new = [f"scale-{i}" for i in range(created, target)]
+
+                async def make_cluster(i: int, names: list[str] = new) -> None:
+                    await ensure_crd(bench, f"/clusters/{names[i]}")
+
+                await run_concurrent(len(new), 64, make_cluster)
+                pairs = [(c, j) for c in new for j in range(10)]
+
+                async def make_object(i: int, pairs: list[tuple[str, int]] = pairs) -> None:
+                    cluster, j = pairs[i]
+                    await post_retrying(bench, f"/clusters/{cluster}/apis/{GROUP}/v1/namespaces/default/things",
+                                        thing(f"t{j}"))
+
+                await run_concurrent(len(pairs), 64, make_object)
+                created = target
+                await asyncio.sleep(2.0)
+                rss = tree_rss_kib(server.process.pid)
+                clusters = [f"scale-{i}" for i in range(target)]
+                gets = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things/t{random.randrange(10)}"
+                        for c in random.sample(clusters, min(len(clusters), 500))]
+                lists = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things"
+                         for c in random.sample(clusters, min(len(clusters), 500))]
+                levels.append({"clusters": target, "rss_kib": rss,
+                               "rss_per_cluster_kib": round((rss - base_rss) / target, 2),
+                               "get": await latency(bench, gets, args.samples),
+                               "list": await latency(bench, lists, args.samples)})
+                print(f"  {target} clusters: RSS {rss / 1024:.0f} MiB, "
+                      f"{levels[-1]['rss_per_cluster_kib']} KiB/cluster, GET p50 {levels[-1]['get']['p50_ms']} ms,"
+                      f" LIST p50 {levels[-1]['list']['p50_ms']} ms", flush=True)
+            results["scale"] = levels
+            results["base_rss_kib"] = base_rss
+            first, last = levels[0], levels[-1]
+            results["scale_ratios"] = {
+                "get_p50": round(last["get"]["p50_ms"] / first["get"]["p50_ms"], 3),
+                "get_p99": round(last["get"]["p99_ms"] / first["get"]["p99_ms"], 3),
+                "list_p50": round(last["list"]["p50_ms"] / first["list"]["p50_ms"], 3),
+                "list_p99": round(last["list"]["p99_ms"] / first["list"]["p99_ms"], 3)}
+    finally:
+        server.stop()
+        await etcd.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--creates", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--clusters", type=int, nargs="+", default=[1, 100, 1000, 10_000])
+    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
+    args = parser.parse_args()
+    results = asyncio.run(main_async(args))
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / f"crds-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.write_text(json.dumps(results, indent=2))
+    c = results["create"]
+    print(f"\ncreate c=32: ConfigMap {c['configmaps_per_s']}/s, custom resource (30 fields) {c['custom_per_s']}/s,"
+          f" ratio {c['ratio']}")
+    for level in results["scale"]:
+        print(f"{level['clusters']:>6} clusters: {level['rss_per_cluster_kib']:>7} KiB/cluster  "
+              f"GET p50/p99 {level['get']['p50_ms']}/{level['get']['p99_ms']} ms  "
+              f"LIST p50/p99 {level['list']['p50_ms']}/{level['list']['p99_ms']} ms")
+    print(f"ratios at the largest count against 1: {results['scale_ratios']}")
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
