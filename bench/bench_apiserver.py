@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import ssl
 import statistics
 import sys
 import tempfile

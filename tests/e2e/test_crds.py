@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from api import Api
-from kcp_process import KcpServer, kubectl_binary, run_kubectl
+from kcp_process import KcpServer, kubectl_binary
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 

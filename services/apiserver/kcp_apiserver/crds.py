@@ -23,7 +23,7 @@ from .keys import object_key, scope_prefix
 from .registry import CLUSTER_ANNOTATION, Registry, now_rfc3339
 from .resources import Obj
 from .storage import KeyNotFound, Storage, StorageError, Stored
-from .watchcache import DELETED, TooOld, WatchCache, Watcher
+from .watchcache import Follower, WatchCache
 
 log = structlog.get_logger("crds")
 RETRY_SECONDS = 1.0
@@ -55,10 +55,15 @@ class CRDServing:
 
     async def start(self, *, controllers: bool = True) -> None:
         self.controllers = controllers
-        watcher = await self._resync()
-        self._tasks = [asyncio.create_task(self._follow(watcher), name="crds:follow")]
+        follower = Follower(self.storage, self.cache, observe=self._observe, reset=self._reset, name="crds")
+        watcher = await follower.resync()
+        self._tasks = [asyncio.create_task(follower.follow(watcher), name="crds:follow")]
         if controllers:
             self._tasks.append(asyncio.create_task(self._work(), name="crds:reconcile"))
+
+    def _reset(self) -> None:
+        self.catalog.clear_custom()
+        self.requested.clear()
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -66,32 +71,7 @@ class CRDServing:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _resync(self) -> Watcher:
-        while True:
-            try:
-                items, revision, _ = await self.storage.list(CRD.prefix)
-                watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
-                                               after_revision=revision)
-                break
-            except (StorageError, TooOld) as exc:
-                log.warning("CRD resync failed, retrying", error=str(exc))
-                await asyncio.sleep(RETRY_SECONDS)
-        self.catalog.clear_custom()
-        self.requested.clear()
-        for stored in items:
-            self._observe(stored.obj, deleted=False)
-        return watcher
-
-    async def _follow(self, watcher: Watcher) -> None:
-        while True:
-            item = await watcher.queue.get()
-            if item is None:
-                watcher = await self._resync()
-                continue
-            type_, event = item
-            self._observe(event.obj, deleted=type_ == DELETED)
-
-    def _observe(self, crd: Obj, *, deleted: bool) -> None:
+    def _observe(self, crd: Obj, deleted: bool) -> None:
         cluster, name = _cluster_of(crd), crd["metadata"]["name"]
         group = crd["spec"].get("group", "")
         by_group = self.requested.setdefault(cluster, {}).setdefault(group, {})

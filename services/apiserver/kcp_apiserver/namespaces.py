@@ -15,7 +15,7 @@ from .keys import object_key, scope_prefix
 from .registry import Registry
 from .resources import Obj, Resource
 from .storage import KeyNotFound, Storage, StorageError
-from .watchcache import DELETED, TooOld, WatchCache, Watcher
+from .watchcache import Follower, WatchCache
 
 log = structlog.get_logger("namespaces")
 
@@ -38,26 +38,12 @@ class NamespaceLifecycle:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self, *, finalize: bool = True) -> None:
-        watcher = await self._resync()
-        self._tasks = [asyncio.create_task(self._follow(watcher), name="namespaces:follow")]
+        follower = Follower(self.storage, self.cache, observe=self._observe, reset=self.terminating.clear,
+                            name="namespaces")
+        watcher = await follower.resync()
+        self._tasks = [asyncio.create_task(follower.follow(watcher), name="namespaces:follow")]
         if finalize:
             self._tasks.append(asyncio.create_task(self._work(), name="namespaces:finalize"))
-
-    async def _resync(self) -> Watcher:
-        """List every namespace of every logical cluster, then follow changes from that revision."""
-        while True:
-            try:
-                items, revision, _ = await self.storage.list(NAMESPACE.prefix)
-                watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
-                                               after_revision=revision)
-                break
-            except (StorageError, TooOld) as exc:
-                log.warning("namespace resync failed, retrying", error=str(exc))
-                await asyncio.sleep(RETRY_SECONDS)
-        self.terminating.clear()
-        for stored in items:
-            self._observe(stored.obj, deleted=False)
-        return watcher
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -65,7 +51,7 @@ class NamespaceLifecycle:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def _observe(self, ns: Obj, *, deleted: bool) -> None:
+    def _observe(self, ns: Obj, deleted: bool) -> None:
         meta = ns["metadata"]
         key = (meta.get("annotations", {}).get("kcp.io/cluster", ""), meta["name"])
         if deleted:
@@ -80,15 +66,6 @@ class NamespaceLifecycle:
         if key not in self.queued:
             self.queued.add(key)
             self.queue.put_nowait(key)
-
-    async def _follow(self, watcher: Watcher) -> None:
-        while True:
-            item = await watcher.queue.get()
-            if item is None:  # the cache was reset: start over from a fresh list
-                watcher = await self._resync()
-                continue
-            type_, event = item
-            self._observe(event.obj, deleted=type_ == DELETED)
 
     async def _work(self) -> None:
         while True:

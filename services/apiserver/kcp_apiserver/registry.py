@@ -99,10 +99,7 @@ class Registry:
         return object_key(res.prefix, cluster, namespace if res.namespaced else "", name)
 
     async def get(self, res: Resource, cluster: str, namespace: str, name: str) -> Obj:
-        try:
-            return (await self.storage.get(self.key(res, cluster, namespace, name))).obj
-        except StorageError as exc:
-            raise storage_errors(res, name, exc) from exc
+        return (await self._read(res, self.key(res, cluster, namespace, name), name)).obj
 
     async def list(
         self, res: Resource, cluster: str | None, namespace: str, *,
@@ -225,10 +222,7 @@ class Registry:
                            mutate: Callable[[Stored], Awaitable[Obj]], subresource: str, dry_run: bool) -> Obj:
         key = self.key(res, cluster, namespace, name)
         for _ in range(16):
-            try:
-                current = await self.storage.get(key)
-            except StorageError as exc:
-                raise storage_errors(res, name, exc) from exc
+            current = await self._read(res, key, name)
             new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
             if _without_rv(new) == _without_rv(current.obj):
                 return current.obj  # a no-op write keeps its resourceVersion, as kube does
@@ -289,10 +283,7 @@ class Registry:
         """Delete or start deleting; returns (object, deleted_now)."""
         key = self.key(res, cluster, namespace, name)
         for _ in range(16):
-            try:
-                current = await self.storage.get(key)
-            except StorageError as exc:
-                raise storage_errors(res, name, exc) from exc
+            current = await self._read(res, key, name)
             meta = current.obj["metadata"]
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != meta.get("uid"):
@@ -345,6 +336,12 @@ class Registry:
         return deleted
 
     # -- helpers -----------------------------------------------------------------------------
+
+    async def _read(self, res: Resource, key: str, name: str) -> Stored:
+        try:
+            return await self.storage.get(key)
+        except StorageError as exc:
+            raise storage_errors(res, name, exc) from exc
 
     def _check_kind(self, res: Resource, obj: Any) -> Obj:
         if not isinstance(obj, dict):

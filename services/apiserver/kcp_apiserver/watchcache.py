@@ -251,3 +251,43 @@ class WatchCache:
         self.events.append(event)
         while len(self.events) > self.capacity:
             self.window_start = self.events.popleft().revision
+
+
+class Follower:
+    """In-process list-then-watch over every logical cluster: sees each object, then every change.
+
+    After a cache reset (etcd compaction) it lists again and starts over, so
+    the observer never misses a state.
+    """
+
+    def __init__(self, storage: Storage, cache: WatchCache, *, observe: Callable[[dict[str, Any], bool], None],
+                 reset: Callable[[], None], name: str) -> None:
+        self.storage = storage
+        self.cache = cache
+        self.observe = observe
+        self.reset = reset
+        self.name = name
+
+    async def resync(self) -> Watcher:
+        while True:
+            try:
+                items, revision, _ = await self.storage.list(self.cache.prefix)
+                watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                                               after_revision=revision)
+                break
+            except (StorageError, TooOld) as exc:
+                log.warning("resync failed, retrying", follower=self.name, error=str(exc))
+                await asyncio.sleep(1.0)
+        self.reset()
+        for stored in items:
+            self.observe(stored.obj, False)
+        return watcher
+
+    async def follow(self, watcher: Watcher) -> None:
+        while True:
+            item = await watcher.queue.get()
+            if item is None:
+                watcher = await self.resync()
+                continue
+            type_, event = item
+            self.observe(event.obj, type_ == DELETED)

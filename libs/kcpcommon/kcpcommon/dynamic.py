@@ -1,0 +1,216 @@
+"""A small dynamic client: any resource, custom resources included, as plain dicts.
+
+Informers, the syncer and the CRD puller handle types they only learn at run
+time, so they cannot use kubernetes_asyncio's generated classes. This client
+speaks the REST conventions directly over a (logical-cluster-scoped)
+`ApiClient`, so it shares that client's connection pool, credentials and
+throttling. Every error leaves it as an `errors.APIClientError`.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient
+
+from .errors import APITransportError, error_for_status, translate
+
+Obj = dict[str, Any]
+
+PATCH_CONTENT_TYPES: Mapping[str, str] = types.MappingProxyType({
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+})
+
+WATCH_READ_GRACE = 30.0  # seconds past the server-side watch timeout before we call the connection dead
+
+
+class DynamicClient:
+    """REST verbs on plain dicts over one `ApiClient` (one logical cluster, or `*`)."""
+
+    def __init__(self, api_client: ApiClient, *, request_timeout: float = 60.0) -> None:
+        self.api_client = api_client
+        self.request_timeout = request_timeout
+
+    def resource(self, api_version: str, plural: str, *, namespaced: bool) -> DynamicResource:
+        """A handle on one resource type, e.g. `resource("apps/v1", "deployments", namespaced=True)`."""
+        return DynamicResource(self, api_version, plural, namespaced=namespaced)
+
+    async def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
+                      body: Any = None, content_type: str = "application/json") -> Any:
+        """One request; returns the decoded JSON answer."""
+        async with translate():
+            return await self.api_client.call_api(
+                path, method, query_params=query or [], header_params={
+                    "Accept": "application/json", "Content-Type": content_type},
+                body=body, response_types_map={200: "object", 201: "object", 202: "object"},
+                auth_settings=["BearerToken"], _return_http_data_only=True, _preload_content=True,
+                _request_timeout=self.request_timeout)
+
+    async def stream(self, path: str, *, query: list[tuple[str, str]],
+                     timeout: float | None) -> AsyncIterator[Obj]:
+        """The JSON lines of a streaming GET (a watch), decoded one by one."""
+        async with translate():
+            response: aiohttp.ClientResponse = await self.api_client.call_api(
+                path, "GET", query_params=query, header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"], _preload_content=False,
+                _request_timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=self.request_timeout))
+        try:
+            if response.status >= 400:
+                async with translate():
+                    body = await response.read()
+                raise error_for_status(response.status, body, response.headers)
+            async with translate():
+                async for line in _lines(response.content):
+                    try:
+                        yield json.loads(line)
+                    except ValueError as exc:
+                        raise APITransportError(f"malformed watch event: {line[:200]!r}",
+                                                reason="MalformedEvent") from exc
+        finally:
+            response.close()
+
+
+async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:
+    """Split a chunked body into lines, however large (StreamReader.readline caps line length)."""
+    pending: list[bytes] = []
+    async for chunk in content.iter_any():
+        while (end := chunk.find(b"\n")) >= 0:
+            pending.append(chunk[:end])
+            line, pending, chunk = b"".join(pending), [], chunk[end + 1:]
+            if line.strip():
+                yield line
+        pending.append(chunk)
+    rest = b"".join(pending)
+    if rest.strip():
+        yield rest
+
+
+class DynamicResource:
+    """get/list/create/replace/patch/delete/watch_stream of one resource type."""
+
+    def __init__(self, client: DynamicClient, api_version: str, plural: str, *, namespaced: bool) -> None:
+        self.client = client
+        self.api_version = api_version
+        self.plural = plural
+        self.namespaced = namespaced
+        self._base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+
+    def __repr__(self) -> str:
+        return f"DynamicResource({self.api_version!r}, {self.plural!r}, namespaced={self.namespaced})"
+
+    def path(self, *, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """The REST path; a namespaced resource without a namespace means all namespaces."""
+        if namespace and not self.namespaced:
+            raise ValueError(f"{self.plural} is cluster-scoped: no namespace allowed")
+        parts = [self._base]
+        if namespace:
+            parts += ["namespaces", quote(namespace, safe="")]
+        parts.append(self.plural)
+        if name:
+            parts.append(quote(name, safe=""))
+        elif subresource:
+            raise ValueError("a subresource needs an object name")
+        if subresource:
+            parts.append(subresource)
+        return "/".join(parts)
+
+    def _object_path(self, name: str, namespace: str | None, subresource: str | None = None) -> str:
+        if not name:
+            raise ValueError("an object name is required")
+        if self.namespaced and not namespace:
+            raise ValueError(f"{self.plural} is namespaced: a namespace is required")
+        return self.path(namespace=namespace, name=name, subresource=subresource)
+
+    @staticmethod
+    def _namespace_of(body: Mapping[str, Any], namespace: str | None) -> str | None:
+        return namespace or (body.get("metadata") or {}).get("namespace") or None
+
+    async def get(self, name: str, *, namespace: str | None = None, subresource: str | None = None) -> Obj:
+        result: Obj = await self.client.request("GET", self._object_path(name, namespace, subresource))
+        return result
+
+    async def list(self, *, namespace: str | None = None, label_selector: str | None = None,
+                   field_selector: str | None = None, limit: int | None = None,
+                   continue_token: str | None = None, resource_version: str | None = None) -> Obj:
+        """One page of the list (the whole list unless `limit`); `metadata.continue` asks for more."""
+        query = _query(labelSelector=label_selector, fieldSelector=field_selector, limit=limit,
+                       resourceVersion=resource_version)
+        query += _query(**{"continue": continue_token})
+        result: Obj = await self.client.request("GET", self.path(namespace=namespace), query=query)
+        return result
+
+    async def create(self, body: Mapping[str, Any], *, namespace: str | None = None,
+                     field_manager: str | None = None, dry_run: bool = False) -> Obj:
+        namespace = self._namespace_of(body, namespace)
+        if self.namespaced and not namespace:
+            raise ValueError(f"{self.plural} is namespaced: a namespace is required")
+        result: Obj = await self.client.request(
+            "POST", self.path(namespace=namespace), body=body,
+            query=_query(fieldManager=field_manager, dryRun="All" if dry_run else None))
+        return result
+
+    async def replace(self, body: Mapping[str, Any], *, namespace: str | None = None,
+                      subresource: str | None = None, field_manager: str | None = None) -> Obj:
+        """PUT the whole object; `metadata.resourceVersion` in it makes a stale write a 409 Conflict."""
+        name = (body.get("metadata") or {}).get("name") or ""
+        path = self._object_path(name, self._namespace_of(body, namespace), subresource)
+        result: Obj = await self.client.request("PUT", path, body=body, query=_query(fieldManager=field_manager))
+        return result
+
+    async def patch(self, name: str, patch: Any, *, namespace: str | None = None, patch_type: str = "merge",
+                    subresource: str | None = None, field_manager: str | None = None,
+                    force: bool | None = None) -> Obj:
+        """Patch with `patch_type` merge, json, strategic (built-in kinds only) or apply (server-side apply)."""
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch type {patch_type!r}: one of {', '.join(PATCH_CONTENT_TYPES)}")
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        query = _query(fieldManager=field_manager, force=None if force is None else str(force).lower())
+        result: Obj = await self.client.request("PATCH", self._object_path(name, namespace, subresource),
+                                                body=patch, query=query, content_type=content_type)
+        return result
+
+    async def delete(self, name: str, *, namespace: str | None = None, propagation_policy: str | None = None,
+                     preconditions: Mapping[str, str] | None = None,
+                     grace_period_seconds: int | None = None) -> Obj:
+        """Delete; answers the object (while finalizers hold it) or a Success Status."""
+        options: Obj = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if preconditions:
+            options["preconditions"] = dict(preconditions)
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        result: Obj = await self.client.request("DELETE", self._object_path(name, namespace), body=options)
+        return result
+
+    async def watch_stream(self, *, namespace: str | None = None, resource_version: str | None = None,
+                           timeout_seconds: int | None = None, allow_bookmarks: bool = True,
+                           label_selector: str | None = None, field_selector: str | None = None,
+                           ) -> AsyncIterator[Obj]:
+        """Watch events `{"type", "object"}` (ADDED, MODIFIED, DELETED, BOOKMARK) until the server ends it.
+
+        An ERROR event is raised as its error (410 → `APIGoneError`: the caller relists).
+        Close it with `contextlib.aclosing` when leaving early.
+        """
+        query = _query(watch="true", resourceVersion=resource_version, timeoutSeconds=timeout_seconds,
+                       allowWatchBookmarks="true" if allow_bookmarks else None,
+                       labelSelector=label_selector, fieldSelector=field_selector)
+        timeout = timeout_seconds + WATCH_READ_GRACE if timeout_seconds else None
+        async for event in self.client.stream(self.path(namespace=namespace), query=query, timeout=timeout):
+            if event.get("type") == "ERROR":
+                raise error_for_status(0, event.get("object"))
+            yield event
+
+
+def _query(**params: Any) -> list[tuple[str, str]]:
+    return [(k, str(v)) for k, v in params.items() if v is not None and v != ""]

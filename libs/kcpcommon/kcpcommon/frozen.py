@@ -1,0 +1,76 @@
+"""Read-only JSON values, so an informer's cache cannot be corrupted by a handler.
+
+Objects in a shared cache are seen by every controller in the process; one
+that mutates a cached object in place silently changes what the others see
+(client-go's most common controller bug). The cache therefore holds frozen
+values: `FrozenDict`/`FrozenList` are real `dict`/`list` subclasses (so
+`json.dumps`, `isinstance` and `==` work) whose mutating methods raise.
+
+To change an object, take a mutable copy: `thaw(obj)` or `copy.deepcopy(obj)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+READ_ONLY = "objects from an informer's cache are read-only: copy them first (thaw() or copy.deepcopy())"
+
+
+def _read_only(*_args: Any, **_kwargs: Any) -> NoReturn:
+    raise TypeError(READ_ONLY)
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses to change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+    __ior__ = _read_only  # type: ignore[assignment]
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A list that refuses to change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only  # type: ignore[assignment]
+    __iadd__ = __imul__ = _read_only  # type: ignore[assignment]
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A deep read-only copy of a JSON value (already-frozen parts are reused, not copied)."""
+    if isinstance(value, (FrozenDict, FrozenList)):
+        return value
+    if isinstance(value, dict):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return FrozenList(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A deep mutable copy (plain dicts and lists) of a JSON value, frozen or not."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value

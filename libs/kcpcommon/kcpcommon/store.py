@@ -1,0 +1,153 @@
+"""The informer's cache: objects by `ObjectKey`, with secondary indexes (client-go's Indexer).
+
+Controllers read from here instead of the API ("all Deployments labelled for
+this SyncTarget"), so the lookups they need are indexes kept up to date on
+every write, not scans. Single-threaded by design: asyncio code mutates it only
+from the informer's task, and readers never await in between.
+
+Objects are stored frozen (see `frozen.py`): what `get`/`list`/`by_index`
+return must never be mutated; use `get_copy` (or `thaw`) to get a mutable copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .frozen import freeze, thaw
+from .keys import ObjectKey
+
+Obj = Mapping[str, Any]
+IndexFunc = Callable[[Obj], Iterable[str]]
+KeyFunc = Callable[[Obj], ObjectKey]
+
+NAMESPACE_INDEX = "namespace"
+CLUSTER_INDEX = "cluster"
+CLUSTER_NAMESPACE_INDEX = "cluster-namespace"
+LABELS_INDEX = "labels"
+
+
+def label_value(key: str, value: str) -> str:
+    """The `labels` index value for one label: `<key>=<value>`."""
+    return f"{key}={value}"
+
+
+def cluster_namespace_value(cluster: str, namespace: str) -> str:
+    """The `cluster-namespace` index value: `<cluster>|<namespace>`."""
+    return f"{cluster}|{namespace}"
+
+
+def default_indexers(key_func: KeyFunc) -> dict[str, IndexFunc]:
+    """namespace, logical cluster, cluster+namespace, and one `k=v` entry per label."""
+
+    def namespace(obj: Obj) -> list[str]:
+        return [key_func(obj).namespace]
+
+    def cluster(obj: Obj) -> list[str]:
+        return [key_func(obj).cluster]
+
+    def cluster_namespace(obj: Obj) -> list[str]:
+        key = key_func(obj)
+        return [cluster_namespace_value(key.cluster, key.namespace)]
+
+    def labels(obj: Obj) -> list[str]:
+        return [label_value(k, str(v)) for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()]
+
+    return {NAMESPACE_INDEX: namespace, CLUSTER_INDEX: cluster, CLUSTER_NAMESPACE_INDEX: cluster_namespace,
+            LABELS_INDEX: labels}
+
+
+class Indexer:
+    """Frozen objects by key, plus named indexes `name -> value -> {keys}`."""
+
+    def __init__(self, key_func: KeyFunc, indexers: Mapping[str, IndexFunc] | None = None, *,
+                 with_defaults: bool = True) -> None:
+        self.key_func = key_func
+        self._items: dict[ObjectKey, Obj] = {}
+        self._index_funcs: dict[str, IndexFunc] = default_indexers(key_func) if with_defaults else {}
+        self._indexes: dict[str, dict[str, set[ObjectKey]]] = {name: {} for name in self._index_funcs}
+        self.add_indexers(indexers or {})
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
+        """Add index functions; existing objects are indexed at once."""
+        for name in indexers:
+            if name in self._index_funcs:
+                raise ValueError(f"index {name!r} already exists")
+        for name, func in indexers.items():
+            index: dict[str, set[ObjectKey]] = {}
+            for key, obj in self._items.items():
+                for value in func(obj):
+                    index.setdefault(value, set()).add(key)
+            self._index_funcs[name] = func
+            self._indexes[name] = index
+
+    def upsert(self, obj: Obj) -> tuple[Obj | None, Obj]:
+        """Store (a frozen copy of) obj; returns (previous, stored)."""
+        frozen: Obj = freeze(obj)
+        key = self.key_func(frozen)
+        new_values = self._index_values(frozen)  # before any change: a failing index func leaves us intact
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = frozen
+        for name, values in new_values.items():
+            index = self._indexes[name]
+            for value in values:
+                index.setdefault(value, set()).add(key)
+        return old, frozen
+
+    def remove(self, key: ObjectKey) -> Obj | None:
+        """Drop an object; returns what was stored, if anything."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    def get(self, key: ObjectKey) -> Obj | None:
+        """The cached object (read-only), or None."""
+        return self._items.get(key)
+
+    def get_copy(self, key: ObjectKey) -> dict[str, Any] | None:
+        """A mutable deep copy of the cached object, or None."""
+        obj = self._items.get(key)
+        return None if obj is None else thaw(obj)
+
+    def list(self) -> list[Obj]:
+        return list(self._items.values())
+
+    def keys(self) -> list[ObjectKey]:
+        return list(self._items)
+
+    def by_index(self, name: str, value: str) -> list[Obj]:
+        """Objects whose index function `name` produced `value`."""
+        return [self._items[key] for key in sorted(self.index_keys(name, value))]
+
+    def index_keys(self, name: str, value: str) -> set[ObjectKey]:
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return set(self._indexes[name].get(value, ()))
+
+    def index_values(self, name: str) -> list[str]:
+        """Every value index `name` currently holds."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return sorted(self._indexes[name])
+
+    def _index_values(self, obj: Obj) -> dict[str, set[str]]:
+        return {name: set(func(obj)) for name, func in self._index_funcs.items()}
+
+    def _unindex(self, key: ObjectKey, obj: Obj) -> None:
+        for name, values in self._index_values(obj).items():
+            index = self._indexes[name]
+            for value in values:
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
