@@ -48,7 +48,7 @@ def _check_cluster(cluster: str) -> str:
     return cluster
 
 
-class ThrottledApiClient(ApiClient):  # type: ignore[misc]
+class ThrottledApiClient(ApiClient):
     """An `ApiClient` whose every request first takes a token from a shared bucket.
 
     Per-cluster clients are shallow clones of one owner: they share its aiohttp
@@ -61,7 +61,7 @@ class ThrottledApiClient(ApiClient):  # type: ignore[misc]
         self.user_agent = user_agent
         self._owns_session = True
 
-    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         await self.bucket.acquire()
         return await super().request(method, url, *args, **kwargs)
 

@@ -75,7 +75,7 @@ class DynamicClient:
                         raise APITransportError(f"malformed watch event: {line[:200]!r}",
                                                 reason="MalformedEvent") from exc
         finally:
-            response.close()
+            response.release()  # back to the pool if the server ended the stream, else the connection is closed
 
 
 async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:

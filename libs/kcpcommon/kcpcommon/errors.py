@@ -166,8 +166,9 @@ def error_for_status(status: int, body: Any = None, headers: Mapping[str, str] |
     code = parsed.get("code")
     status = status or (code if isinstance(code, int) else 0)
     reason = str(parsed.get("reason") or "")
-    details = parsed.get("details") if isinstance(parsed.get("details"), Mapping) else {}
-    assert isinstance(details, Mapping)
+    details = parsed.get("details")
+    if not isinstance(details, Mapping):
+        details = {}
     cls = _class_for(status, reason)
     return cls(str(parsed.get("message") or ""), status=status, reason=reason, details=details,
                retry_after=_retry_after(headers, details))

@@ -8,6 +8,10 @@ tombstone carrying the last state we saw. A delete is never lost.
 
 Each handler has its own queue and task, so a slow handler delays only itself,
 and sees events in order. Handlers get frozen objects (see `frozen.py`).
+
+Unlike client-go, a relist does not report objects whose resourceVersion is
+unchanged as updates: nothing happened to them, and level-based controllers
+resync on their own schedule if they want to.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from .tasks import cancel_and_wait, spawn
 Obj = Mapping[str, Any]
 Handler = Callable[..., Awaitable[None] | None]
 
+_SYNCED = "synced"  # queued after the first list's adds: the handler has seen the initial state
+
 log = structlog.get_logger("kcpcommon.informer")
 
 
@@ -42,14 +48,17 @@ class DeletedFinalStateUnknown:
     obj: Obj
 
 
+def deleted_object(value: Obj | DeletedFinalStateUnknown) -> Obj:
+    """What `on_delete` got, as an object: the event's final state or the tombstone's last known one."""
+    return value.obj if isinstance(value, DeletedFinalStateUnknown) else value
+
+
 def _resource_version(obj: Obj) -> str:
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class HandlerRegistration:
     """One handler's queue and task; `has_synced` once it has seen every object of the first list."""
-
-    _SYNCED = "synced"
 
     def __init__(self, informer: SharedInformer, name: str, *, on_add: Handler | None,
                  on_update: Handler | None, on_delete: Handler | None) -> None:
@@ -78,7 +87,7 @@ class HandlerRegistration:
     async def _run(self) -> None:
         while True:
             kind, args = await self._queue.get()
-            if kind == self._SYNCED:
+            if kind == _SYNCED:
                 self._synced = True
                 continue
             handler = self._handlers[kind]
@@ -131,8 +140,9 @@ class SharedInformer:
     def last_sync_resource_version(self) -> str:
         return self.reflector.last_sync_resource_version
 
-    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
-        self.indexer.add_indexers(indexers)
+    def add_indexers(self, indexers: Mapping[str, IndexFunc], *, skip_existing: bool = False) -> None:
+        """Add cache indexes; `skip_existing` lets controllers sharing this informer each ask for theirs."""
+        self.indexer.add_indexers(indexers, skip_existing=skip_existing)
 
     def add_handler(self, *, on_add: Handler | None = None, on_update: Handler | None = None,
                     on_delete: Handler | None = None, name: str = "handler") -> HandlerRegistration:
@@ -146,7 +156,7 @@ class SharedInformer:
         if self.has_synced:
             for obj in self.indexer.list():
                 registration.post("add", obj)
-            registration.post(HandlerRegistration._SYNCED)
+            registration.post(_SYNCED)
         if self._running:
             registration.start()
         return registration
@@ -189,7 +199,7 @@ class SharedInformer:
                 self._distribute("delete", DeletedFinalStateUnknown(key, last))
         if not self._synced.is_set():
             self._synced.set()
-            self._distribute(HandlerRegistration._SYNCED)
+            self._distribute(_SYNCED)
         log.debug("cache replaced", informer=self.name, objects=len(self.indexer), resource_version=resource_version)
 
     def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:

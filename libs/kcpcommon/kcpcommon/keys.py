@@ -30,7 +30,7 @@ class ObjectKey:
     name: str
 
     def __str__(self) -> str:
-        return encode(self)
+        return _format(self)
 
 
 def encode(key: ObjectKey) -> str:
@@ -41,9 +41,11 @@ def encode(key: ObjectKey) -> str:
         raise ValueError(f"invalid namespace in key: {key.namespace!r}")
     if not key.name or "/" in key.name:
         raise ValueError(f"invalid name in key: {key.name!r}")
-    if key.namespace:
-        return f"{key.cluster}|{key.namespace}/{key.name}"
-    return f"{key.cluster}|{key.name}"
+    return _format(key)
+
+
+def _format(key: ObjectKey) -> str:
+    return f"{key.cluster}|{key.namespace}/{key.name}" if key.namespace else f"{key.cluster}|{key.name}"
 
 
 def decode(text: str) -> ObjectKey:

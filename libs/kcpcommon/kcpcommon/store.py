@@ -28,8 +28,8 @@ LABELS_INDEX = "labels"
 
 
 def label_value(key: str, value: str) -> str:
-    """The `labels` index value for one label: `<key>=<value>`."""
-    return f"{key}={value}"
+    """The `labels` index value for one label: `label:<key>=<value>`."""
+    return f"label:{key}={value}"
 
 
 def cluster_namespace_value(cluster: str, namespace: str) -> str:
@@ -38,7 +38,7 @@ def cluster_namespace_value(cluster: str, namespace: str) -> str:
 
 
 def default_indexers(key_func: KeyFunc) -> dict[str, IndexFunc]:
-    """namespace, logical cluster, cluster+namespace, and one `k=v` entry per label."""
+    """namespace, logical cluster, cluster+namespace, and one `label:<k>=<v>` entry per label."""
 
     def namespace(obj: Obj) -> list[str]:
         return [key_func(obj).namespace]
@@ -74,12 +74,17 @@ class Indexer:
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
-    def add_indexers(self, indexers: Mapping[str, IndexFunc]) -> None:
-        """Add index functions; existing objects are indexed at once."""
-        for name in indexers:
-            if name in self._index_funcs:
-                raise ValueError(f"index {name!r} already exists")
+    def add_indexers(self, indexers: Mapping[str, IndexFunc], *, skip_existing: bool = False) -> None:
+        """Add index functions; existing objects are indexed at once.
+
+        A name already taken is an error, unless `skip_existing` (then the existing index is kept).
+        """
+        taken = [name for name in indexers if name in self._index_funcs]
+        if taken and not skip_existing:
+            raise ValueError(f"indexes already exist: {', '.join(taken)}")
         for name, func in indexers.items():
+            if name in taken:
+                continue
             index: dict[str, set[ObjectKey]] = {}
             for key, obj in self._items.items():
                 for value in func(obj):

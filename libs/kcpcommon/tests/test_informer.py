@@ -172,6 +172,16 @@ async def test_informer_survives_an_apiserver_restart_without_losing_a_delete(
             assert sorted(k.name for k in informer.indexer.keys()) == ["created-after-restart", "kept"]
 
 
+async def test_the_first_list_is_read_in_pages(clients: ClientFactory, namespace: str) -> None:
+    api = configmaps(clients, "admin")
+    await asyncio.gather(*(api.create(configmap(f"p{i}"), namespace=namespace) for i in range(5)))
+    informer = SharedInformer(api, cluster="admin", namespace=namespace,
+                              options=ReflectorOptions(page_size=2, backoff_initial=0.05))
+    async with running(informer):
+        assert sorted(k.name for k in informer.indexer.keys()) == [f"p{i}" for i in range(5)]
+        assert all(o["kind"] == "ConfigMap" and o["apiVersion"] == "v1" for o in informer.indexer.list())
+
+
 async def test_a_handler_added_after_sync_first_gets_every_cached_object(
         clients: ClientFactory, namespace: str) -> None:
     api = configmaps(clients, "admin")
