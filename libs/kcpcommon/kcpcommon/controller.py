@@ -97,7 +97,8 @@ class Controller(Generic[K]):
         self.queue: WorkQueue[K] = queue or WorkQueue(
             name, clock=self._clock,
             metrics=PrometheusQueueMetrics(registry, name) if registry is not None else None)
-        self._metrics = ReconcileMetrics(registry, component=component, controller=name) if registry else None
+        self._metrics = (ReconcileMetrics(registry, component=component, controller=name)
+                         if registry is not None else None)
         self._log = log.bind(**{CONTROLLER: name})
         self._stopping = asyncio.Event()
 
@@ -149,6 +150,8 @@ class Controller(Generic[K]):
                 return
             try:
                 await self._process(key)
+            except Exception:  # a bug in the dispatcher itself must not take the worker down either
+                self._log.exception("processing a work item failed", key=str(key))
             finally:
                 self.queue.done(key)
 
@@ -169,9 +172,10 @@ class Controller(Generic[K]):
             else:
                 self.queue.forget(key)
                 result = "success"
-                if outcome is not None and outcome.requeue_after is not None:
+                requeue_after = getattr(outcome, "requeue_after", None)
+                if requeue_after is not None:
                     result = "requeue_after"
-                    self.queue.add_after(key, outcome.requeue_after)
+                    self.queue.add_after(key, requeue_after)
             if self._metrics is not None:  # a cancelled reconcile is not counted
                 self._metrics.observe(result, self._clock.now() - started)
 

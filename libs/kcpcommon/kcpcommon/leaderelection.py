@@ -27,7 +27,7 @@ import secrets
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -104,7 +104,7 @@ class LeaderRecord:
 
 def _micro_time(value: datetime | None) -> str | None:
     """Kubernetes' MicroTime: RFC 3339 in UTC with microseconds."""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if value else None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ") if value else None
 
 
 class LeaderElector:
@@ -189,7 +189,7 @@ class LeaderElector:
                 current = LeaderRecord.from_lease(lease)
                 if current.holder != self.identity:
                     return True
-                now = datetime.now(timezone.utc)
+                now = datetime.now(UTC)
                 released = LeaderRecord("", 1, now, now, current.transitions)
                 await self._replace(lease, released)
         except (APIClientError, TimeoutError) as exc:
@@ -249,7 +249,7 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         """One round of client-go's tryAcquireOrRenew: True when we hold the lease afterwards."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         duration = math.ceil(self.config.lease_duration)
         try:
             async with translate():
@@ -273,7 +273,7 @@ class LeaderElector:
         return True
 
     async def _create(self, record: LeaderRecord) -> bool:
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        body: Any = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.config.lease_name, "namespace": self.config.namespace},
                 "spec": record.spec()}
         try:

@@ -12,7 +12,7 @@ import argparse
 import json
 import typing
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -84,7 +84,7 @@ def parse_settings(cls: type[S], argv: Sequence[str] | None = None, *, prog: str
             parser.add_argument(flag, dest=name, metavar=name.upper(), default=argparse.SUPPRESS, help=help_text)
     given = vars(parser.parse_args(argv))
     try:
-        values = {name: _decode(cls.model_fields[name], value) for name, value in given.items()}
+        values: dict[str, Any] = {name: _decode(cls.model_fields[name], value) for name, value in given.items()}
         return cls(**values)
     except (ValidationError, ValueError) as exc:
         parser.error(str(exc))

@@ -194,7 +194,7 @@ class WorkQueue(Generic[T]):
         timer = None
         if due is not None:
             timer = spawn(self._sleep_until(due), name=f"workqueue:{self.name}:timer")
-            timer.add_done_callback(lambda _: waiter.done() or waiter.set_result(None))
+            timer.add_done_callback(lambda _: _resolve(waiter))
         try:
             await waiter
         finally:
@@ -207,5 +207,9 @@ class WorkQueue(Generic[T]):
 
     def _wake(self) -> None:
         for waiter in self._getters:
-            if not waiter.done():
-                waiter.set_result(None)
+            _resolve(waiter)
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

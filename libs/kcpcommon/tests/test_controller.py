@@ -74,7 +74,7 @@ async def test_a_failing_reconcile_is_retried_with_growing_backoff(
             await settle()
             await advance(clock, 0.1)
     assert len(calls) == 5
-    gaps = [round(b - a, 3) for a, b in zip(calls, calls[1:])]
+    gaps = [round(b - a, 3) for a, b in zip(calls, calls[1:], strict=False)]
     assert gaps == [0.005, 0.01, 0.02, 0.04]
     assert total(registry, "error") == 4 and total(registry, "success") == 1
     assert controller.queue.num_requeues("a") == 0  # success forgets the failures
@@ -275,3 +275,20 @@ async def test_with_real_time_a_failing_key_is_retried_within_milliseconds() -> 
             controller.enqueue("a")
             await asyncio.wait_for(succeeded.wait(), 1)
     assert attempts == 3
+
+
+async def test_a_reconcile_returning_something_odd_is_treated_as_success(clock: FakeClock) -> None:
+    calls = 0
+
+    async def reconcile(key: str) -> Any:
+        nonlocal calls
+        calls += 1
+        return True
+
+    controller = Controller("test", reconcile, clock=clock)
+    async with running(controller):
+        controller.enqueue("a")
+        await settle()
+        controller.enqueue("b")
+        await settle()
+    assert calls == 2
