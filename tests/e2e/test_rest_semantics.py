@@ -240,17 +240,19 @@ async def test_status_subresource_separates_spec_and_status(api: Api, unique: st
     assert created.status == 201 and created.body["metadata"]["generation"] == 1
     assert "acceptedNames" not in (created.body.get("status") or {})
     item = f"{path}/{crd['metadata']['name']}"
-    status_write = dict(created.body, status={"acceptedNames": {"kind": "Widget", "plural": f"widgets{unique}"}})
-    status_write["spec"] = dict(crd["spec"], scope="Cluster")
-    after_status = await api.put(f"{item}/status", status_write)
-    assert after_status.status == 200
-    assert after_status.body["status"]["acceptedNames"]["kind"] == "Widget"
+    # Patches carry no resourceVersion: the CRD controller writes this object's status concurrently.
+    merge = "application/merge-patch+json"
+    after_status = await api.patch(f"{item}/status", {"spec": {"scope": "Cluster"},
+                                                      "status": {"acceptedNames": {"kind": "Fake"}}}, merge)
+    assert after_status.status == 200, after_status.body
+    assert after_status.body["status"]["acceptedNames"]["kind"] == "Fake"
     assert after_status.body["spec"]["scope"] == "Namespaced"  # status writes never change spec
     assert after_status.body["metadata"]["generation"] == 1
-    main_write = dict(after_status.body, status={"acceptedNames": {"kind": "Changed"}})
-    main_write["spec"] = dict(crd["spec"], scope="Cluster")
-    after_main = await api.put(item, main_write)
-    assert after_main.body["status"]["acceptedNames"]["kind"] == "Widget"  # main writes never change status
+    after_main = await api.patch(item, {"spec": {"names": {"shortNames": [f"w{unique}"]}},
+                                        "status": {"acceptedNames": {"kind": "Changed"}}}, merge)
+    assert after_main.status == 200, after_main.body
+    assert after_main.body["spec"]["names"]["shortNames"] == [f"w{unique}"]
+    assert after_main.body["status"]["acceptedNames"]["kind"] != "Changed"  # main writes never change status
     assert after_main.body["metadata"]["generation"] == 2  # spec changed
     labelled = await api.patch(item, {"metadata": {"labels": {"a": "b"}}}, "application/merge-patch+json")
     assert labelled.body["metadata"]["generation"] == 2  # metadata changes do not bump generation

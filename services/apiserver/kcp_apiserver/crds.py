@@ -162,24 +162,28 @@ class CRDServing:
         return status
 
     def _conflict(self, cluster: str, crd: Obj) -> tuple[str, str] | None:
-        """Another CRD of the same group already has one of these names."""
+        """A name another CRD of the same group already holds, reported as kube's naming controller does:
+        each kind of name is checked in turn and the last conflict found names the reason."""
         name = crd["metadata"]["name"]
         names = crd["spec"]["names"]
-        wanted = {names.get("plural"), names.get("singular"), *(names.get("shortNames") or [])} - {None, ""}
-        kinds = {names.get("kind"), names.get("listKind") or f"{names.get('kind')}List"}
-        for other, other_names in self.requested.get(cluster, {}).get(crd["spec"]["group"], {}).items():
+        taken_resources: set[str] = set()
+        taken_kinds: set[str] = set()
+        for other, theirs in self.requested.get(cluster, {}).get(crd["spec"]["group"], {}).items():
             if other == name or other > name and not self._accepted_elsewhere(cluster, other):
                 continue
-            theirs = {other_names.get("plural"), other_names.get("singular"),
-                      *(other_names.get("shortNames") or [])} - {None, ""}
-            their_kinds = {other_names.get("kind"), other_names.get("listKind") or f"{other_names.get('kind')}List"}
-            if wanted & theirs:
-                clash = sorted(wanted & theirs)[0]
-                return "ConflictingNames", f'"{clash}" is already in use by {other}'
-            if kinds & their_kinds:
-                clash = sorted(kinds & their_kinds)[0]
-                return "ConflictingNames", f'"{clash}" is already in use by {other}'
-        return None
+            taken_resources |= {theirs.get("plural"), theirs.get("singular"), *(theirs.get("shortNames") or [])}
+            taken_kinds |= {theirs.get("kind"), theirs.get("listKind") or f"{theirs.get('kind')}List"}
+        checks = [("PluralConflict", [names.get("plural")], taken_resources),
+                  ("SingularConflict", [names.get("singular")], taken_resources),
+                  ("ShortNamesConflict", names.get("shortNames") or [], taken_resources),
+                  ("KindConflict", [names.get("kind")], taken_kinds),
+                  ("ListKindConflict", [names.get("listKind") or f"{names.get('kind')}List"], taken_kinds)]
+        found = None
+        for reason, requested, taken in checks:
+            for value in requested:
+                if value and value in taken:
+                    found = reason, f'"{value}" is already in use'
+        return found
 
     def _accepted_elsewhere(self, cluster: str, crd_name: str) -> bool:
         return self.catalog.has_crd(cluster, crd_name)
