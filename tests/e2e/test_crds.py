@@ -428,3 +428,40 @@ def test_kubectl_api_resources_lists_the_crd_with_short_names_and_categories(kub
     config, group = kubectl_crd
     out = kubectl(config, "api-resources", "--api-group", group).stdout.splitlines()
     assert out[1].split()[:2] == ["widgets", "wd"]
+
+
+def test_kubectl_get_deployments_served_as_a_crd_prints_kube_columns(kcp: KcpServer, unique: str) -> None:
+    """Seed 004's demo: Deployments imported as a CRD print READY 8/15 as on a real cluster."""
+    cluster = f"deploy-{unique}"
+    config = yaml.safe_load(kcp.kubeconfig.read_text())
+    base = config["clusters"][0]["cluster"]["server"]
+    config["clusters"][0]["cluster"]["server"] = f"{base}/clusters/{cluster}"
+    path = kcp.root / f"kubeconfig-deploy-{unique}"
+    path.write_text(yaml.safe_dump(config))
+    open_object = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "deployments.apps"},
+           "spec": {"group": "apps", "scope": "Namespaced",
+                    "names": {"plural": "deployments", "kind": "Deployment", "shortNames": ["deploy"],
+                              "categories": ["all"]},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                      "spec": open_object, "status": open_object}}},
+                                  "subresources": {"status": {}, "scale": {
+                                      "specReplicasPath": ".spec.replicas",
+                                      "statusReplicasPath": ".status.replicas"}}}]}}
+    kubectl(path, "apply", "-f", "-", input_text=yaml.safe_dump(crd))
+    kubectl(path, "wait", "--for", "condition=Established", "crd/deployments.apps", "--timeout=10s")
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": 15, "selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}},
+                                        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]}}}}
+    kubectl(path, "apply", "-f", "-", input_text=yaml.safe_dump(deployment))
+    status = {"status": {"replicas": 15, "readyReplicas": 8, "updatedReplicas": 15, "availableReplicas": 8}}
+    kubectl(path, "patch", "deployment", "web", "--subresource=status", "--type=merge", "-p", json.dumps(status))
+    table = kubectl(path, "get", "deployments").stdout.splitlines()
+    assert table[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert table[1].split()[:4] == ["web", "8/15", "15", "8"]
+    wide = kubectl(path, "get", "deploy", "-o", "wide").stdout.splitlines()
+    assert wide[0].split()[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert wide[1].split()[-3:] == ["nginx", "nginx:1.27", "app=web"]

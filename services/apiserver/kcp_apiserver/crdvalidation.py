@@ -44,6 +44,9 @@ NAMESPACE_SCOPED = "Namespaced"
 NONE_CONVERTER = "None"
 WEBHOOK_CONVERTER = "Webhook"
 API_APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+# kcp serves kube's own workload APIs as CRDs imported from physical clusters (apps/v1 Deployments...),
+# so these built-in group names are allowed although they have no dot.
+KUBE_GROUPS_WITHOUT_DOTS = frozenset({"apps", "batch", "autoscaling", "policy", "extensions"})
 MAX_SELECTABLE_FIELDS = 8
 MAX_SCHEMA_DEPTH = 200  # not kube's: keeps a hostile schema from exhausting Python's recursion limit
 
@@ -482,7 +485,7 @@ def _validate_spec(spec: _Spec, opts: _Opts) -> list[Cause]:
         causes.append(required("spec.group"))
     elif errs := validate_dns_subdomain(spec.group):
         causes.append(invalid("spec.group", spec.group, ",".join(errs)))
-    elif len(spec.group.split(".")) < 2:
+    elif len(spec.group.split(".")) < 2 and spec.group not in KUBE_GROUPS_WITHOUT_DOTS:
         causes.append(invalid("spec.group", spec.group, "should be a domain with at least one dot"))
     causes += _enum("spec.scope", spec.scope, (CLUSTER_SCOPED, NAMESPACE_SCOPED))
 

@@ -18,6 +18,7 @@ import orjson
 from .resources import Column, Obj, Resource
 from .status import Cause
 from .tables import AGE, NAME, human_duration, parse_time
+from .workloadtables import kube_columns
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
@@ -84,7 +85,7 @@ def _columns(version: Obj, spec: Obj) -> tuple[Column, ...]:
     if columns is None:
         columns = spec.get("additionalPrinterColumns")
     if not columns:
-        return (NAME, AGE)
+        return kube_columns(spec["group"], spec["names"]["kind"]) or (NAME, AGE)
     out = [NAME]
     for col in columns:
         out.append(printer_column(col["name"], col.get("type", "string"), col["jsonPath"],
