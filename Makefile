@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver
 
-.PHONY: install tools run test unit e2e bench-apiserver bench-crds clean
+.PHONY: install tools run test unit e2e bench-apiserver bench-crds bench-kcpcommon clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +51,7 @@ clean:
 ## bench-crds: custom resource create throughput and logical-cluster scale
 bench-crds: install
 	$(BIN)/python bench/bench_crds.py
+
+## bench-kcpcommon: informer initial sync and work-queue throughput
+bench-kcpcommon: install
+	$(BIN)/python bench/bench_kcpcommon.py
