@@ -244,14 +244,34 @@ async def test_cluster_scope_and_versions_with_one_storage_version(api: Api, uni
     assert stored == ["v1"]
 
 
-async def test_cel_rules_are_refused_rather_than_ignored(api: Api, unique: str) -> None:
-    group = f"cel{unique}.example.com"
+async def test_cel_rules_are_enforced_and_broken_rules_refuse_the_crd(api: Api, unique: str) -> None:
+    group, prefix = f"cel{unique}.example.com", f"/clusters/cel-{unique}"
+    broken = widget_crd(group)
+    broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "self.size >"}]
+    reply = await api.post(f"{prefix}{CRD_PATH}", broken)
+    assert reply.status == 422 and "x-kubernetes-validations[0].rule" in reply.body["message"]
+    assert "compilation failed" in reply.body["message"]
+    assert (await api.get(f"{prefix}{CRD_PATH}/widgets.{group}")).status == 404
+
     crd = widget_crd(group)
-    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    spec_schema["x-kubernetes-validations"] = [{"rule": "self.size >= 1"}]
-    reply = await api.post(f"/clusters/cel-{unique}{CRD_PATH}", crd)
-    assert reply.status == 422 and "x-kubernetes-validations" in reply.body["message"]
-    assert (await api.get(f"/clusters/cel-{unique}{CRD_PATH}/widgets.{group}")).status == 404
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "!has(self.replicas) || self.replicas <= self.size", "message": "replicas must not exceed size"},
+        {"rule": "self.color == oldSelf.color", "message": "color is immutable"}]
+    assert (await api.post(f"{prefix}{CRD_PATH}", crd)).status == 201
+    await wait_established(api, prefix, f"widgets.{group}")
+    path = f"{prefix}/apis/{group}/v1/namespaces/default/widgets"
+    await served(api, path)
+    refused = await api.post(path, widget("over", size=3, group=group, replicas=5))
+    assert refused.status == 422, refused.body
+    assert 'spec: Invalid value: "object": replicas must not exceed size' in refused.body["message"]
+    assert (await api.get(f"{path}/over")).status == 404
+    assert (await api.post(path, widget("fine", size=3, group=group, replicas=2))).status == 201
+    merge = "application/merge-patch+json"
+    immutable = await api.patch(f"{path}/fine", {"spec": {"color": "blue"}}, merge)
+    assert immutable.status == 422 and "color is immutable" in immutable.body["message"]
+    assert (await api.patch(f"{path}/fine", {"spec": {"size": 4}}, merge)).status == 200
+    assert (await api.get(f"{path}/fine")).body["spec"]["color"] == "red"
 
 
 async def test_bad_crds_are_422_and_not_stored(api: Api, unique: str) -> None:

@@ -11,8 +11,7 @@ a single-version CRD (or one whose versions share a schema) reports schema probl
 The conversion webhook is reported at its internal path (`spec.conversion.webhookClientConfig`).
 This module reproduces that view so the paths match what kubectl users see from kube.
 
-x-kubernetes-validations (CEL) rules are refused: this server has no CEL evaluator wired in, and
-accepting a rule it would not enforce would silently let invalid objects in.
+x-kubernetes-validations (CEL) rules must compile (celrules); they run on every write of an object.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
+from .celrules import rule_errors
 from .status import Cause
 from .validation import (
     forbidden,
@@ -56,9 +56,6 @@ OPENAPI_TYPES = ("array", "boolean", "integer", "number", "object", "string")
 CONVERSION_REVIEW_VERSIONS = ("v1", "v1beta1")
 VALIDATION_RULE_REASONS = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired")
 META_FIELDS = ("metadata", "kind", "apiVersion")
-
-CEL_REFUSED = ("x-kubernetes-validations (CEL) rules are not supported by this server yet; the CRD is refused "
-               "rather than accepting a rule it would not enforce")
 
 DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
@@ -1485,7 +1482,7 @@ _NEWLINES = re.compile(r"[\n\r]+")
 
 
 def _validation_rules(s: Obj, path: str, errs: list[Cause], cel: list[Cause]) -> None:
-    """kube's static checks on x-kubernetes-validations, then the refusal: no CEL evaluator is wired in."""
+    """kube's static checks on x-kubernetes-validations, then each rule must compile."""
     for i, rule in enumerate(_get(s, "x-kubernetes-validations") or []):
         rpath = f"{path}.x-kubernetes-validations[{i}]"
         text, message = _s(rule, "rule"), _s(rule, "message")
@@ -1508,7 +1505,8 @@ def _validation_rules(s: Obj, path: str, errs: list[Cause], cel: list[Cause]) ->
             errs.append(invalid(f"{rpath}.fieldPath", field_path, "must be non-empty if specified"))
         if _NEWLINES.search(field_path):
             errs.append(invalid(f"{rpath}.fieldPath", field_path, "must not contain line breaks"))
-        cel.append(forbidden(f"{rpath}.rule", CEL_REFUSED))
+        for part, detail in rule_errors(rule):
+            cel.append(invalid(f"{rpath}.{part}", _s(rule, part) if part != "optionalOldSelf" else True, detail))
 
 
 def schema_uses_cel(schema: Any) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from .celrules import compile_rules, evaluate
 from .resources import Column, Obj, Resource
 from .status import Cause
 from .tables import AGE, NAME, human_duration, parse_time
@@ -45,6 +46,17 @@ def compiled_schema(schema: Obj) -> Any:
     """The compiled validator of a schema, shared by every CRD with identical schema content."""
     raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
     return _compiled(schema_digest(schema), raw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled_rules(digest: str, schema_json: bytes) -> Any:
+    return compile_rules(orjson.loads(schema_json))
+
+
+def schema_rules(schema: Obj) -> Any:
+    """The CEL rule tree of a schema (None without rules), shared like compiled_schema."""
+    raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    return _compiled_rules(schema_digest(schema), raw)
 
 
 def _format_cell(value: Any, type_: str) -> Any:
@@ -112,9 +124,13 @@ def storage_version(crd: Obj) -> str:
     return str(crd["spec"]["versions"][0]["name"])
 
 
-def _validator(compiled: Any):  # type: ignore[no-untyped-def]
+def _validator(compiled: Any, rules: Any):  # type: ignore[no-untyped-def]
+    """Schema validation, then (on an object the schema accepts) the CEL rules, with the old object on update."""
     def validate(obj: Obj, old: Obj | None) -> list[Cause]:
-        return list(compiled.validate(obj))
+        causes = list(compiled.validate(obj))
+        if rules is not None and not causes:
+            causes = evaluate(rules, obj, old)
+        return causes
     return validate
 
 
@@ -141,7 +157,7 @@ def resources_for(crd: Obj) -> list[Resource]:
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec.get("scope") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             has_status="status" in subresources, tracks_generation=True,
-            validate=_validator(compiled), columns=_columns(version, spec),
+            validate=_validator(compiled, schema_rules(schema)), columns=_columns(version, spec),
             schema=schema, schema_digest=schema_digest(schema), compiled=compiled,
             storage_version=stored, deprecation_warning=warning,
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"],
