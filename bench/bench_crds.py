@@ -33,6 +33,7 @@ from kcp_process import KcpServer, free_port  # noqa: E402
 
 GROUP = "bench.example.com"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CONFIGMAP = "/api/v1/namespaces/default/configmaps/r0-0"  # made by the create round
 
 
 def thirty_field_crd() -> dict[str, Any]:
@@ -94,6 +95,29 @@ async def latency(bench: Bench, paths: list[str], samples: int) -> dict[str, flo
     return {"p50_ms": round(percentile(times, 50) * 1000, 3), "p99_ms": round(percentile(times, 99) * 1000, 3)}
 
 
+async def etcd_latency(endpoint: str, keys: list[str], samples: int) -> dict[str, float]:
+    """The same reads straight from etcd: how much of the API's latency growth is etcd's own."""
+    from etcd3aio import Etcd3Client
+
+    client = Etcd3Client([endpoint])
+    await client.connect()
+    try:
+        assert client.kv is not None
+        first = await client.kv.get(keys[0])
+        if not first.kvs:
+            raise RuntimeError(f"{keys[0]} is not in etcd: the bench reads the wrong keys")
+        times = []
+        for i in range(samples + 20):
+            key = random.choice(keys)
+            started = time.perf_counter()
+            await client.kv.get(key)
+            if i >= 20:
+                times.append(time.perf_counter() - started)
+    finally:
+        await client.close()
+    return {"p50_ms": round(percentile(times, 50) * 1000, 3), "p99_ms": round(percentile(times, 99) * 1000, 3)}
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     from kcp_apiserver.embedded_etcd import EmbeddedEtcd
 
@@ -148,10 +172,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         for c in random.sample(clusters, min(len(clusters), 500))]
                 lists = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things"
                          for c in random.sample(clusters, min(len(clusters), 500))]
+                keys = [f"/registry/{GROUP}/things/{p.split('/')[2]}/default/{p.rsplit('/', 1)[1]}" for p in gets]
                 levels.append({"clusters": target, "rss_kib": rss,
                                "rss_per_cluster_kib": round((rss - base_rss) / target, 2),
                                "get": await latency(bench, gets, args.samples),
-                               "list": await latency(bench, lists, args.samples)})
+                               "list": await latency(bench, lists, args.samples),
+                               "etcd_get": await etcd_latency(etcd.endpoint, keys, args.samples),
+                               "configmap_get": await latency(bench, [CONFIGMAP], args.samples)})
                 print(f"  {target} clusters: RSS {rss / 1024:.0f} MiB, "
                       f"{levels[-1]['rss_per_cluster_kib']} KiB/cluster, GET p50 {levels[-1]['get']['p50_ms']} ms,"
                       f" LIST p50 {levels[-1]['list']['p50_ms']} ms", flush=True)
@@ -162,7 +189,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 "get_p50": round(last["get"]["p50_ms"] / first["get"]["p50_ms"], 3),
                 "get_p99": round(last["get"]["p99_ms"] / first["get"]["p99_ms"], 3),
                 "list_p50": round(last["list"]["p50_ms"] / first["list"]["p50_ms"], 3),
-                "list_p99": round(last["list"]["p99_ms"] / first["list"]["p99_ms"], 3)}
+                "list_p99": round(last["list"]["p99_ms"] / first["list"]["p99_ms"], 3),
+                "etcd_get_p50": round(last["etcd_get"]["p50_ms"] / first["etcd_get"]["p50_ms"], 3),
+                "admin_configmap_get_p50": round(last["configmap_get"]["p50_ms"] / first["configmap_get"]["p50_ms"], 3)}
     finally:
         server.stop()
         await etcd.stop()
@@ -188,7 +217,8 @@ def main() -> None:
     for level in results["scale"]:
         print(f"{level['clusters']:>6} clusters: {level['rss_per_cluster_kib']:>7} KiB/cluster  "
               f"GET p50/p99 {level['get']['p50_ms']}/{level['get']['p99_ms']} ms  "
-              f"LIST p50/p99 {level['list']['p50_ms']}/{level['list']['p99_ms']} ms")
+              f"LIST p50/p99 {level['list']['p50_ms']}/{level['list']['p99_ms']} ms  "
+              f"etcd get p50 {level['etcd_get']['p50_ms']} ms  admin ConfigMap GET p50 {level['configmap_get']['p50_ms']} ms")
     print(f"ratios at the largest count against 1: {results['scale_ratios']}")
     print(f"written to {out}")
 
