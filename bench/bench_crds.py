@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import tempfile
@@ -83,39 +84,56 @@ async def ensure_crd(bench: Bench, prefix: str) -> None:
     await post_retrying(bench, f"{prefix}{CRD_PATH}", thirty_field_crd())
 
 
-async def latency(bench: Bench, paths: list[str], samples: int) -> dict[str, float]:
-    for path in paths[:20]:
-        await bench.get(path)
-    times = []
-    for _ in range(samples):
-        path = random.choice(paths)
-        started = time.perf_counter()
-        await bench.get(path)
-        times.append(time.perf_counter() - started)
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def settle(pids: list[int], limit: float = 120.0) -> float:
+    """Wait until the server and etcd are idle (under 5% of a core for a second): after a fill they
+    finish background work (watch fan-out, CRD status, etcd commits) that would be measured as latency."""
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        before = sum(cpu_seconds(p) for p in pids)
+        await asyncio.sleep(1.0)
+        if sum(cpu_seconds(p) for p in pids) - before < 0.05:
+            break
+    return round(time.monotonic() - started, 1)
+
+
+def quantiles(times: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(times, 50) * 1000, 3), "p99_ms": round(percentile(times, 99) * 1000, 3)}
 
 
-async def etcd_latency(endpoint: str, keys: list[str], samples: int) -> dict[str, float]:
-    """The same reads straight from etcd: how much of the API's latency growth is etcd's own."""
+async def latencies(bench: Bench, etcd_endpoint: str, gets: list[str], lists: list[str], keys: list[str],
+                    samples: int, rounds: int = 5) -> dict[str, dict[str, float]]:
+    """GET and LIST of custom resources, the same reads straight from etcd (how much of any growth is
+    etcd's own) and a GET of one admin ConfigMap (the machine's noise), interleaved in rounds so that
+    a burst of load from elsewhere on the machine hits all four alike."""
     from etcd3aio import Etcd3Client
 
-    client = Etcd3Client([endpoint])
+    client = Etcd3Client([etcd_endpoint])
     await client.connect()
+    assert client.kv is not None
+    kv = client.kv
+    if not (await kv.get(keys[0])).kvs:
+        raise RuntimeError(f"{keys[0]} is not in etcd: the bench reads the wrong keys")
+    ops = {"get": lambda: bench.get(random.choice(gets)), "list": lambda: bench.get(random.choice(lists)),
+           "etcd_get": lambda: kv.get(random.choice(keys)), "configmap_get": lambda: bench.get(CONFIGMAP)}
+    pools: dict[str, list[float]] = {name: [] for name in ops}
     try:
-        assert client.kv is not None
-        first = await client.kv.get(keys[0])
-        if not first.kvs:
-            raise RuntimeError(f"{keys[0]} is not in etcd: the bench reads the wrong keys")
-        times = []
-        for i in range(samples + 20):
-            key = random.choice(keys)
-            started = time.perf_counter()
-            await client.kv.get(key)
-            if i >= 20:
-                times.append(time.perf_counter() - started)
+        for name, op in ops.items():  # warm up
+            for _ in range(20):
+                await op()
+        for _ in range(rounds):
+            for name, op in ops.items():
+                for _ in range(max(samples // rounds, 1)):
+                    started = time.perf_counter()
+                    await op()
+                    pools[name].append(time.perf_counter() - started)
     finally:
         await client.close()
-    return {"p50_ms": round(percentile(times, 50) * 1000, 3), "p99_ms": round(percentile(times, 99) * 1000, 3)}
+    return {name: quantiles(times) for name, times in pools.items()}
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -165,7 +183,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
 
                 await run_concurrent(len(pairs), 64, make_object)
                 created = target
-                await asyncio.sleep(2.0)
+                settled = await settle([server.process.pid, etcd.process.pid])
                 rss = tree_rss_kib(server.process.pid)
                 clusters = [f"scale-{i}" for i in range(target)]
                 gets = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things/t{random.randrange(10)}"
@@ -173,12 +191,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 lists = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things"
                          for c in random.sample(clusters, min(len(clusters), 500))]
                 keys = [f"/registry/{GROUP}/things/{p.split('/')[2]}/default/{p.rsplit('/', 1)[1]}" for p in gets]
-                levels.append({"clusters": target, "rss_kib": rss,
+                previous = levels[-1] if levels else {"clusters": 0, "rss_kib": base_rss}
+                levels.append({"clusters": target, "rss_kib": rss, "settled_s": settled,
                                "rss_per_cluster_kib": round((rss - base_rss) / target, 2),
-                               "get": await latency(bench, gets, args.samples),
-                               "list": await latency(bench, lists, args.samples),
-                               "etcd_get": await etcd_latency(etcd.endpoint, keys, args.samples),
-                               "configmap_get": await latency(bench, [CONFIGMAP], args.samples)})
+                               "rss_per_added_cluster_kib": round((rss - previous["rss_kib"])
+                                                                  / (target - previous["clusters"]), 2),
+                               **await latencies(bench, etcd.endpoint, gets, lists, keys, args.samples)})
                 print(f"  {target} clusters: RSS {rss / 1024:.0f} MiB, "
                       f"{levels[-1]['rss_per_cluster_kib']} KiB/cluster, GET p50 {levels[-1]['get']['p50_ms']} ms,"
                       f" LIST p50 {levels[-1]['list']['p50_ms']} ms", flush=True)
@@ -219,6 +237,8 @@ def main() -> None:
               f"GET p50/p99 {level['get']['p50_ms']}/{level['get']['p99_ms']} ms  "
               f"LIST p50/p99 {level['list']['p50_ms']}/{level['list']['p99_ms']} ms  "
               f"etcd get p50 {level['etcd_get']['p50_ms']} ms  admin ConfigMap GET p50 {level['configmap_get']['p50_ms']} ms")
+    print(f"RSS per logical cluster added between the two largest counts: "
+          f"{results['scale'][-1]['rss_per_added_cluster_kib']} KiB")
     print(f"ratios at the largest count against 1: {results['scale_ratios']}")
     print(f"written to {out}")
 
