@@ -4,7 +4,9 @@
    ConfigMaps, in the same run (target ratio >= 0.7).
 2. 1, 100, 1,000 and 10,000 logical clusters, each with its own CRD and 10
    objects: RSS per logical cluster beyond the objects (target <= 50 KiB) and
-   GET/LIST latency at the largest count against 1 cluster (target <= 1.2).
+   GET/LIST latency at each count against a second server holding 1 logical
+   cluster, measured in the same moments (target <= 1.2 at 10,000): on this
+   shared machine, latencies taken minutes apart differ by more than that.
 
 Prints a summary and writes bench/results/crds-<time>.json.
 """
@@ -20,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -105,35 +108,74 @@ def quantiles(times: list[float]) -> dict[str, float]:
     return {"p50_ms": round(percentile(times, 50) * 1000, 3), "p99_ms": round(percentile(times, 99) * 1000, 3)}
 
 
-async def latencies(bench: Bench, etcd_endpoint: str, gets: list[str], lists: list[str], keys: list[str],
-                    samples: int, rounds: int = 5) -> dict[str, dict[str, float]]:
-    """GET and LIST of custom resources, the same reads straight from etcd (how much of any growth is
-    etcd's own) and a GET of one admin ConfigMap (the machine's noise), interleaved in rounds so that
-    a burst of load from elsewhere on the machine hits all four alike."""
+@dataclass
+class Target:
+    """One server under measurement, the paths read from it and their etcd keys."""
+
+    bench: Bench
+    etcd_endpoint: str
+    gets: list[str]
+    lists: list[str]
+
+    @property
+    def keys(self) -> list[str]:
+        return [f"/registry/{GROUP}/things/{p.split('/')[2]}/default/{p.rsplit('/', 1)[1]}" for p in self.gets]
+
+
+def sample_paths(bench: Bench, etcd_endpoint: str, clusters: int) -> Target:
+    names = [f"scale-{i}" for i in random.sample(range(clusters), min(clusters, 500))]
+    return Target(bench, etcd_endpoint,
+                  [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things/t{random.randrange(10)}" for c in names],
+                  [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things" for c in names])
+
+
+async def populate(bench: Bench, start: int, end: int) -> None:
+    """Logical clusters scale-<start>..scale-<end-1>, each with the CRD and 10 objects."""
+    new = [f"scale-{i}" for i in range(start, end)]
+    await run_concurrent(len(new), 64, lambda i: ensure_crd(bench, f"/clusters/{new[i]}"))
+    pairs = [(c, j) for c in new for j in range(10)]
+    await run_concurrent(len(pairs), 64, lambda i: post_retrying(
+        bench, f"/clusters/{pairs[i][0]}/apis/{GROUP}/v1/namespaces/default/things", thing(f"t{pairs[i][1]}")))
+
+
+async def latencies(targets: dict[str, Target], samples: int, rounds: int = 10) -> dict[str, dict[str, Any]]:
+    """GET and LIST of custom resources, the same GETs straight from etcd (how much of any growth is
+    etcd's own) and a GET of one admin ConfigMap, on every target, interleaved in rounds so that load
+    from elsewhere on this shared machine hits every target and every operation alike."""
     from etcd3aio import Etcd3Client
 
-    client = Etcd3Client([etcd_endpoint])
-    await client.connect()
-    assert client.kv is not None
-    kv = client.kv
-    if not (await kv.get(keys[0])).kvs:
-        raise RuntimeError(f"{keys[0]} is not in etcd: the bench reads the wrong keys")
-    ops = {"get": lambda: bench.get(random.choice(gets)), "list": lambda: bench.get(random.choice(lists)),
-           "etcd_get": lambda: kv.get(random.choice(keys)), "configmap_get": lambda: bench.get(CONFIGMAP)}
-    pools: dict[str, list[float]] = {name: [] for name in ops}
+    ops: dict[tuple[str, str], Any] = {}
+    clients = []
+    for name, t in targets.items():
+        client = Etcd3Client([t.etcd_endpoint])
+        await client.connect()
+        clients.append(client)
+        assert client.kv is not None
+        keys = t.keys
+        if not (await client.kv.get(keys[0])).kvs:
+            raise RuntimeError(f"{keys[0]} is not in etcd: the bench reads the wrong keys")
+        ops[(name, "get")] = lambda t=t: t.bench.get(random.choice(t.gets))
+        ops[(name, "list")] = lambda t=t: t.bench.get(random.choice(t.lists))
+        ops[(name, "etcd_get")] = lambda kv=client.kv, keys=keys: kv.get(random.choice(keys))
+        ops[(name, "configmap_get")] = lambda t=t: t.bench.get(CONFIGMAP)
+    pools: dict[tuple[str, str], list[float]] = {key: [] for key in ops}
     try:
-        for name, op in ops.items():  # warm up
+        for op in ops.values():  # warm up
             for _ in range(20):
                 await op()
         for _ in range(rounds):
-            for name, op in ops.items():
+            for key, op in ops.items():
                 for _ in range(max(samples // rounds, 1)):
                     started = time.perf_counter()
                     await op()
-                    pools[name].append(time.perf_counter() - started)
+                    pools[key].append(time.perf_counter() - started)
     finally:
-        await client.close()
-    return {name: quantiles(times) for name, times in pools.items()}
+        for client in clients:
+            await client.close()
+    out: dict[str, dict[str, Any]] = {name: {} for name in targets}
+    for (name, op_name), times in pools.items():
+        out[name][op_name] = quantiles(times)
+    return out
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -145,11 +187,21 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     await etcd.start()
     server = KcpServer(root / "kcp", free_port(), ["--log-level", args.log_level, "--etcd-servers", etcd.endpoint])
     server.start()
+    # a second server with one logical cluster, measured in the same moments as the growing one
+    (root / "base-etcd").mkdir()
+    base_etcd = EmbeddedEtcd(root / "base-etcd")
+    await base_etcd.start()
+    baseline = KcpServer(root / "base", free_port(), ["--log-level", args.log_level, "--etcd-servers",
+                                                      base_etcd.endpoint])
+    baseline.start()
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             bench = Bench(server, session)
-            assert server.process is not None
+            base_bench = Bench(baseline, session)
+            assert server.process is not None and baseline.process is not None
+            await populate(base_bench, 0, 1)
+            await base_bench.post("/api/v1/namespaces/default/configmaps", configmap("r0-0"))
             await ensure_crd(bench, "")
             await post_retrying(bench, f"/apis/{GROUP}/v1/namespaces/default/things", thing("warmup"))
             rates: dict[str, list[float]] = {"configmaps": [], "things": []}
@@ -168,51 +220,32 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             created = 0
             base_rss = tree_rss_kib(server.process.pid)
             for target in args.clusters:
-                new = [f"scale-{i}" for i in range(created, target)]
-
-                async def make_cluster(i: int, names: list[str] = new) -> None:
-                    await ensure_crd(bench, f"/clusters/{names[i]}")
-
-                await run_concurrent(len(new), 64, make_cluster)
-                pairs = [(c, j) for c in new for j in range(10)]
-
-                async def make_object(i: int, pairs: list[tuple[str, int]] = pairs) -> None:
-                    cluster, j = pairs[i]
-                    await post_retrying(bench, f"/clusters/{cluster}/apis/{GROUP}/v1/namespaces/default/things",
-                                        thing(f"t{j}"))
-
-                await run_concurrent(len(pairs), 64, make_object)
+                await populate(bench, created, target)
                 created = target
-                settled = await settle([server.process.pid, etcd.process.pid])
+                settled = await settle([server.process.pid, etcd.process.pid, baseline.process.pid])
                 rss = tree_rss_kib(server.process.pid)
-                clusters = [f"scale-{i}" for i in range(target)]
-                gets = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things/t{random.randrange(10)}"
-                        for c in random.sample(clusters, min(len(clusters), 500))]
-                lists = [f"/clusters/{c}/apis/{GROUP}/v1/namespaces/default/things"
-                         for c in random.sample(clusters, min(len(clusters), 500))]
-                keys = [f"/registry/{GROUP}/things/{p.split('/')[2]}/default/{p.rsplit('/', 1)[1]}" for p in gets]
+                measured = await latencies({"scaled": sample_paths(bench, etcd.endpoint, target),
+                                            "baseline": sample_paths(base_bench, base_etcd.endpoint, 1)},
+                                           args.samples)
+                scaled, base = measured["scaled"], measured["baseline"]
                 previous = levels[-1] if levels else {"clusters": 0, "rss_kib": base_rss}
                 levels.append({"clusters": target, "rss_kib": rss, "settled_s": settled,
                                "rss_per_cluster_kib": round((rss - base_rss) / target, 2),
                                "rss_per_added_cluster_kib": round((rss - previous["rss_kib"])
                                                                   / (target - previous["clusters"]), 2),
-                               **await latencies(bench, etcd.endpoint, gets, lists, keys, args.samples)})
-                print(f"  {target} clusters: RSS {rss / 1024:.0f} MiB, "
-                      f"{levels[-1]['rss_per_cluster_kib']} KiB/cluster, GET p50 {levels[-1]['get']['p50_ms']} ms,"
-                      f" LIST p50 {levels[-1]['list']['p50_ms']} ms", flush=True)
+                               **scaled, "baseline": base,
+                               "ratios": {f"{op}_{q}": round(scaled[op][f"{q}_ms"] / base[op][f"{q}_ms"], 3)
+                                          for op in scaled for q in ("p50", "p99")}})
+                print(f"  {target} clusters: RSS {rss / 1024:.0f} MiB, {levels[-1]['rss_per_cluster_kib']} KiB/cluster,"
+                      f" ratios to a 1-cluster server {levels[-1]['ratios']}", flush=True)
             results["scale"] = levels
             results["base_rss_kib"] = base_rss
-            first, last = levels[0], levels[-1]
-            results["scale_ratios"] = {
-                "get_p50": round(last["get"]["p50_ms"] / first["get"]["p50_ms"], 3),
-                "get_p99": round(last["get"]["p99_ms"] / first["get"]["p99_ms"], 3),
-                "list_p50": round(last["list"]["p50_ms"] / first["list"]["p50_ms"], 3),
-                "list_p99": round(last["list"]["p99_ms"] / first["list"]["p99_ms"], 3),
-                "etcd_get_p50": round(last["etcd_get"]["p50_ms"] / first["etcd_get"]["p50_ms"], 3),
-                "admin_configmap_get_p50": round(last["configmap_get"]["p50_ms"] / first["configmap_get"]["p50_ms"], 3)}
+            results["scale_ratios"] = levels[-1]["ratios"]
     finally:
         server.stop()
+        baseline.stop()
         await etcd.stop()
+        await base_etcd.stop()
     return results
 
 
@@ -233,13 +266,15 @@ def main() -> None:
     print(f"\ncreate c=32: ConfigMap {c['configmaps_per_s']}/s, custom resource (30 fields) {c['custom_per_s']}/s,"
           f" ratio {c['ratio']}")
     for level in results["scale"]:
+        r = level["ratios"]
         print(f"{level['clusters']:>6} clusters: {level['rss_per_cluster_kib']:>7} KiB/cluster  "
               f"GET p50/p99 {level['get']['p50_ms']}/{level['get']['p99_ms']} ms  "
-              f"LIST p50/p99 {level['list']['p50_ms']}/{level['list']['p99_ms']} ms  "
-              f"etcd get p50 {level['etcd_get']['p50_ms']} ms  admin ConfigMap GET p50 {level['configmap_get']['p50_ms']} ms")
+              f"LIST p50/p99 {level['list']['p50_ms']}/{level['list']['p99_ms']} ms  | against 1 cluster: "
+              f"GET {r['get_p50']}/{r['get_p99']}  LIST {r['list_p50']}/{r['list_p99']}  "
+              f"etcd get {r['etcd_get_p50']}  admin ConfigMap GET {r['configmap_get_p50']}")
     print(f"RSS per logical cluster added between the two largest counts: "
           f"{results['scale'][-1]['rss_per_added_cluster_kib']} KiB")
-    print(f"ratios at the largest count against 1: {results['scale_ratios']}")
+    print(f"ratios at the largest count against a 1-cluster server: {results['scale_ratios']}")
     print(f"written to {out}")
 
 
