@@ -16,6 +16,7 @@ from aiohttp import web
 
 from .app import APIServer, ServerOptions
 from .embedded_etcd import EmbeddedEtcd
+from .gctuning import freeze_startup_objects
 from .handlers import WatchSettings
 from .observability import configure_logging
 from .pki import Credentials, ensure_credentials, write_kubeconfig
@@ -100,6 +101,7 @@ async def serve(args: argparse.Namespace, endpoints: list[str], creds: Credentia
         site = web.TCPSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx, reuse_address=True,
                            reuse_port=args.workers > 1)
         await site.start()
+        freeze_startup_objects()
         if on_ready is not None:
             on_ready()
         await _wait_for_signal()
