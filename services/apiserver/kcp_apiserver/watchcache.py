@@ -39,19 +39,49 @@ class TooOld(Exception):
 
 
 class WatchEvent:
-    """A stored change; its JSON is built once and shared by every watcher."""
+    """A stored change; its JSON is built once and shared by every watcher.
 
-    __slots__ = ("type", "revision", "key", "obj", "prev", "_obj_bytes", "_encoded")
+    While it is being dispatched the event holds its objects decoded; once every watcher has seen
+    it, `compact()` keeps only etcd's bytes, which take a fraction of the memory of the decoded
+    dicts (and nothing for the garbage collector to walk). A watcher that resumes from inside the
+    window later gets objects decoded again from those bytes.
+    """
+
+    __slots__ = ("type", "revision", "key", "_obj", "_prev", "_raw", "_prev_raw", "_prev_revision",
+                 "_obj_bytes", "_encoded")
 
     def __init__(self, type_: str, revision: int, key: ObjectKey, obj: dict[str, Any],
-                 prev: dict[str, Any] | None) -> None:
+                 prev: dict[str, Any] | None, *, raw: bytes | None = None, prev_raw: bytes | None = None,
+                 prev_revision: int = 0) -> None:
         self.type = type_
         self.revision = revision
         self.key = key
-        self.obj = obj
-        self.prev = prev
+        self._obj: dict[str, Any] | None = obj
+        self._prev = prev
+        self._raw = raw  # etcd's value of obj, whose resourceVersion is `revision`
+        self._prev_raw = prev_raw
+        self._prev_revision = prev_revision
         self._obj_bytes: bytes | None = None
         self._encoded: dict[str, bytes] = {}
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        if self._obj is not None:
+            return self._obj
+        assert self._raw is not None
+        return decode(self._raw, self.revision)
+
+    @property
+    def prev(self) -> dict[str, Any] | None:
+        if self._prev is not None or self._prev_raw is None:
+            return self._prev
+        return decode(self._prev_raw, self._prev_revision)
+
+    def compact(self) -> None:
+        """Drop what can be rebuilt from etcd's bytes."""
+        if self._raw is not None:
+            self._obj = self._prev = self._obj_bytes = None
+            self._encoded = {}
 
     def encoded_as(self, type_: str, variant: object, present: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
         """The event as another version of the resource sees it; encoded once per variant."""
@@ -230,18 +260,22 @@ class WatchCache:
         for ev in resp.events:
             kv = ev.kv
             key = parse_key(self.prefix, kv.key.decode(), self.namespaced)
-            prev = decode(ev.prev_kv.value, ev.prev_kv.mod_revision) if ev.prev_kv.key else None
+            has_prev = bool(ev.prev_kv.key)
+            prev = decode(ev.prev_kv.value, ev.prev_kv.mod_revision) if has_prev else None
             if ev.type == 1:  # DELETE: the last state, at the deletion's revision
                 if prev is None:
                     continue
                 prev["metadata"]["resourceVersion"] = str(kv.mod_revision)
-                event = WatchEvent(DELETED, kv.mod_revision, key, prev, None)
+                event = WatchEvent(DELETED, kv.mod_revision, key, prev, None, raw=ev.prev_kv.value)
             else:
                 type_ = ADDED if kv.create_revision == kv.mod_revision else MODIFIED
-                event = WatchEvent(type_, kv.mod_revision, key, decode(kv.value, kv.mod_revision), prev)
+                event = WatchEvent(type_, kv.mod_revision, key, decode(kv.value, kv.mod_revision), prev,
+                                   raw=kv.value, prev_raw=ev.prev_kv.value if has_prev else None,
+                                   prev_revision=ev.prev_kv.mod_revision)
             self._append(event)
             for watcher in list(self.watchers):
                 watcher.offer(event)
+            event.compact()
         # a progress notification (no events) says etcd has nothing older to send
         latest = resp.events[-1].kv.mod_revision if resp.events else resp.header.revision
         if latest > self.revision:

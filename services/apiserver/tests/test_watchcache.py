@@ -83,6 +83,30 @@ async def test_selector_transitions_become_added_and_deleted(cache: WatchCache, 
     assert [(await next_event(watcher))[0] for _ in range(2)] == [ADDED, DELETED]
 
 
+async def test_the_window_keeps_only_bytes_yet_a_resumed_watch_sees_whole_objects(
+        cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
+    storage = Storage(etcd)
+    start = cache.revision
+    a = await storage.create(prefix + "c/ns/a", {"metadata": {"name": "a"}, "data": {"k": "1"}})
+    b = await storage.update(prefix + "c/ns/a", {"metadata": {"name": "a", "labels": {"in": "yes"}}, "data": {"k": "2"}},
+                             a.mod_revision)
+    gone_rev = await storage.delete(prefix + "c/ns/a", b.mod_revision)
+    for _ in range(50):
+        if cache.revision >= gone_rev:
+            break
+        await asyncio.sleep(0.05)
+    assert all(e._obj is None and e._prev is None for e in cache.events)  # decoded dicts were dropped
+    everything = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=start)
+    seen = [await next_event(everything) for _ in range(3)]
+    assert [(t, e.obj["data"]["k"], e.obj["metadata"]["resourceVersion"]) for t, e in seen] == [
+        (ADDED, "1", str(a.mod_revision)), (MODIFIED, "2", str(b.mod_revision)),
+        (DELETED, "2", str(gone_rev))]
+    assert seen[1][1].prev["data"]["k"] == "1"
+    labelled = cache.subscribe(cluster=None, namespace=None, name=None, after_revision=start,
+                               matches=lambda o: o["metadata"].get("labels", {}).get("in") == "yes")
+    assert [(await next_event(labelled))[0] for _ in range(2)] == [ADDED, DELETED]
+
+
 async def test_a_slow_watcher_is_closed_not_the_cache(etcd: Etcd3Client, prefix: str) -> None:
     cache = WatchCache(etcd, Storage(etcd), prefix, namespaced=True, watcher_queue=2)
     await cache.start()
