@@ -41,46 +41,44 @@ class TooOld(Exception):
 class WatchEvent:
     """A stored change; its JSON is built once and shared by every watcher.
 
-    While it is being dispatched the event holds its objects decoded; once every watcher has seen
-    it, `compact()` keeps only etcd's bytes, which take a fraction of the memory of the decoded
-    dicts (and nothing for the garbage collector to walk). A watcher that resumes from inside the
-    window later gets objects decoded again from those bytes.
+    It holds etcd's bytes and decodes them only when a watcher looks (an event nobody watches costs
+    no decoding). Once every watcher has seen it, `compact()` drops the decoded objects again: the
+    window then holds bytes, a fraction of the memory of the dicts and nothing for the garbage
+    collector to walk.
     """
 
-    __slots__ = ("type", "revision", "key", "_obj", "_prev", "_raw", "_prev_raw", "_prev_revision",
+    __slots__ = ("type", "revision", "key", "_raw", "_prev_raw", "_prev_revision", "_obj", "_prev",
                  "_obj_bytes", "_encoded")
 
-    def __init__(self, type_: str, revision: int, key: ObjectKey, obj: dict[str, Any],
-                 prev: dict[str, Any] | None, *, raw: bytes | None = None, prev_raw: bytes | None = None,
+    def __init__(self, type_: str, revision: int, key: ObjectKey, raw: bytes, prev_raw: bytes | None = None,
                  prev_revision: int = 0) -> None:
         self.type = type_
         self.revision = revision
         self.key = key
-        self._obj: dict[str, Any] | None = obj
-        self._prev = prev
-        self._raw = raw  # etcd's value of obj, whose resourceVersion is `revision`
+        self._raw = raw  # etcd's value of the object, whose resourceVersion is `revision`
         self._prev_raw = prev_raw
         self._prev_revision = prev_revision
+        self._obj: dict[str, Any] | None = None
+        self._prev: dict[str, Any] | None = None
         self._obj_bytes: bytes | None = None
         self._encoded: dict[str, bytes] = {}
 
     @property
     def obj(self) -> dict[str, Any]:
-        if self._obj is not None:
-            return self._obj
-        assert self._raw is not None
-        return decode(self._raw, self.revision)
+        if self._obj is None:
+            self._obj = decode(self._raw, self.revision)
+        return self._obj
 
     @property
     def prev(self) -> dict[str, Any] | None:
-        if self._prev is not None or self._prev_raw is None:
-            return self._prev
-        return decode(self._prev_raw, self._prev_revision)
+        if self._prev is None and self._prev_raw is not None:
+            self._prev = decode(self._prev_raw, self._prev_revision)
+        return self._prev
 
     def compact(self) -> None:
         """Drop what can be rebuilt from etcd's bytes."""
-        if self._raw is not None:
-            self._obj = self._prev = self._obj_bytes = None
+        self._obj = self._prev = self._obj_bytes = None
+        if self._encoded:
             self._encoded = {}
 
     def encoded_as(self, type_: str, variant: object, present: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
@@ -208,6 +206,7 @@ class WatchCache:
         for event in self.events:
             if event.revision > after_revision:
                 watcher.offer(event)
+                event.compact()
         return watcher
 
     def unsubscribe(self, watcher: Watcher) -> None:
@@ -261,17 +260,14 @@ class WatchCache:
             kv = ev.kv
             key = parse_key(self.prefix, kv.key.decode(), self.namespaced)
             has_prev = bool(ev.prev_kv.key)
-            prev = decode(ev.prev_kv.value, ev.prev_kv.mod_revision) if has_prev else None
             if ev.type == 1:  # DELETE: the last state, at the deletion's revision
-                if prev is None:
+                if not has_prev:
                     continue
-                prev["metadata"]["resourceVersion"] = str(kv.mod_revision)
-                event = WatchEvent(DELETED, kv.mod_revision, key, prev, None, raw=ev.prev_kv.value)
+                event = WatchEvent(DELETED, kv.mod_revision, key, ev.prev_kv.value)
             else:
                 type_ = ADDED if kv.create_revision == kv.mod_revision else MODIFIED
-                event = WatchEvent(type_, kv.mod_revision, key, decode(kv.value, kv.mod_revision), prev,
-                                   raw=kv.value, prev_raw=ev.prev_kv.value if has_prev else None,
-                                   prev_revision=ev.prev_kv.mod_revision)
+                event = WatchEvent(type_, kv.mod_revision, key, kv.value,
+                                   ev.prev_kv.value if has_prev else None, ev.prev_kv.mod_revision)
             self._append(event)
             for watcher in list(self.watchers):
                 watcher.offer(event)
@@ -325,3 +321,4 @@ class Follower:
                 continue
             type_, event = item
             self.observe(event.obj, type_ == DELETED)
+            event.compact()  # the window must not keep what this consumer decoded
