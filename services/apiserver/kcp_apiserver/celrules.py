@@ -124,12 +124,15 @@ def _check(node: _Node, value: Any, old: Any, path: str, causes: list[Cause]) ->
         if rule.transition and old is _MISSING:
             continue
         data = {"self": value, "oldSelf": old} if rule.transition else {"self": value}
-        result = compile_expression(rule.text).eval(data=data)
-        outcome = result.value()
+        try:
+            result = compile_expression(rule.text).eval(data=data)
+            outcome, is_error = result.value(), result.type().name() == "ERROR"
+        except Exception as exc:  # noqa: BLE001 - a value CEL cannot take is the object's fault, not ours
+            outcome, is_error = str(exc), True
         if outcome is True:
             continue
         if outcome is not False:  # an evaluation error, or a rule that is not a predicate
-            detail = outcome if result.type().name() == "ERROR" else f"must evaluate to a bool, not {outcome!r}"
+            detail = outcome if is_error else f"must evaluate to a bool, not {outcome!r}"
             causes.append(invalid(path, node.type_name, f"{rule.text.strip()}: evaluation error: {detail}"))
             continue
         causes.append(_failure(rule, node.type_name, _join(path, rule.field_path), _message(rule, data)))
