@@ -6,6 +6,7 @@ import base64
 import binascii
 import re
 
+from .eventsconversion import to_core_v1, to_events_v1
 from .resources import Column, Obj, Resource
 from .status import Cause
 from .tables import AGE, CREATED_AT, NAME
@@ -113,7 +114,8 @@ def _event_object(o: Obj) -> str:
 def _event_last_seen(o: Obj) -> str:
     from .tables import human_duration, parse_time
     from datetime import datetime, timezone
-    stamp = parse_time(o.get("lastTimestamp") or o.get("eventTime") or o["metadata"].get("creationTimestamp"))
+    stamp = parse_time(o.get("lastTimestamp") or o.get("deprecatedLastTimestamp") or o.get("eventTime")
+                       or o["metadata"].get("creationTimestamp"))
     if stamp is None:
         return "<unknown>"
     return human_duration((datetime.now(timezone.utc) - stamp).total_seconds())
@@ -183,8 +185,10 @@ BUILTINS: tuple[Resource, ...] = (
              field_selectors=("involvedObject.kind", "involvedObject.name", "involvedObject.namespace",
                               "involvedObject.uid", "reason", "type", "source")),
     Resource("events.k8s.io", "v1", "Event", "events", "event", True, short_names=("ev",),
-             definition="io.k8s.api.events.v1.Event", columns=EVENT_COLUMNS,
-             field_selectors=("regarding.kind", "regarding.name", "regarding.namespace", "reason", "type")),
+             definition="io.k8s.api.events.v1.Event", columns=EVENT_COLUMNS, storage_group="",
+             to_storage=to_core_v1, from_storage=to_events_v1,
+             field_selectors=("regarding.kind", "regarding.name", "regarding.namespace", "regarding.uid",
+                              "reason", "reportingController", "type")),
     Resource("coordination.k8s.io", "v1", "Lease", "leases", "lease", True,
              definition="io.k8s.api.coordination.v1.Lease",
              columns=(NAME, Column("Holder", "string", lambda o: (o.get("spec") or {}).get("holderIdentity", ""),
@@ -201,4 +205,3 @@ BUILTINS: tuple[Resource, ...] = (
     CRD,
 )
 
-# Core and events.k8s.io Events are kept apart in storage (kube converts between them; we do not yet).

@@ -65,14 +65,19 @@ def build_filter(res: Resource, query: MultiMapping[str]) -> tuple[Callable[[Obj
     if labels.empty and fields.empty:
         return None, pinned
 
+    view = res.from_storage  # field paths name the requested shape, not the stored one
+
     def matches(obj: Obj) -> bool:
-        return labels.matches((obj.get("metadata") or {}).get("labels")) and fields.matches(obj)
+        return labels.matches((obj.get("metadata") or {}).get("labels")) and (
+            fields.empty or fields.matches(view(obj) if view is not None else obj))
 
     return matches, pinned
 
 
 def present(res: Resource, obj: Obj) -> Obj:
     """A stored object as the requested version shows it: its apiVersion, and defaults applied on read."""
+    if res.from_storage is not None:
+        return res.from_storage(obj)
     if not res.is_custom:
         return obj
     defaults = res.compiled is not None and res.compiled.has_defaults
@@ -211,7 +216,7 @@ class ResourceHandlers:
         list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
         if result.continue_token:
             list_meta["continue"] = result.continue_token
-        items = [present(res, o) for o in result.items] if res.is_custom else result.items
+        items = [present(res, o) for o in result.items] if res.converts else result.items
         headers = _warning_headers(res, None)
         if wants_table(request):
             return json_response(to_table(res, items, list_meta, query.get("includeObject", "Metadata")),
@@ -347,7 +352,7 @@ class ResourceHandlers:
         stream = _ChunkedStream(request)
 
         variant = (res.api_version, res.schema_digest)
-        transform = res.is_custom and encoder is None
+        transform = res.converts and encoder is None
 
         def sink(type_: str, event: WatchEvent) -> bool:
             if encoder is not None:

@@ -212,7 +212,8 @@ class Registry:
     async def patch(self, res: Resource, cluster: str, namespace: str, name: str,
                     apply_patch: Callable[[Obj], Obj], *, subresource: str = "", dry_run: bool = False) -> Obj:
         async def mutate(current: Stored) -> Obj:
-            patched = apply_patch(copy.deepcopy(current.obj))
+            base = copy.deepcopy(current.obj)
+            patched = apply_patch(res.from_storage(base) if res.from_storage is not None else base)
             if not isinstance(patched, dict):
                 raise st.bad_request("the patch did not produce an object")
             meta = patched.get("metadata")
@@ -224,7 +225,7 @@ class Registry:
             if meta.get("name") != name:
                 raise st.bad_request("metadata.name: the name of the object does not match the name on the URL")
             patched["apiVersion"], patched["kind"] = res.storage_api_version, res.kind
-            return patched
+            return res.to_storage(patched) if res.to_storage is not None else patched
 
         return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run)
 
@@ -365,7 +366,7 @@ class Registry:
                                  f"version ({res.api_version})")
         obj["kind"] = kind
         obj["apiVersion"] = res.storage_api_version  # conversion None: only apiVersion differs between versions
-        return obj
+        return res.to_storage(obj) if res.to_storage is not None else obj
 
     def _check_namespace(self, res: Resource, namespace: str, meta: Obj) -> None:
         if not res.namespaced:

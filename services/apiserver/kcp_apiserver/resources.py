@@ -61,6 +61,9 @@ class Resource:
     deprecation_warning: str | None = None
     scale: Any = None  # customresources.ScaleSpec
     list_kind_name: str = ""
+    # a type stored in another type's shape (events.k8s.io Events are stored as core Events)
+    to_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
+    from_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -75,6 +78,11 @@ class Resource:
     @property
     def is_custom(self) -> bool:
         return self.schema is not None
+
+    @property
+    def converts(self) -> bool:
+        """Stored objects differ from what this resource serves (another version or another type)."""
+        return self.is_custom or self.from_storage is not None
 
     @property
     def list_kind(self) -> str:
