@@ -228,6 +228,27 @@ async def test_exact_resource_version_list_reads_the_past(api: Api, namespace: s
     assert past.body["items"] == before.body["items"]
 
 
+async def test_a_resource_version_from_the_future_is_504_too_large_unless_it_arrives(api: Api,
+                                                                                      namespace: str) -> None:
+    current = int((await api.get(CM.format(ns=namespace))).body["metadata"]["resourceVersion"])
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    reply = await api.get(CM.format(ns=namespace), params={"resourceVersion": str(current + 1000)})
+    assert reply.status == 504 and reply.body["reason"] == "Timeout"
+    assert reply.body["message"].startswith(f"Too large resource version: {current + 1000}, current: ")
+    assert reply.body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    assert 2.5 < loop.time() - started < 10  # kube waits 3 s for the revision before refusing
+    # a revision that is reached while the read waits is served
+    waiting = asyncio.create_task(api.get(CM.format(ns=namespace), params={"resourceVersion": str(current + 1)}))
+    await asyncio.sleep(0.5)
+    await api.post(CM.format(ns=namespace), configmap("arrives"))
+    served = await waiting
+    assert served.status == 200 and int(served.body["metadata"]["resourceVersion"]) >= current + 1
+    refused = await api.request("GET", CM.format(ns=namespace),
+                                params={"watch": "1", "resourceVersion": str(current + 1000)})
+    assert refused.status == 504
+
+
 async def test_status_subresource_separates_spec_and_status(api: Api, unique: str) -> None:
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
            "metadata": {"name": f"widgets{unique}.example.com"},

@@ -205,3 +205,9 @@ async def translate() -> AsyncIterator[None]:
         yield
     except LIBRARY_ERRORS as exc:
         raise error_from(exc) from exc
+
+
+def is_resource_version_too_large(exc: APIClientError) -> bool:
+    """The server has not reached the resourceVersion asked for (kube's 504 ResourceVersionTooLarge)."""
+    causes = exc.details.get("causes") or []
+    return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)

@@ -9,6 +9,8 @@ The rules, as client-go settled them after years of production:
 - `410 Gone/Expired` (as an HTTP answer or as a watch ERROR event) means the
   server no longer has the history we need: relist at once; the sink works out
   what changed, deletions included;
+- a 504 naming `ResourceVersionTooLarge` (the server is behind this client,
+  e.g. etcd restored from a backup) relists too, after the backoff;
 - any other failure: wait, with exponential backoff and jitter (0.8 s → 30 s),
   at least as long as a 429's Retry-After asks, then try again.
 """
@@ -26,7 +28,7 @@ import structlog
 
 from .backoff import Backoff
 from .dynamic import DynamicResource
-from .errors import APIClientError, APIGoneError
+from .errors import APIClientError, APIGoneError, is_resource_version_too_large
 
 Obj = dict[str, Any]
 
@@ -100,6 +102,8 @@ class Reflector:
                 self._log.info("watch history is gone; relisting", reason=exc.reason, message=exc.message,
                                resource_version=self.last_sync_resource_version)
             except APIClientError as exc:
+                if is_resource_version_too_large(exc):  # the server is behind us (etcd restored?): start over
+                    must_list = True
                 delay = max(backoff.next(), exc.retry_after or 0.0)
                 self._log.warning("list/watch failed; retrying", status=exc.status, reason=exc.reason,
                                   message=exc.message, retry_in=round(delay, 3))

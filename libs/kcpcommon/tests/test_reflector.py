@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kcpcommon.errors import APIGoneError, APITooManyRequestsError, APITransportError
+from kcpcommon.errors import APIGoneError, APIServerTimeoutError, APITooManyRequestsError, APITransportError
 from kcpcommon.reflector import Reflector, ReflectorOptions
 from kcpcommon.tasks import cancel_and_wait, spawn
 
@@ -113,6 +113,15 @@ async def test_gone_relists_and_the_watch_restarts_from_the_new_list() -> None:
     sink = await run_script(resource)
     assert sink.calls == [("replace", ["a"], "5"), ("replace", ["b"], "50")]
     assert [c["resource_version"] for c in resource.watch_calls] == ["5", "50"]
+
+
+async def test_a_server_behind_our_resource_version_makes_us_relist() -> None:
+    too_large = APIServerTimeoutError("Too large resource version: 90, current: 40", status=504, reason="Timeout",
+                                      details={"causes": [{"reason": "ResourceVersionTooLarge"}]})
+    resource = ScriptedResource([page("90", "a"), page("40", "b")], [[too_large]])
+    sink = await run_script(resource)
+    assert sink.calls == [("replace", ["a"], "90"), ("replace", ["b"], "40")]
+    assert [c["resource_version"] for c in resource.watch_calls] == ["90", "40"]
 
 
 async def test_too_many_requests_waits_at_least_retry_after() -> None:

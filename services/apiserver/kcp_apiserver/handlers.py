@@ -344,6 +344,8 @@ class ResourceHandlers:
                 after = int(rv)
             except ValueError:
                 raise st.bad_request(f"invalid resourceVersion {rv!r}") from None
+            if after > cache.revision:  # a watch from the future would silently skip what comes before it
+                await self.registry.wait_for_revision(res, after)
         response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
         response.enable_chunked_encoding()
         await response.prepare(request)

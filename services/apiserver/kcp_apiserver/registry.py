@@ -6,6 +6,7 @@ descriptor. Errors leave as `APIError` (a kube Status).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import random
@@ -24,6 +25,7 @@ from .storage import (Compacted, KeyExists, KeyNotFound, RevisionConflict, Stora
 from .validation import generate_name, validate_object_meta
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"
+TOO_LARGE_RV_WAIT = 3.0  # seconds a read waits for a resourceVersion the server has not reached (kube's 3 s)
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Admission = Callable[[Resource, str, str, Obj, Obj | None], Awaitable[None]]
@@ -122,8 +124,11 @@ class Registry:
             revision, start = decode_continue(continue_token)
             if not start.startswith(prefix):
                 raise st.bad_request("continue key is not valid: it belongs to another list")
-        elif exact and resource_version not in ("", "0"):
-            revision = _parse_rv(resource_version)
+        elif resource_version not in ("", "0"):
+            wanted = _parse_rv(resource_version)
+            await self.wait_for_revision(res, wanted)
+            if exact:
+                revision = wanted
         items: list[Obj] = []
         # bounded etcd reads at one pinned revision: consistent, and under gRPC's message size limit
         batch = min(max(limit + 1, 100), 1000) if limit else 1000
@@ -147,6 +152,20 @@ class Registry:
             raise st.gone(f"too old resource version: {revision}") from exc
         except StorageError as exc:
             raise storage_errors(res, "", exc) from exc
+
+    async def wait_for_revision(self, res: Resource, wanted: int, timeout: float = TOO_LARGE_RV_WAIT) -> None:
+        """A read at a resourceVersion newer than etcd's waits briefly for it, then is refused, as kube does."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            try:
+                current = await self.storage.current_revision()
+            except StorageError as exc:
+                raise storage_errors(res, "", exc) from exc
+            if current >= wanted:
+                return
+            if asyncio.get_running_loop().time() >= deadline:
+                raise st.resource_version_too_large(wanted, current)
+            await asyncio.sleep(0.1)
 
     # -- create ------------------------------------------------------------------------------
 

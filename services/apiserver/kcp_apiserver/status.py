@@ -112,6 +112,14 @@ def unsupported_media_type(content_type: str) -> APIError:
     return APIError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type})")
 
 
+def resource_version_too_large(wanted: int, current: int) -> APIError:
+    """kube's answer when a read asks for a revision the server has not reached (after waiting for it)."""
+    return APIError(504, "Timeout", f"Too large resource version: {wanted}, current: {current}",
+                     details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                          "message": "Too large resource version"}], "retryAfterSeconds": 1},
+                     headers={"Retry-After": "1"})
+
+
 def unavailable(message: str = "etcd is unavailable; please try again") -> APIError:
     return APIError(503, "ServiceUnavailable", message, headers={"Retry-After": "1"})
 
