@@ -247,6 +247,11 @@ async def test_a_resource_version_from_the_future_is_504_too_large_unless_it_arr
     refused = await api.request("GET", CM.format(ns=namespace),
                                 params={"watch": "1", "resourceVersion": str(current + 1000)})
     assert refused.status == 504
+    await api.post(CM.format(ns=namespace), configmap("one"))
+    one = await api.get(f"{CM.format(ns=namespace)}/one", params={"resourceVersion": str(current + 1000)})
+    assert one.status == 504 and one.body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
+    assert (await api.get(f"{CM.format(ns=namespace)}/one", params={"resourceVersion": str(current)})).status == 200
+    assert (await api.get(f"{CM.format(ns=namespace)}/one", params={"resourceVersion": "x"})).status == 400
 
 
 async def test_status_subresource_separates_spec_and_status(api: Api, unique: str) -> None:

@@ -17,7 +17,7 @@ from . import status as st
 from .catalog import Catalog, WatchCaches
 from .decoding import FieldValidator
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch, parse_patch
-from .registry import Registry
+from .registry import Registry, parse_resource_version
 from .requestinfo import RequestInfo
 from .resources import Obj, Resource
 from .selectors import FieldSelector, LabelSelector
@@ -146,6 +146,8 @@ class ResourceHandlers:
         if info.subresource == "scale":
             return await self._scale(request, res, info, namespace)
         if verb == "get":
+            if query.get("resourceVersion", "") not in ("", "0"):  # NotOlderThan: the latest will do, once reached
+                await self.registry.wait_for_revision(res, parse_resource_version(query["resourceVersion"]))
             obj = await self.registry.get(res, info.cluster, namespace, info.name)
             return self._respond_object(request, res, obj)
         if verb == "list":
@@ -340,10 +342,7 @@ class ResourceHandlers:
             listed = await self.registry.list(res, cluster, namespace, matches=matches)
             after = listed.revision
         else:
-            try:
-                after = int(rv)
-            except ValueError:
-                raise st.bad_request(f"invalid resourceVersion {rv!r}") from None
+            after = parse_resource_version(rv)
             if after > cache.revision:  # a watch from the future would silently skip what comes before it
                 await self.registry.wait_for_revision(res, after)
         response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})

@@ -125,7 +125,7 @@ class Registry:
             if not start.startswith(prefix):
                 raise st.bad_request("continue key is not valid: it belongs to another list")
         elif resource_version not in ("", "0"):
-            wanted = _parse_rv(resource_version)
+            wanted = parse_resource_version(resource_version)
             await self.wait_for_revision(res, wanted)
             if exact:
                 revision = wanted
@@ -428,7 +428,7 @@ def _finalized(obj: Obj) -> bool:
     return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(obj)
 
 
-def _parse_rv(value: str) -> int:
+def parse_resource_version(value: str) -> int:
     try:
         rv = int(value)
     except ValueError as exc:
@@ -438,4 +438,5 @@ def _parse_rv(value: str) -> int:
     return rv
 
 
-__all__ = ["Registry", "ListResult", "CLUSTER_ANNOTATION", "storage_errors", "parse_key", "now_rfc3339"]
+__all__ = ["Registry", "ListResult", "CLUSTER_ANNOTATION", "storage_errors", "parse_key", "now_rfc3339",
+           "parse_resource_version"]
