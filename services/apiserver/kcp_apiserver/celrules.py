@@ -124,11 +124,7 @@ def _check(node: _Node, value: Any, old: Any, path: str, causes: list[Cause]) ->
         if rule.transition and old is _MISSING:
             continue
         data = {"self": value, "oldSelf": old} if rule.transition else {"self": value}
-        try:
-            result = compile_expression(rule.text).eval(data=data)
-            outcome, is_error = result.value(), result.type().name() == "ERROR"
-        except Exception as exc:  # noqa: BLE001 - a value CEL cannot take is the object's fault, not ours
-            outcome, is_error = str(exc), True
+        outcome, is_error = _run(rule.text, data)
         if outcome is True:
             continue
         if outcome is not False:  # an evaluation error, or a rule that is not a predicate
@@ -162,14 +158,21 @@ def _correlator(node: _Node, old: Any):  # type: ignore[no-untyped-def]
     return lambda item: item if item in old else _MISSING
 
 
+def _run(expression: str, data: dict[str, Any]) -> tuple[Any, bool]:
+    """The expression's value, and whether that value is an evaluation error (CEL returns errors as values)."""
+    try:
+        result = compile_expression(expression).eval(data=data)
+        return result.value(), result.type().name() == "ERROR"
+    except Exception as exc:  # noqa: BLE001 - a value CEL cannot take is the object's fault, not ours
+        return str(exc), True
+
+
 def _message(rule: _Rule, data: dict[str, Any]) -> str:
+    """messageExpression's string if it yields one (not an error), else message, else kube's default."""
     if rule.message_expression:
-        try:
-            result = compile_expression(rule.message_expression).eval(data=data)
-        except CompileError:
-            result = None
-        if result is not None and isinstance(result.value(), str) and result.value().strip():
-            return result.value().strip()
+        value, is_error = _run(rule.message_expression, data)
+        if not is_error and isinstance(value, str) and value.strip():
+            return value.strip()
     return rule.message or f"failed rule: {rule.text.strip()}"
 
 

@@ -31,32 +31,26 @@ class ScaleSpec:
     label_selector_path: str = ""
 
 
-def schema_digest(schema: Obj | None) -> str:
-    return hashlib.sha256(orjson.dumps(schema or {}, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+@dataclass(frozen=True)
+class CompiledSchema:
+    """What serving one version's schema needs, built once per distinct schema content."""
+
+    digest: str  # tells two CRDs' schemas apart where the schema itself is not compared
+    validator: Any  # crdschema.CompiledSchema: validate, prune, default
+    rules: Any  # celrules tree, or None without x-kubernetes-validations
 
 
 @functools.lru_cache(maxsize=4096)
-def _compiled(digest: str, schema_json: bytes) -> Any:
+def _compile(schema_json: bytes) -> CompiledSchema:
     from .crdschema import compile_schema
 
-    return compile_schema(orjson.loads(schema_json))
+    schema = orjson.loads(schema_json)
+    return CompiledSchema(hashlib.sha256(schema_json).hexdigest()[:16], compile_schema(schema), compile_rules(schema))
 
 
-def compiled_schema(schema: Obj) -> Any:
-    """The compiled validator of a schema, shared by every CRD with identical schema content."""
-    raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
-    return _compiled(schema_digest(schema), raw)
-
-
-@functools.lru_cache(maxsize=4096)
-def _compiled_rules(digest: str, schema_json: bytes) -> Any:
-    return compile_rules(orjson.loads(schema_json))
-
-
-def schema_rules(schema: Obj) -> Any:
-    """The CEL rule tree of a schema (None without rules), shared like compiled_schema."""
-    raw = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
-    return _compiled_rules(schema_digest(schema), raw)
+def compiled_schema(schema: Obj) -> CompiledSchema:
+    """Shared by every CRD (in any logical cluster) whose schema has the same content."""
+    return _compile(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
 
 
 def _format_cell(value: Any, type_: str) -> Any:
@@ -157,8 +151,8 @@ def resources_for(crd: Obj) -> list[Resource]:
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec.get("scope") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             has_status="status" in subresources, tracks_generation=True,
-            validate=_validator(compiled, schema_rules(schema)), columns=_columns(version, spec),
-            schema=schema, schema_digest=schema_digest(schema), compiled=compiled,
+            validate=_validator(compiled.validator, compiled.rules), columns=_columns(version, spec),
+            schema=schema, schema_digest=compiled.digest, compiled=compiled.validator,
             storage_version=stored, deprecation_warning=warning,
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"],
                             scale.get("labelSelectorPath", "")) if scale else None,

@@ -23,17 +23,17 @@ EVENTS_TO_CORE = {v: k for k, v in CORE_TO_EVENTS.items()}
 
 def to_events_v1(core: Obj) -> Obj:
     """A stored core/v1 Event as events.k8s.io/v1 shows it."""
-    out: Obj = {"apiVersion": "events.k8s.io/v1", "kind": "Event"}
-    for key, value in core.items():
-        if key not in ("apiVersion", "kind"):
-            out[CORE_TO_EVENTS.get(key, key)] = value
-    return out
+    return _renamed(core, "events.k8s.io/v1", CORE_TO_EVENTS)
 
 
 def to_core_v1(event: Obj) -> Obj:
     """An events.k8s.io/v1 Event in the core/v1 shape it is stored in."""
-    out: Obj = {"apiVersion": "v1", "kind": "Event"}
-    for key, value in event.items():
+    return _renamed(event, "v1", EVENTS_TO_CORE)
+
+
+def _renamed(obj: Obj, api_version: str, names: dict[str, str]) -> Obj:
+    out: Obj = {"apiVersion": api_version, "kind": "Event"}
+    for key, value in obj.items():
         if key not in ("apiVersion", "kind"):
-            out[EVENTS_TO_CORE.get(key, key)] = value
+            out[names.get(key, key)] = value
     return out

@@ -119,15 +119,15 @@ class Registry:
         resource_version: str = "", exact: bool = False,
     ) -> ListResult:
         prefix = scope_prefix(res.prefix, cluster, namespace if res.namespaced else None)
-        revision, start = 0, prefix
+        revision, start, wanted = 0, prefix, 0
         if continue_token:
             revision, start = decode_continue(continue_token)
             if not start.startswith(prefix):
                 raise st.bad_request("continue key is not valid: it belongs to another list")
         elif resource_version not in ("", "0"):
             wanted = parse_resource_version(resource_version)
-            await self.wait_for_revision(res, wanted)
-            if exact:
+            if exact:  # etcd refuses to read at a revision it has not reached
+                await self.wait_for_revision(res, wanted)
                 revision = wanted
         items: list[Obj] = []
         # bounded etcd reads at one pinned revision: consistent, and under gRPC's message size limit
@@ -136,6 +136,10 @@ class Registry:
             while True:
                 chunk, revision, more = await self.storage.list(prefix, revision=revision, limit=batch,
                                                                   start_key=start)
+                if revision < wanted:  # NotOlderThan a revision etcd has not reached (first read only)
+                    await self.wait_for_revision(res, wanted)
+                    revision = 0
+                    continue
                 for stored in chunk:
                     if matches is not None and not matches(stored.obj):
                         continue

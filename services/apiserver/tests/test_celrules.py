@@ -88,3 +88,9 @@ def test_rules_that_do_not_compile_are_named() -> None:
     [(field, message)] = rule_errors({"rule": "true", "messageExpression": "nosuchfn(self)"})
     assert field == "messageExpression" and "nosuchfn" in message
     assert rule_errors({"rule": "true", "optionalOldSelf": True})[0][0] == "optionalOldSelf"
+
+
+def test_a_message_expression_that_fails_falls_back_to_the_message() -> None:
+    tree = compile_rules(schema(**{"x-kubernetes-validations": [
+        {"rule": "self.n > 5", "message": "n is too small", "messageExpression": "self.missing"}]}))
+    assert messages(tree, {"spec": {"n": 1}}) == [("spec", "FieldValueInvalid", 'Invalid value: "object": n is too small')]
