@@ -157,7 +157,7 @@ async def watch_latency(bench: Bench, ns: str, watchers: int, events: int) -> di
 
 
 async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
-    from kcp_apiserver.embedded_etcd import EmbeddedEtcd
+    from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 
     root = Path(tempfile.mkdtemp(prefix="kcp-bench-"))
     etcd = EmbeddedEtcd(root / "external")  # one etcd for the API server and the raw puts alike

@@ -179,7 +179,7 @@ async def latencies(targets: dict[str, Target], samples: int, rounds: int = 10) 
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    from kcp_apiserver.embedded_etcd import EmbeddedEtcd
+    from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 
     root = Path(tempfile.mkdtemp(prefix="kcp-bench-crds-"))
     (root / "etcd").mkdir()

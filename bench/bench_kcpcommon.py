@@ -93,7 +93,7 @@ async def queue_throughput(items: int, workers: int) -> dict[str, Any]:
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    from kcp_apiserver.embedded_etcd import EmbeddedEtcd
+    from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 
     root = Path(tempfile.mkdtemp(prefix="kcp-bench-kcpcommon-"))
     (root / "etcd").mkdir()

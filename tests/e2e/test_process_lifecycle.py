@@ -69,7 +69,7 @@ def test_help_documents_every_flag() -> None:
 
 class ExternalEtcd:
     def __init__(self, data_dir: Path) -> None:
-        from kcp_apiserver.embedded_etcd import etcd_binary
+        from kcp_apiserver.storage.embedded_etcd import etcd_binary
 
         self.binary = etcd_binary()
         self.data_dir = data_dir

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.celrules import compile_rules, evaluate, rule_errors
+from kcp_apiserver.apiextensions.celrules import compile_rules, evaluate, rule_errors
 
 
 def schema(**spec: Any) -> dict[str, Any]:

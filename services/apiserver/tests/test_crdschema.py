@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 import pytest
-from kcp_apiserver.crdschema import compile_schema
-from kcp_apiserver.status import Cause
+from kcp_apiserver.apiextensions.schema import compile_schema
+from kcp_apiserver.apimachinery.status import Cause
 
 
 def spec_schema(props: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -616,8 +616,9 @@ def _thirty_field_schema() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def test_benchmark_thirty_fields() -> None:
-    from kcp_apiserver import builtins, decoding
-    from kcp_apiserver.validation import validate_object_meta
+    from kcp_apiserver.apimachinery.validation import validate_object_meta
+    from kcp_apiserver.endpoints import fieldvalidation as decoding
+    from kcp_apiserver.registry import builtin as builtins
 
     schema, obj = _thirty_field_schema()
     compiled = compile_schema(schema)

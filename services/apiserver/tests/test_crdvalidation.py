@@ -6,13 +6,13 @@ import copy
 from typing import Any
 
 import pytest
-from kcp_apiserver.crdvalidation import (
+from kcp_apiserver.apiextensions.validation import (
     default_crd,
     schema_uses_cel,
     stored_versions_after,
     validate_crd,
 )
-from kcp_apiserver.status import Cause
+from kcp_apiserver.apimachinery.status import Cause
 
 Obj = dict[str, Any]
 

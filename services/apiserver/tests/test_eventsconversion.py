@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcp_apiserver.eventsconversion import to_core_v1, to_events_v1
+from kcp_apiserver.registry.builtin.events import to_core_v1, to_events_v1
 
 CORE = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "default"},
         "involvedObject": {"kind": "Pod", "name": "p"}, "message": "m", "reportingComponent": "c",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kcp_apiserver.jsonpath import compile_jsonpath
+from kcp_apiserver.apimachinery.jsonpath import compile_jsonpath
 
 OBJ: dict[str, Any] = {
     "apiVersion": "apps.example.com/v1",

@@ -26,9 +26,8 @@ from typing import Any
 
 import pytest
 from grpc_tools import protoc  # test-only dependency: grpcio-tools
-
-from kcp_apiserver import kubeproto
-from kcp_apiserver.status import APIError
+from kcp_apiserver.apimachinery import kubeproto
+from kcp_apiserver.apimachinery.status import APIError
 
 # Field numbers from k8s.io/apimachinery/pkg/runtime, .../apis/meta/v1,
 # k8s.io/api/{core,coordination,rbac,events}/v1 generated.proto.

@@ -6,15 +6,14 @@ import copy
 from typing import Any
 
 import pytest
-
-from kcp_apiserver.patch import (
+from kcp_apiserver.apimachinery.status import APIError
+from kcp_apiserver.registry.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
     parse_patch,
 )
-from kcp_apiserver.schemas import PatchMeta
-from kcp_apiserver.status import APIError
+from kcp_apiserver.registry.schemas import PatchMeta
 
 POD_META = PatchMeta.for_definition("io.k8s.api.core.v1.Pod")
 DEPLOYMENT_META = PatchMeta.for_definition("io.k8s.api.apps.v1.Deployment")

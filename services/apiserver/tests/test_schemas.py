@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from kcp_apiserver import schemas
-from kcp_apiserver.schemas import PatchMeta
+from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry.schemas import PatchMeta
 
 POD = "io.k8s.api.core.v1.Pod"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

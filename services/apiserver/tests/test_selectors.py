@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from kcp_apiserver.selectors import FieldSelector, LabelSelector, Requirement, escape_field_value
-from kcp_apiserver.status import APIError
+from kcp_apiserver.apimachinery.selectors import (
+    FieldSelector,
+    LabelSelector,
+    Requirement,
+    escape_field_value,
+)
+from kcp_apiserver.apimachinery.status import APIError
 
 WEB = {"tier": "web", "env": "prod"}
 DB = {"tier": "db"}

@@ -6,7 +6,7 @@ import re
 import time
 import uuid
 
-from kcp_apiserver.registry import new_uid, now_rfc3339
+from kcp_apiserver.registry.store import new_uid, now_rfc3339
 
 
 def test_uids_are_distinct_version_4_uuids() -> None:

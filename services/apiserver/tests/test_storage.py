@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 from etcd3aio import Etcd3Client
-
-from kcp_apiserver.storage import KeyExists, KeyNotFound, RevisionConflict, Storage, Unavailable
+from kcp_apiserver.storage.etcd import (
+    KeyExists,
+    KeyNotFound,
+    RevisionConflict,
+    Storage,
+    Unavailable,
+)
 
 
 async def test_create_sets_resource_version_from_the_etcd_revision(etcd: Etcd3Client, prefix: str) -> None:
@@ -71,7 +76,7 @@ async def test_guaranteed_update_retries_until_it_wins(etcd: Etcd3Client, prefix
 
 
 async def test_an_unreachable_etcd_is_unavailable() -> None:
-    from kcp_apiserver.embedded_etcd import free_port
+    from kcp_apiserver.storage.embedded_etcd import free_port
 
     client = Etcd3Client([f"127.0.0.1:{free_port()}"])
     await client.connect()

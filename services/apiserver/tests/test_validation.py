@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.status import Cause
-from kcp_apiserver.validation import (
+from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.apimachinery.validation import (
     NAME_SUFFIX_ALPHABET,
     generate_name,
     generate_name_suffix,

@@ -6,9 +6,14 @@ import asyncio
 
 import pytest
 from etcd3aio import Etcd3Client
-
-from kcp_apiserver.storage import Storage
-from kcp_apiserver.watchcache import ADDED, DELETED, MODIFIED, TooOld, WatchCache
+from kcp_apiserver.storage.etcd import Storage
+from kcp_apiserver.storage.watchcache import (
+    ADDED,
+    DELETED,
+    MODIFIED,
+    TooOld,
+    WatchCache,
+)
 
 
 async def next_event(watcher, timeout: float = 5):  # type: ignore[no-untyped-def]

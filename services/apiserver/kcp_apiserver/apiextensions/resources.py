@@ -1,0 +1,161 @@
+"""Resource descriptors built from a CustomResourceDefinition, one per served version.
+
+Compiled schemas and printer columns are shared between CRDs with the same
+content, so ten thousand logical clusters defining the same CRD hold one
+compiled schema between them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from kcp_apiserver.apiextensions.celrules import compile_rules, evaluate
+from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.registry.builtin.workloads import kube_columns
+from kcp_apiserver.registry.resource import Column, Obj, Resource
+from kcp_apiserver.registry.tables import AGE, NAME, human_duration, parse_time
+
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+
+
+@dataclass(frozen=True)
+class ScaleSpec:
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str = ""
+
+
+@dataclass(frozen=True)
+class CompiledSchema:
+    """What serving one version's schema needs, built once per distinct schema content."""
+
+    digest: str  # tells two CRDs' schemas apart where the schema itself is not compared
+    validator: Any  # crdschema.CompiledSchema: validate, prune, default
+    rules: Any  # celrules tree, or None without x-kubernetes-validations
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile(schema_json: bytes) -> CompiledSchema:
+    from kcp_apiserver.apiextensions.schema import compile_schema
+
+    schema = orjson.loads(schema_json)
+    return CompiledSchema(hashlib.sha256(schema_json).hexdigest()[:16], compile_schema(schema), compile_rules(schema))
+
+
+def compiled_schema(schema: Obj) -> CompiledSchema:
+    """Shared by every CRD (in any logical cluster) whose schema has the same content."""
+    return _compile(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+
+
+def _format_cell(value: Any, type_: str) -> Any:
+    if value is None:
+        return None
+    if type_ == "date":
+        stamp = parse_time(value) if isinstance(value, str) else None
+        return human_duration((datetime.now(timezone.utc) - stamp).total_seconds()) if stamp else str(value)
+    if type_ == "integer":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if type_ == "number":
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if type_ == "boolean":
+        return value if isinstance(value, bool) else None
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def printer_column(name: str, type_: str, json_path: str, description: str, priority: int, fmt: str) -> Column:
+    from kcp_apiserver.apimachinery.jsonpath import compile_jsonpath
+
+    path = compile_jsonpath(json_path)
+
+    def cell(obj: Obj) -> Any:
+        found = path.find(obj)
+        if not found:
+            return None
+        return _format_cell(found[0], type_)
+
+    # kube shows dates as ages; the Table column stays typed as the CRD declares
+    return Column(name, type_, cell, description, priority, fmt)
+
+
+def _columns(version: Obj, spec: Obj) -> tuple[Column, ...]:
+    columns = version.get("additionalPrinterColumns")
+    if columns is None:
+        columns = spec.get("additionalPrinterColumns")
+    if not columns:
+        return kube_columns(spec["group"], spec["names"]["kind"]) or (NAME, AGE)
+    out = [NAME]
+    for col in columns:
+        out.append(printer_column(col["name"], col.get("type", "string"), col["jsonPath"],
+                                  col.get("description", ""), int(col.get("priority", 0)), col.get("format", "")))
+    return tuple(out)
+
+
+def condition(crd: Obj, type_: str) -> Obj | None:
+    for cond in (crd.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return cond
+    return None
+
+
+def is_established(crd: Obj) -> bool:
+    cond = condition(crd, "Established")
+    return cond is not None and cond.get("status") == "True"
+
+
+def storage_version(crd: Obj) -> str:
+    for version in crd["spec"].get("versions") or []:
+        if version.get("storage"):
+            return str(version["name"])
+    return str(crd["spec"]["versions"][0]["name"])
+
+
+def _validator(compiled: Any, rules: Any):  # type: ignore[no-untyped-def]
+    """Schema validation, then (on an object the schema accepts) the CEL rules, with the old object on update."""
+    def validate(obj: Obj, old: Obj | None) -> list[Cause]:
+        causes = list(compiled.validate(obj))
+        if rules is not None and not causes:
+            causes = evaluate(rules, obj, old)
+        return causes
+    return validate
+
+
+def resources_for(crd: Obj) -> list[Resource]:
+    """One Resource per served version of an established CRD (accepted names are what is served)."""
+    spec = crd["spec"]
+    names = (crd.get("status") or {}).get("acceptedNames") or spec["names"]
+    group = spec["group"]
+    stored = storage_version(crd)
+    out = []
+    for version in spec.get("versions") or []:
+        if not version.get("served", True):
+            continue
+        schema = (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object",
+                                                                           "x-kubernetes-preserve-unknown-fields": True}
+        compiled = compiled_schema(schema)
+        subresources = version.get("subresources") or spec.get("subresources") or {}
+        scale = subresources.get("scale")
+        warning = None
+        if version.get("deprecated"):
+            warning = version.get("deprecationWarning") or f"{group}/{version['name']} {names['kind']} is deprecated"
+        out.append(Resource(
+            group=group, version=version["name"], kind=names["kind"], plural=names["plural"],
+            singular=names.get("singular") or names["kind"].lower(), namespaced=spec.get("scope") == "Namespaced",
+            short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
+            has_status="status" in subresources, tracks_generation=True,
+            validate=_validator(compiled.validator, compiled.rules), columns=_columns(version, spec),
+            schema=schema, schema_digest=compiled.digest, compiled=compiled.validator,
+            storage_version=stored, deprecation_warning=warning,
+            scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"],
+                            scale.get("labelSelectorPath", "")) if scale else None,
+            list_kind_name=names.get("listKind") or f"{names['kind']}List",
+        ))
+    return out

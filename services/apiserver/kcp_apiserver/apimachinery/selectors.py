@@ -1,0 +1,473 @@
+"""Label and field selectors with kube's grammar, matching rules and error messages.
+
+The label parser mirrors k8s.io/apimachinery/pkg/labels step for step (lexer, then a recursive
+descent over the tokens), because clients see its exact error text in 400 responses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+from kcp_apiserver.apimachinery.status import bad_request
+from kcp_apiserver.apimachinery.validation import (
+    render_value,
+    validate_label_value,
+    validate_qualified_name,
+)
+
+# -- requirements -------------------------------------------------------------------------------
+
+IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS = "in", "notin", "=", "==", "!="
+EXISTS, DOES_NOT_EXIST, GREATER_THAN, LESS_THAN = "exists", "!", "gt", "lt"
+BINARY_OPERATORS = (IN, NOT_IN, EQUALS, DOUBLE_EQUALS, NOT_EQUALS, GREATER_THAN, LESS_THAN)
+
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int64(text: str) -> int | None:
+    """Go's strconv.ParseInt(s, 10, 64): no spaces, no underscores, must fit 64 bits."""
+    if not _INT64.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+class SelectorError(ValueError):
+    """A selector kube would refuse; the message is kube's."""
+
+
+def _aggregate(messages: list[str]) -> str:
+    """utilerrors.Aggregate's text: one message bare, several de-duplicated inside brackets."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One `key op values` term; build through `Requirement.new` so it is validated."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def new(cls, key: str, operator: str, values: Iterable[str] = ()) -> Requirement:
+        """labels.NewRequirement: every problem at once, with its field path, as one message."""
+        vals = list(values)
+        errs = [f"key: Invalid value: {render_value(key)}: {'; '.join(msgs)}"
+                for msgs in [validate_qualified_name(key)] if msgs]
+        shown = json.dumps(vals, separators=(",", ":")) if vals else "null"
+        if operator in (IN, NOT_IN) and not vals:
+            errs.append(f"values: Invalid value: {shown}: for 'in', 'notin' operators, values set can't be empty")
+        elif operator in (EQUALS, DOUBLE_EQUALS, NOT_EQUALS) and len(vals) != 1:
+            errs.append(f"values: Invalid value: {shown}: exact-match compatibility requires one single value")
+        elif operator in (EXISTS, DOES_NOT_EXIST) and vals:
+            errs.append(f"values: Invalid value: {shown}: values set must be empty for exists and does not exist")
+        elif operator in (GREATER_THAN, LESS_THAN):
+            if len(vals) != 1:
+                errs.append(f"values: Invalid value: {shown}: for 'Gt', 'Lt' operators, exactly one value is "
+                            "required")
+            errs += [f"values[{i}]: Invalid value: {render_value(v)}: for 'Gt', 'Lt' operators, the value must "
+                     "be an integer" for i, v in enumerate(vals) if _parse_int64(v) is None]
+        elif operator not in (*BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST):
+            supported = ", ".join(f'"{op}"' for op in (*BINARY_OPERATORS, EXISTS, DOES_NOT_EXIST))
+            errs.append(f"operator: Unsupported value: {render_value(operator)}: supported values: {supported}")
+        for i, value in enumerate(vals):
+            if msgs := validate_label_value(value):
+                errs.append(f"values[{i}][{key}]: Invalid value: {render_value(value)}: {'; '.join(msgs)}")
+        if errs:
+            raise SelectorError(_aggregate(errs))
+        return cls(key, operator, tuple(vals))
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        has = self.key in labels
+        if self.operator in (IN, EQUALS, DOUBLE_EQUALS):
+            return has and labels[self.key] in self.values
+        if self.operator in (NOT_IN, NOT_EQUALS):
+            return not has or labels[self.key] not in self.values
+        if self.operator == EXISTS:
+            return has
+        if self.operator == DOES_NOT_EXIST:
+            return not has
+        if self.operator in (GREATER_THAN, LESS_THAN) and has and len(self.values) == 1:
+            actual, wanted = _parse_int64(labels[self.key]), _parse_int64(self.values[0])
+            if actual is None or wanted is None:
+                return False
+            return actual > wanted if self.operator == GREATER_THAN else actual < wanted
+        return False
+
+    def __str__(self) -> str:
+        if self.operator == EXISTS:
+            return self.key
+        if self.operator == DOES_NOT_EXIST:
+            return "!" + self.key
+        joined = ",".join(sorted(self.values))
+        if self.operator in (IN, NOT_IN):
+            return f"{self.key} {self.operator} ({joined})"
+        symbol = {GREATER_THAN: ">", LESS_THAN: "<"}.get(self.operator, self.operator)
+        return f"{self.key}{symbol}{joined}"
+
+
+# -- label selector lexer and parser -----------------------------------------------------------
+
+class _Tok(Enum):
+    END = "end"
+    CLOSE_PAREN = ")"
+    COMMA = ","
+    NOT = "!"
+    DOUBLE_EQUALS = "=="
+    EQUALS = "="
+    GREATER = ">"
+    IDENTIFIER = "identifier"
+    IN = "in"
+    LESS = "<"
+    NOT_EQUALS = "!="
+    NOT_IN = "notin"
+    OPEN_PAREN = "("
+
+
+_LITERALS = {t.value: t for t in _Tok if t not in (_Tok.END, _Tok.IDENTIFIER)}
+_SPECIAL = set("=!(),<>")
+_SPACE = set(" \t\r\n")
+_OPERATOR_TOKENS = {_Tok.IN: IN, _Tok.NOT_IN: NOT_IN, _Tok.EQUALS: EQUALS, _Tok.DOUBLE_EQUALS: DOUBLE_EQUALS,
+                    _Tok.NOT_EQUALS: NOT_EQUALS, _Tok.GREATER: GREATER_THAN, _Tok.LESS: LESS_THAN}
+
+
+def _lex(text: str) -> list[tuple[_Tok, str]]:
+    """Tokens as kube's Lexer yields them: operators take at most two symbols, words end at one."""
+    items: list[tuple[_Tok, str]] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in _SPACE:
+            i += 1
+        if i >= n:
+            items.append((_Tok.END, ""))
+            return items
+        if text[i] in _SPECIAL:
+            literal = text[i:i + 2] if text[i:i + 2] in ("!=", "==") else text[i]
+        else:
+            j = i
+            while j < n and text[j] not in _SPECIAL and text[j] not in _SPACE:
+                j += 1
+            literal = text[i:j]
+        items.append((_LITERALS.get(literal, _Tok.IDENTIFIER), literal))
+        i += len(literal)
+
+
+class _Parser:
+    """Recursive descent over the tokens; 'in' and 'notin' read as words where a value is expected."""
+
+    def __init__(self, text: str) -> None:
+        self.items = _lex(text)
+        self.pos = 0
+
+    def _peek_raw(self) -> tuple[_Tok, str]:
+        return self.items[min(self.pos, len(self.items) - 1)]
+
+    def peek(self, values: bool = True) -> tuple[_Tok, str]:
+        tok, lit = self._peek_raw()
+        return (_Tok.IDENTIFIER, lit) if values and tok in (_Tok.IN, _Tok.NOT_IN) else (tok, lit)
+
+    def take(self, values: bool = True) -> tuple[_Tok, str]:
+        item = self.peek(values)
+        self.pos += 1
+        return item
+
+    def parse(self) -> list[Requirement]:
+        requirements: list[Requirement] = []
+        while True:
+            tok, lit = self.peek()
+            if tok == _Tok.END:
+                return requirements
+            if tok not in (_Tok.IDENTIFIER, _Tok.NOT):
+                raise SelectorError(f"found '{lit}', expected: !, identifier, or 'end of string'")
+            try:
+                requirements.append(self.requirement())
+            except SelectorError as exc:
+                raise SelectorError(f"unable to parse requirement: {exc}") from exc
+            tok, lit = self.take()
+            if tok == _Tok.END:
+                return requirements
+            if tok != _Tok.COMMA:
+                raise SelectorError(f"found '{lit}', expected: ',' or 'end of string'")
+            tok, lit = self.peek()
+            if tok not in (_Tok.IDENTIFIER, _Tok.NOT):
+                raise SelectorError(f"found '{lit}', expected: identifier after ','")
+
+    def requirement(self) -> Requirement:
+        operator = ""
+        tok, key = self.take()
+        if tok == _Tok.NOT:
+            operator = DOES_NOT_EXIST
+            tok, key = self.take()
+        if tok != _Tok.IDENTIFIER:
+            raise SelectorError(f"found '{key}', expected: identifier")
+        if msgs := validate_qualified_name(key):
+            # kube validates here against a nil field path, hence the "<nil>".
+            raise SelectorError(f"<nil>: Invalid value: {render_value(key)}: {'; '.join(msgs)}")
+        if not operator and self.peek()[0] in (_Tok.END, _Tok.COMMA):
+            operator = EXISTS
+        if operator:
+            return Requirement.new(key, operator)
+        tok, lit = self.take(values=False)
+        if tok not in _OPERATOR_TOKENS:
+            raise SelectorError(f"found '{lit}', expected: {', '.join(BINARY_OPERATORS)}")
+        operator = _OPERATOR_TOKENS[tok]
+        values = self.value_set() if operator in (IN, NOT_IN) else self.exact_value()
+        return Requirement.new(key, operator, sorted(values))
+
+    def value_set(self) -> set[str]:
+        tok, lit = self.take()
+        if tok != _Tok.OPEN_PAREN:
+            raise SelectorError(f"found '{lit}' expected: '('")
+        tok, lit = self.peek()
+        if tok == _Tok.CLOSE_PAREN:
+            self.take()
+            return {""}
+        if tok not in (_Tok.IDENTIFIER, _Tok.COMMA):
+            raise SelectorError(f"found '{lit}', expected: ',', ')' or identifier")
+        values = self.identifiers()
+        if self.take()[0] != _Tok.CLOSE_PAREN:
+            raise SelectorError(f"found '{lit}', expected: ')'")
+        return values
+
+    def identifiers(self) -> set[str]:
+        """Comma-separated values where empty entries count as "" — `(a,,b)` holds a, "" and b."""
+        values: set[str] = set()
+        while True:
+            tok, lit = self.take()
+            if tok == _Tok.IDENTIFIER:
+                values.add(lit)
+                nxt, nlit = self.peek()
+                if nxt == _Tok.CLOSE_PAREN:
+                    return values
+                if nxt != _Tok.COMMA:
+                    raise SelectorError(f"found '{nlit}', expected: ',' or ')'")
+            elif tok == _Tok.COMMA:
+                if not values:
+                    values.add("")
+                nxt = self.peek()[0]
+                if nxt == _Tok.CLOSE_PAREN:
+                    values.add("")
+                    return values
+                if nxt == _Tok.COMMA:
+                    self.take()
+                    values.add("")
+            else:
+                raise SelectorError(f"found '{lit}', expected: ',', or identifier")
+
+    def exact_value(self) -> set[str]:
+        if self.peek()[0] in (_Tok.END, _Tok.COMMA):
+            return {""}
+        tok, lit = self.take()
+        if tok != _Tok.IDENTIFIER:
+            raise SelectorError(f"found '{lit}', expected: identifier")
+        return {lit}
+
+
+_METAV1_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
+
+
+class LabelSelector:
+    """A parsed label selector: all requirements must hold (logical AND)."""
+
+    def __init__(self, requirements: Iterable[Requirement] = (), *, nothing: bool = False) -> None:
+        # Sorted by key like kube, so String() and error order are deterministic.
+        self.requirements: tuple[Requirement, ...] = tuple(sorted(requirements, key=lambda r: r.key))
+        self.nothing = nothing
+
+    @classmethod
+    def parse(cls, text: str) -> LabelSelector:
+        """The `labelSelector` query syntax; raises a 400 APIError with kube's message."""
+        try:
+            return cls(_Parser(text).parse())
+        except SelectorError as exc:
+            raise bad_request(str(exc)) from exc
+
+    @classmethod
+    def from_dict(cls, selector: Mapping[str, Any] | None) -> LabelSelector:
+        """metav1.LabelSelector; None selects nothing and {} everything, as LabelSelectorAsSelector does."""
+        if selector is None:
+            return cls(nothing=True)
+        requirements = []
+        try:
+            for key, value in sorted((selector.get("matchLabels") or {}).items()):
+                requirements.append(Requirement.new(key, EQUALS, [value]))
+            for expr in selector.get("matchExpressions") or []:
+                op = expr.get("operator")
+                if op not in _METAV1_OPERATORS:
+                    raise SelectorError(f"{render_value(str(op or ''))} is not a valid label selector operator")
+                requirements.append(Requirement.new(expr.get("key", ""), _METAV1_OPERATORS[op],
+                                                    expr.get("values") or []))
+        except SelectorError as exc:
+            raise bad_request(str(exc)) from exc
+        return cls(requirements)
+
+    @property
+    def empty(self) -> bool:
+        """True when the selector restricts nothing (the "nothing" selector is not empty)."""
+        return not self.requirements and not self.nothing
+
+    def matches(self, labels: Mapping[str, str] | None) -> bool:
+        if self.nothing:
+            return False
+        labels = labels or {}
+        return all(r.matches(labels) for r in self.requirements)
+
+    def exact(self, key: str) -> str | None:
+        """The single value the selector requires for key (via =, == or a one-value in), else None."""
+        for r in self.requirements:
+            if r.key == key:
+                if r.operator in (EQUALS, DOUBLE_EQUALS, IN) and len(r.values) == 1:
+                    return r.values[0]
+                return None
+        return None
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+    def __repr__(self) -> str:
+        return f"LabelSelector({str(self)!r})"
+
+
+# -- field selectors ----------------------------------------------------------------------------
+
+def escape_field_value(value: str) -> str:
+    """fields.EscapeValue: backslash, comma and equals are escaped with a backslash."""
+    return value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+
+
+def unescape_field_value(value: str) -> str:
+    """fields.UnescapeValue: only \\\\, \\, and \\= are escapes; bare , and = are errors."""
+    out, escaped = [], False
+    for ch in value:
+        if escaped:
+            if ch not in "\\,=":
+                raise SelectorError(f"invalid field selector: invalid escape sequence: \\{ch}")
+            out.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in ",=":
+            # Go prints the rune with %v, i.e. as its code point number.
+            raise SelectorError(f"invalid field selector: unescaped character in value: {ord(ch)}")
+        else:
+            out.append(ch)
+    if escaped:
+        raise SelectorError("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split on commas that are not escaped; escapes stay in the terms for later unescaping."""
+    terms, start, escaped = [], 0, False
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ",":
+            terms.append(text[start:i])
+            start = i + 1
+    terms.append(text[start:])
+    return terms
+
+
+def _split_term(term: str) -> tuple[str, str, str] | None:
+    """The first operator wins and the field name is never unescaped, as in kube."""
+    for i in range(len(term)):
+        for op in (NOT_EQUALS, DOUBLE_EQUALS, EQUALS):
+            if term.startswith(op, i):
+                return term[:i], op, term[i + len(op):]
+    return None
+
+
+def _field_text(value: Any) -> str:
+    """How a field reads in kube's field sets: missing is "", booleans are lower case."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else str(value)
+
+
+@dataclass(frozen=True)
+class FieldRequirement:
+    field: str
+    operator: str  # "=", "==" or "!="
+    value: str
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        equal = _field_text(lookup_field(obj, self.field)) == self.value
+        return not equal if self.operator == NOT_EQUALS else equal
+
+    def __str__(self) -> str:
+        op = NOT_EQUALS if self.operator == NOT_EQUALS else EQUALS
+        return f"{self.field}{op}{escape_field_value(self.value)}"
+
+
+def lookup_field(obj: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path such as `metadata.name`, or None when any step is missing."""
+    current: Any = obj
+    for part in path.split("."):
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(part)
+    return current
+
+
+class FieldSelector:
+    """A parsed field selector: every term must hold (logical AND)."""
+
+    def __init__(self, requirements: Iterable[FieldRequirement] = ()) -> None:
+        self.requirements = tuple(requirements)
+
+    @classmethod
+    def parse(cls, text: str, allowed: Iterable[str]) -> FieldSelector:
+        """The `fieldSelector` query syntax; only fields in `allowed` may be used (kube's label conversion)."""
+        try:
+            terms = []
+            # kube sorts the raw terms before parsing, which decides which error is reported first.
+            for part in sorted(_split_terms(text)):
+                if not part:
+                    continue
+                split = _split_term(part)
+                if split is None:
+                    raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
+                field, op, raw = split
+                terms.append(FieldRequirement(field, op, unescape_field_value(raw)))
+        except SelectorError as exc:
+            raise bad_request(str(exc)) from exc
+        permitted = set(allowed)
+        for term in terms:
+            if term.field not in permitted:
+                raise bad_request(f"field label not supported: {term.field}")
+        return cls(terms)
+
+    @property
+    def empty(self) -> bool:
+        return not self.requirements
+
+    def matches(self, obj: Mapping[str, Any]) -> bool:
+        return all(r.matches(obj) for r in self.requirements)
+
+    def exact(self, field: str) -> str | None:
+        """The value the selector pins field to with = or ==, used to narrow a list to one name."""
+        for r in self.requirements:
+            if r.field == field and r.operator != NOT_EQUALS:
+                return r.value
+        return None
+
+    def __str__(self) -> str:
+        return ",".join(str(r) for r in self.requirements)
+
+    def __repr__(self) -> str:
+        return f"FieldSelector({str(self)!r})"
+
+
+__all__ = ["FieldRequirement", "FieldSelector", "LabelSelector", "Requirement", "SelectorError",
+           "escape_field_value", "lookup_field", "unescape_field_value"]

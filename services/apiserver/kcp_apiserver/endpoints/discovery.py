@@ -1,0 +1,95 @@
+"""Discovery documents, legacy and aggregated (apidiscovery.k8s.io/v2), from one source."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from typing import Any
+
+from kcp_apiserver.registry.resource import Resource
+
+AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"]}
+
+
+def _subresources(res: Resource) -> list[str]:
+    subs = ["status"] if res.has_status else []
+    if res.plural == "namespaces" and not res.group:
+        subs.append("finalize")
+    return subs
+
+
+def _storage_hash(res: Resource) -> str:
+    return hashlib.sha256(f"{res.group}/{res.version}/{res.kind}".encode()).hexdigest()[:11]
+
+
+def group_versions(resources: list[Resource]) -> OrderedDict[str, OrderedDict[str, list[Resource]]]:
+    """group -> version -> resources, core group first, in a stable order."""
+    out: OrderedDict[str, OrderedDict[str, list[Resource]]] = OrderedDict()
+    for res in sorted(resources, key=lambda r: (r.group != "", r.group)):
+        out.setdefault(res.group, OrderedDict()).setdefault(res.version, []).append(res)
+    return out
+
+
+def resource_list(group: str, version: str, resources: list[Resource]) -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    for res in resources:
+        entry: dict[str, Any] = {"name": res.plural, "singularName": res.singular, "namespaced": res.namespaced,
+                                 "kind": res.kind, "verbs": list(res.verbs),
+                                 "storageVersionHash": _storage_hash(res)}
+        if res.short_names:
+            entry["shortNames"] = list(res.short_names)
+        if res.categories:
+            entry["categories"] = list(res.categories)
+        items.append(entry)
+        for sub in _subresources(res):
+            items.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced,
+                          "kind": res.kind, "verbs": SUBRESOURCE_VERBS[sub]})
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version, "resources": items}
+
+
+def api_versions() -> dict[str, Any]:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}]}
+
+
+def api_group(group: str, versions: list[str]) -> dict[str, Any]:
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+
+def api_group_list(resources: list[Resource]) -> dict[str, Any]:
+    groups = [api_group(g, list(vs)) for g, vs in group_versions(resources).items() if g]
+    for group in groups:
+        del group["kind"], group["apiVersion"]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def aggregated(resources: list[Resource], *, core: bool) -> dict[str, Any]:
+    """The APIGroupDiscoveryList for /api (core=True) or /apis."""
+    items = []
+    for group, versions in group_versions(resources).items():
+        if (group == "") != core:
+            continue
+        version_docs = []
+        for version, members in versions.items():
+            docs = []
+            for res in members:
+                kind = {"group": res.group, "version": res.version, "kind": res.kind}
+                doc: dict[str, Any] = {"resource": res.plural, "responseKind": kind,
+                                       "scope": "Namespaced" if res.namespaced else "Cluster",
+                                       "singularResource": res.singular, "verbs": list(res.verbs)}
+                if res.short_names:
+                    doc["shortNames"] = list(res.short_names)
+                if res.categories:
+                    doc["categories"] = list(res.categories)
+                subs = [{"subresource": s, "responseKind": kind, "verbs": SUBRESOURCE_VERBS[s]}
+                        for s in _subresources(res)]
+                if subs:
+                    doc["subresources"] = subs
+                docs.append(doc)
+            version_docs.append({"version": version, "resources": docs, "freshness": "Current"})
+        items.append({"metadata": {"name": group, "creationTimestamp": None}, "versions": version_docs})
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {},
+            "items": items}

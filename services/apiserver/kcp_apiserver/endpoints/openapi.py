@@ -1,0 +1,158 @@
+"""/openapi/v2 and /openapi/v3: real schemas and paths, so kubectl validates and explains.
+
+kubectl sends `fieldValidation=Strict` only when the POST/PATCH operations of
+a kind list that parameter, so every write operation carries it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from kcp_apiserver.endpoints.discovery import group_versions
+from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry import schemas
+
+WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
+LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",
+               "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch")
+
+
+def _gvk(res: Resource) -> dict[str, str]:
+    return {"group": res.group, "version": res.version, "kind": res.kind}
+
+
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+def _definitions_for(resources: Iterable[Resource]) -> dict[str, Any]:
+    resources = list(resources)
+    names = [r.definition for r in resources if r.definition]
+    if any(r.is_custom for r in resources):
+        names.append(OBJECT_META)
+    defs = copy.deepcopy(schemas.closure(names))
+    for res in resources:
+        if res.definition and res.definition in defs:
+            defs[res.definition]["x-kubernetes-group-version-kind"] = [_gvk(res)]
+        elif res.schema is not None:
+            defs[_custom_name(res)] = _custom_definition(res)
+    return defs
+
+
+def _custom_definition(res: Resource) -> dict[str, Any]:
+    """A CRD version's schema as a kind: with apiVersion, kind and the real ObjectMeta."""
+    schema = copy.deepcopy(res.schema or {})
+    props = schema.setdefault("properties", {})
+    props["apiVersion"] = {"type": "string", "description": "APIVersion defines the versioned schema of this "
+                                                            "representation of an object."}
+    props["kind"] = {"type": "string", "description": "Kind is a string value representing the REST resource "
+                                                      "this object represents."}
+    props["metadata"] = {"$ref": f"#/definitions/{OBJECT_META}",
+                         "description": "Standard object's metadata."}
+    schema.setdefault("type", "object")
+    schema["x-kubernetes-group-version-kind"] = [_gvk(res)]
+    return schema
+
+
+def _custom_name(res: Resource) -> str:
+    return ".".join(reversed(res.group.split("."))) + f".{res.version}.{res.kind}"
+
+
+def _def_name(res: Resource) -> str:
+    return res.definition or _custom_name(res)
+
+
+def _paths(res: Resource, ref: str, param: Any) -> dict[str, Any]:
+    """The collection and item paths of one resource, with kube's operation metadata."""
+    base = f"/api/{res.version}" if not res.group else f"/apis/{res.group}/{res.version}"
+    ns = "/namespaces/{namespace}" if res.namespaced else ""
+    collection, item = f"{base}{ns}/{res.plural}", f"{base}{ns}/{res.plural}/{{name}}"
+    gvk = _gvk(res)
+
+    def op(action: str, verb: str, params: Iterable[str], body: bool = False) -> dict[str, Any]:
+        operation: dict[str, Any] = {
+            "operationId": f"{verb}{res.kind}", "x-kubernetes-action": action,
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [param(p, "query") for p in params],
+            "responses": {"200": {"description": "OK", **ref(res)}},
+        }
+        if body:
+            operation["__body__"] = True
+        return operation
+
+    coll: dict[str, Any] = {"get": op("list", "list", LIST_PARAMS),
+                            "post": op("post", "create", WRITE_PARAMS, True),
+                            "delete": op("deletecollection", "deletecollection", LIST_PARAMS + ("dryRun",))}
+    one: dict[str, Any] = {"get": op("get", "read", ()), "put": op("put", "replace", WRITE_PARAMS, True),
+                           "patch": op("patch", "patch", WRITE_PARAMS + ("force",), True),
+                           "delete": op("delete", "delete", ("dryRun", "gracePeriodSeconds", "propagationPolicy"))}
+    if res.namespaced:
+        coll["parameters"] = [param("namespace", "path")]
+        one["parameters"] = [param("name", "path"), param("namespace", "path")]
+    else:
+        one["parameters"] = [param("name", "path")]
+    paths = {collection: coll, item: one}
+    if res.has_status:
+        paths[f"{item}/status"] = {k: one[k] for k in ("get", "put", "patch", "parameters")}
+    return paths
+
+
+def swagger(resources: list[Resource]) -> dict[str, Any]:
+    """One OpenAPI v2 document for a logical cluster."""
+    def ref(res: Resource) -> dict[str, Any]:
+        return {"schema": {"$ref": f"#/definitions/{_def_name(res)}"}}
+
+    def param(name: str, where: str) -> dict[str, Any]:
+        return {"name": name, "in": where, "type": "string", "uniqueItems": True, "required": where == "path"}
+
+    paths: dict[str, Any] = {}
+    for res in resources:
+        for path, item in _paths(res, ref, param).items():
+            for operation in item.values():
+                if isinstance(operation, dict) and operation.pop("__body__", False):
+                    operation["parameters"].insert(0, {"name": "body", "in": "body", "required": True,
+                                                       "schema": {"$ref": f"#/definitions/{_def_name(res)}"}})
+            paths[path] = item
+    return {"swagger": "2.0", "info": {"title": "kcp", "version": "v0.1.0"}, "paths": paths,
+            "definitions": _definitions_for(resources)}
+
+
+def v3_index(resources: list[Resource], prefix: str) -> dict[str, Any]:
+    """The /openapi/v3 discovery document: one URL per group-version, hashed for caching."""
+    paths: dict[str, Any] = {}
+    for group, versions in group_versions(resources).items():
+        for version, members in versions.items():
+            gv_path = f"apis/{group}/{version}" if group else f"api/{version}"
+            digest = hashlib.sha256(orjson.dumps([(r.plural, r.schema is not None) for r in members]) +
+                                    gv_path.encode()).hexdigest()[:16].upper()
+            paths[gv_path] = {"serverRelativeURL": f"{prefix}/openapi/v3/{gv_path}?hash={digest}"}
+    return {"paths": paths}
+
+
+def v3_document(resources: list[Resource], gv_path: str) -> dict[str, Any] | None:
+    """The OpenAPI v3 document of one group-version (`api/v1`, `apis/<group>/<version>`)."""
+    members = [r for r in resources if (f"apis/{r.group}/{r.version}" if r.group else f"api/{r.version}") == gv_path]
+    if not members:
+        return None
+
+    def ref(res: Resource) -> dict[str, Any]:
+        return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{_def_name(res)}"}}}}
+
+    def param(name: str, where: str) -> dict[str, Any]:
+        return {"name": name, "in": where, "required": where == "path",
+                "schema": {"type": "string", "uniqueItems": True}}
+
+    paths: dict[str, Any] = {}
+    for res in members:
+        for path, item in _paths(res, ref, param).items():
+            for operation in item.values():
+                if isinstance(operation, dict) and operation.pop("__body__", False):
+                    operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": {
+                        "$ref": f"#/components/schemas/{_def_name(res)}"}}}}
+            paths[path] = item
+    return {"openapi": "3.0.0", "info": {"title": "kcp", "version": "v0.1.0"}, "paths": paths,
+            "components": {"schemas": schemas.to_v3(_definitions_for(members))}}

@@ -1,0 +1,90 @@
+"""Parse a request path into kube's RequestInfo (after the logical cluster is stripped)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, check_cluster_name
+
+NAMESPACE_SUBRESOURCES = {"status", "finalize"}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    cluster: str
+    path: str  # the path inside the logical cluster
+    is_resource: bool = False
+    verb: str = ""
+    api_prefix: str = ""  # "api" or "apis"
+    group: str = ""
+    version: str = ""
+    namespace: str = ""
+    resource: str = ""
+    name: str = ""
+    subresource: str = ""
+
+    @property
+    def wildcard(self) -> bool:
+        return self.cluster == "*"
+
+
+def split_cluster(path: str) -> tuple[str, str]:
+    """`/clusters/<name>/rest` -> (name, /rest); anything else belongs to the default cluster."""
+    if path.startswith("/clusters/"):
+        rest = path[len("/clusters/"):]
+        name, _, tail = rest.partition("/")
+        check_cluster_name(name)
+        return name, "/" + tail
+    return DEFAULT_CLUSTER, path
+
+
+def parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
+    cluster, path = split_cluster(raw_path)
+    parts = [p for p in path.strip("/").split("/") if p]
+    if not parts or parts[0] not in ("api", "apis"):
+        return RequestInfo(cluster, path)
+    prefix = parts[0]
+    rest = parts[1:]
+    if prefix == "api":
+        if not rest:
+            return RequestInfo(cluster, path, api_prefix=prefix)
+        group, version, rest = "", rest[0], rest[1:]
+    else:
+        if len(rest) < 2:
+            return RequestInfo(cluster, path, api_prefix=prefix, group=rest[0] if rest else "")
+        group, version, rest = rest[0], rest[1], rest[2:]
+    if not rest:
+        return RequestInfo(cluster, path, api_prefix=prefix, group=group, version=version)
+    verb = ""
+    if rest[0] == "watch":  # deprecated /watch/ path form
+        verb, rest = "watch", rest[1:]
+    namespace = ""
+    if rest and rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource = rest[0] if rest else ""
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if not verb:
+        verb = _verb(method, bool(name), watch_param)
+    elif name:
+        pass
+    return RequestInfo(cluster, path, True, verb, prefix, group, version, namespace, resource, name, subresource)
+
+
+def _verb(method: str, has_name: bool, watch: bool) -> str:
+    method = method.upper()
+    if method in ("GET", "HEAD"):
+        if watch:
+            return "watch"
+        return "get" if has_name else "list"
+    if method == "POST":
+        return "create"
+    if method == "PUT":
+        return "update"
+    if method == "PATCH":
+        return "patch"
+    if method == "DELETE":
+        return "delete" if has_name else "deletecollection"
+    return method.lower()

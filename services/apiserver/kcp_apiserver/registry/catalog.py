@@ -1,0 +1,117 @@
+"""Which resources a logical cluster serves, and their watch caches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from etcd3aio import Etcd3Client
+
+from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.storage.etcd import Storage
+from kcp_apiserver.storage.watchcache import WatchCache
+
+GVR = tuple[str, str, str]
+
+
+class Catalog:
+    """Resources by (group, version, plural): built-ins everywhere, custom ones per logical cluster."""
+
+    def __init__(self, builtins: Iterable[Resource]) -> None:
+        self.builtins = tuple(builtins)
+        self._index: dict[GVR, Resource] = {(r.group, r.version, r.plural): r for r in self.builtins}
+        self._custom: dict[str, dict[GVR, Resource]] = {}  # cluster -> served custom resources
+        self._by_crd: dict[tuple[str, str], list[GVR]] = {}  # (cluster, CRD name) -> what it serves
+        self._clusters_serving: dict[GVR, set[str]] = {}  # for `*`: which clusters serve a resource
+
+    def lookup(self, cluster: str, group: str, version: str, plural: str) -> Resource | None:
+        gvr = (group, version, plural)
+        found = self._index.get(gvr)
+        if found is not None:
+            return found
+        if cluster == "*":
+            clusters = self._clusters_serving.get(gvr)
+            return self._custom[next(iter(clusters))][gvr] if clusters else None
+        custom = self._custom.get(cluster)
+        return custom.get(gvr) if custom else None
+
+    def for_cluster(self, cluster: str) -> list[Resource]:
+        if cluster == "*":
+            return list(self.builtins) + [self._custom[next(iter(c))][gvr]
+                                          for gvr, c in sorted(self._clusters_serving.items()) if c]
+        custom = self._custom.get(cluster)
+        return list(self.builtins) + list(custom.values()) if custom else list(self.builtins)
+
+    def set_crd(self, cluster: str, crd_name: str, resources: list[Resource]) -> None:
+        self.remove_crd(cluster, crd_name)
+        custom = self._custom.setdefault(cluster, {})
+        served = []
+        for res in resources:
+            gvr = (res.group, res.version, res.plural)
+            custom[gvr] = res
+            served.append(gvr)
+            self._clusters_serving.setdefault(gvr, set()).add(cluster)
+        self._by_crd[(cluster, crd_name)] = served
+
+    def remove_crd(self, cluster: str, crd_name: str) -> None:
+        for gvr in self._by_crd.pop((cluster, crd_name), []):
+            custom = self._custom.get(cluster, {})
+            custom.pop(gvr, None)
+            if not custom:
+                self._custom.pop(cluster, None)
+            serving = self._clusters_serving.get(gvr)
+            if serving is not None:
+                serving.discard(cluster)
+                if not serving:
+                    del self._clusters_serving[gvr]
+
+    def has_crd(self, cluster: str, crd_name: str) -> bool:
+        return (cluster, crd_name) in self._by_crd
+
+    def clear_custom(self) -> None:
+        self._custom.clear()
+        self._by_crd.clear()
+        self._clusters_serving.clear()
+
+    def namespaced(self, cluster: str) -> list[Resource]:
+        """One resource per storage prefix: what a namespace can hold."""
+        seen: dict[str, Resource] = {}
+        for res in self.for_cluster(cluster):
+            if res.namespaced:
+                seen.setdefault(res.prefix, res)
+        return list(seen.values())
+
+
+class WatchCaches:
+    """One WatchCache per storage prefix, created on first use."""
+
+    def __init__(self, client: Etcd3Client, storage: Storage, *, capacity: int) -> None:
+        self.client = client
+        self.storage = storage
+        self.capacity = capacity
+        self.caches: dict[str, WatchCache] = {}
+        self._starting: dict[str, asyncio.Task[WatchCache]] = {}
+
+    async def get(self, res: Resource) -> WatchCache:
+        cache = self.caches.get(res.prefix)
+        if cache is not None:
+            return cache
+        task = self._starting.get(res.prefix)
+        if task is None:
+            task = asyncio.create_task(self._start(res), name=f"watchcache-start:{res.prefix}")
+            self._starting[res.prefix] = task
+        return await asyncio.shield(task)
+
+    async def _start(self, res: Resource) -> WatchCache:
+        cache = WatchCache(self.client, self.storage, res.prefix, res.namespaced, capacity=self.capacity)
+        await cache.start()
+        self.caches[res.prefix] = cache
+        self._starting.pop(res.prefix, None)
+        return cache
+
+    def watcher_count(self) -> int:
+        return sum(len(c.watchers) for c in self.caches.values())
+
+    async def stop(self) -> None:
+        for cache in self.caches.values():
+            await cache.stop()

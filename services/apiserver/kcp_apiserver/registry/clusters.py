@@ -1,0 +1,63 @@
+"""Logical clusters: named by URL, born on first write with namespace `default`."""
+
+from __future__ import annotations
+
+import re
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.registry.builtin import NAMESPACE, prepare_namespace
+from kcp_apiserver.storage.etcd import Storage, StorageError
+from kcp_apiserver.storage.keys import cluster_marker, object_key
+
+DEFAULT_CLUSTER = "admin"
+WILDCARD = "*"
+MAX_NAME = 80
+_SEGMENT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+NAME_RE = re.compile(rf"^{_SEGMENT}(:{_SEGMENT})*$")
+
+
+def check_cluster_name(name: str) -> None:
+    """Raise 400 unless `name` is a valid logical cluster name (or `*`)."""
+    if name == WILDCARD:
+        return
+    if len(name) > MAX_NAME or not NAME_RE.match(name):
+        raise st.bad_request(
+            f'invalid logical cluster name "{name}": must consist of lower case alphanumeric characters or '
+            f"'-', separated by ':', start and end with an alphanumeric character, and be at most {MAX_NAME} "
+            "characters")
+
+
+def default_namespace(cluster: str, created: str) -> dict:  # type: ignore[type-arg]
+    from kcp_apiserver.registry.store import new_uid
+
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": "default", "uid": new_uid(), "creationTimestamp": created,
+                       "annotations": {"kcp.io/cluster": cluster}}}
+    prepare_namespace(ns, None)
+    return ns
+
+
+class LogicalClusters:
+    """Remembers which logical clusters exist; creates one on its first write."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.known: set[str] = set()
+
+    async def ensure(self, cluster: str) -> None:
+        if cluster in self.known:
+            return
+        from kcp_apiserver.registry.store import now_rfc3339
+
+        created = now_rfc3339()
+        marker = {"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+                  "metadata": {"name": cluster, "creationTimestamp": created}}
+        ns_key = object_key(NAMESPACE.prefix, cluster, "", "default")
+        try:
+            if not await self.storage.exists(cluster_marker(cluster)):
+                # both or neither: a concurrent first write loses the race harmlessly
+                await self.storage.create_many([(cluster_marker(cluster), marker),
+                                                (ns_key, default_namespace(cluster, created))])
+        except StorageError as exc:
+            raise st.unavailable() from exc
+        self.known.add(cluster)

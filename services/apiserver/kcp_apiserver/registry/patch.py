@@ -1,0 +1,446 @@
+"""The three patch types kube accepts: JSON patch, JSON merge patch, strategic merge patch.
+
+Every apply function works on deep copies, so the caller's document and patch
+are never changed. Status codes follow kube-apiserver: a patch body that does
+not decode is 400 BadRequest; a JSON patch that decodes but fails to apply
+(missing path, failed `test`) is 422 with kube's generic message.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.registry.schemas import PatchMeta
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+_KINDS = {JSON_PATCH: "JSON", MERGE_PATCH: "merge", STRATEGIC_MERGE_PATCH: "strategic merge"}
+MAX_JSON_PATCH_OPERATIONS = 10000  # kube's limit; more is 413
+
+_PATCH = "$patch"
+_RETAIN_KEYS = "$retainKeys"
+_SET_ORDER = "$setElementOrder"
+_DELETE_FROM = "$deleteFromPrimitiveList"
+_DELETED = object()  # what a map patched with `$patch: delete` becomes: its key is removed
+
+
+# -- decoding ------------------------------------------------------------------------------------
+
+def parse_patch(content_type: str, body: bytes) -> Any:
+    """Decode a PATCH body by its media type; unknown types are 415, bad bodies 400."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    kind = _KINDS.get(media)
+    if kind is None:
+        raise st.unsupported_media_type(content_type)
+    if not body.strip():
+        raise st.bad_request(f"the {kind} patch body is empty")
+    try:
+        value = json.loads(body, parse_constant=_reject_constant)
+    except ValueError as err:
+        raise st.bad_request(f"the {kind} patch is not valid JSON: {err}") from None
+    if media == JSON_PATCH:
+        if not isinstance(value, list) or not all(isinstance(op, dict) for op in value):
+            raise st.bad_request("a JSON patch must be a JSON array of operation objects")
+        if len(value) > MAX_JSON_PATCH_OPERATIONS:
+            raise st.too_large(f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
+                               f"got {len(value)}")
+    elif not isinstance(value, dict):
+        raise st.bad_request(f"a {kind} patch must be a JSON object")
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+# -- RFC 6902 JSON patch -------------------------------------------------------------------------
+
+class _OpFailed(Exception):
+    """One JSON patch operation could not be applied."""
+
+
+def apply_json_patch(doc: dict[str, Any], patch_body: Any) -> dict[str, Any]:
+    """Apply an RFC 6902 patch to a copy of doc."""
+    if not isinstance(patch_body, list):
+        raise st.bad_request("a JSON patch must be a JSON array of operation objects")
+    result: Any = copy.deepcopy(doc)
+    for op in patch_body:
+        try:
+            result = _apply_op(result, op)
+        except _OpFailed as err:
+            raise _rejected(str(err), op.get("path", "") if isinstance(op, dict) else "") from None
+    if not isinstance(result, dict):
+        raise _rejected("the patched document is not a JSON object")
+    return result
+
+
+def _rejected(why: str, path: Any = "") -> st.APIError:
+    """kube's 422 for a JSON patch that does not apply; the reason rides along as a cause."""
+    cause = st.Cause("FieldValueInvalid", why, path if isinstance(path, str) else "")
+    return st.APIError(422, "Invalid", "the server rejected our request due to an error in our request",
+                       {"causes": [cause.to_dict()]})
+
+
+def _apply_op(doc: Any, op: Any) -> Any:
+    if not isinstance(op, dict):
+        raise _OpFailed("a JSON patch operation must be an object")
+    name = op.get("op")
+    path = _pointer(op, "path")
+    if name in ("add", "replace", "test") and "value" not in op:
+        raise _OpFailed(f'{name} operation on "{op["path"]}" has no value')
+    if name == "add":
+        return _add(doc, path, copy.deepcopy(op["value"]))
+    if name == "remove":
+        _remove(doc, path)
+        return doc
+    if name == "replace":
+        if not path:
+            return copy.deepcopy(op["value"])
+        _get(doc, path)  # must exist
+        _remove(doc, path)
+        return _add(doc, path, copy.deepcopy(op["value"]))
+    if name == "move":
+        source = _pointer(op, "from")
+        if source == path:
+            return doc
+        if path[: len(source)] == source:
+            raise _OpFailed(f'cannot move "{op["from"]}" into its own child "{op["path"]}"')
+        return _add(doc, path, _remove(doc, source))
+    if name == "copy":
+        return _add(doc, path, copy.deepcopy(_get(doc, _pointer(op, "from"))))
+    if name == "test":
+        if not _json_equal(_get(doc, path), op["value"]):
+            raise _OpFailed(f'testing value "{op["path"]}" failed')
+        return doc
+    raise _OpFailed(f"unknown JSON patch operation {name!r}")
+
+
+def _pointer(op: dict[str, Any], field: str) -> list[str]:
+    """An RFC 6901 pointer as its unescaped tokens ("" is the whole document)."""
+    text = op.get(field)
+    if not isinstance(text, str):
+        raise _OpFailed(f'{op.get("op")} operation needs a string "{field}"')
+    if text == "":
+        return []
+    if not text.startswith("/"):
+        raise _OpFailed(f'JSON pointer "{text}" must start with "/"')
+    return [token.replace("~1", "/").replace("~0", "~") for token in text[1:].split("/")]
+
+
+def _index(token: str, size: int) -> int:
+    """A list index token, valid when 0 <= index < size (size already counts an append slot)."""
+    if not token.isdigit() or (len(token) > 1 and token[0] == "0"):
+        raise _OpFailed(f'"{token}" is not a list index')
+    index = int(token)
+    if index >= size:
+        raise _OpFailed(f"list index {index} is out of range")
+    return index
+
+
+def _get(doc: Any, path: list[str]) -> Any:
+    node = doc
+    for token in path:
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token != "-":
+            node = node[_index(token, len(node))]
+        else:
+            raise _OpFailed(f'path "/{"/".join(path)}" does not exist')
+    return node
+
+
+def _add(doc: Any, path: list[str], value: Any) -> Any:
+    if not path:
+        return value
+    parent, last = _get(doc, path[:-1]), path[-1]
+    if isinstance(parent, dict):
+        parent[last] = value
+    elif isinstance(parent, list):
+        parent.insert(len(parent) if last == "-" else _index(last, len(parent) + 1), value)
+    else:
+        raise _OpFailed(f'cannot add "{last}" to a value that is neither an object nor a list')
+    return doc
+
+
+def _remove(doc: Any, path: list[str]) -> Any:
+    if not path:
+        raise _OpFailed("cannot remove the whole document")
+    parent, last = _get(doc, path[:-1]), path[-1]
+    if isinstance(parent, dict) and last in parent:
+        return parent.pop(last)
+    if isinstance(parent, list) and last != "-":
+        return parent.pop(_index(last, len(parent)))
+    raise _OpFailed(f'path "/{"/".join(path)}" does not exist')
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON means it: true is not 1, 1 is 1.0."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
+        return False
+    return a == b
+
+
+# -- RFC 7386 JSON merge patch -------------------------------------------------------------------
+
+def apply_merge_patch(doc: dict[str, Any], patch: Any) -> dict[str, Any]:
+    """Apply an RFC 7386 merge patch to a copy of doc: null deletes, objects recurse, the rest replaces."""
+    if not isinstance(patch, dict):
+        raise st.bad_request("a merge patch must be a JSON object")
+    return _merge(copy.deepcopy(doc), patch)
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = target if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(result.get(key), value)
+    return result
+
+
+# -- strategic merge patch -----------------------------------------------------------------------
+
+def apply_strategic_merge_patch(doc: dict[str, Any], patch: Any, meta: PatchMeta | None = None) -> dict[str, Any]:
+    """Apply a strategic merge patch to a copy of doc, guided by the root type's patch metadata.
+
+    Lists whose field says `merge` merge (by merge key, or as a set for
+    scalars), all other lists are replaced; maps merge and null deletes.
+    The directives `$patch`, `$retainKeys`, `$setElementOrder/<list>` and
+    `$deleteFromPrimitiveList/<list>` are applied and never kept.
+    """
+    if not isinstance(patch, dict):
+        raise st.bad_request("a strategic merge patch must be a JSON object")
+    start = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+    result = _smp_map(start, copy.deepcopy(patch), meta or PatchMeta())
+    return {} if result is _DELETED else result
+
+
+def _smp_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> Any:
+    """Merge patch into original in place (both are private copies); may return _DELETED."""
+    if _PATCH in patch:
+        directive = patch.pop(_PATCH)
+        if directive == "replace":
+            return _smp_map({}, patch, meta)  # the patch, cleaned of nested directives and nulls
+        if directive == "delete":
+            return _DELETED
+        raise st.bad_request(f"unknown patch type {directive!r} in map {patch}")
+    _apply_retain_keys(original, patch)
+    _apply_element_orders(original, patch, meta)
+    deletions: list[tuple[str, Any]] = []
+    for key, value in patch.items():
+        if key.startswith(_DELETE_FROM):
+            deletions.append((_directive_field(key, _DELETE_FROM), value))
+            continue
+        if value is None:
+            original.pop(key, None)
+            continue
+        field = meta.field(key)
+        current = original.get(key)
+        if isinstance(value, dict):
+            base = current if isinstance(current, dict) and not field.replaces else {}
+            merged = _smp_map(base, value, field)
+            if merged is _DELETED:
+                original.pop(key, None)
+            else:
+                original[key] = merged
+        elif isinstance(value, list):
+            original[key] = _smp_list(current if isinstance(current, list) else None, value, field)
+        else:
+            original[key] = value
+    for field_name, remove in deletions:
+        current = original.get(field_name)
+        if not isinstance(remove, list):
+            raise st.bad_request(f"{_DELETE_FROM}/{field_name} must be a list")
+        if isinstance(current, list):
+            gone = {_ident(v, None) for v in remove}
+            original[field_name] = [v for v in current if _ident(v, None) not in gone]
+    return original
+
+
+def _smp_list(current: list[Any] | None, patch: list[Any], field: PatchMeta) -> list[Any]:
+    """A list field: merged when its strategy says merge, otherwise replaced by the (cleaned) patch."""
+    items = field.items()
+    if not field.merges:
+        return _fresh_list(patch, items)
+    current = current or []
+    if not current and not patch:
+        return current
+    elements = current + patch
+    if all(isinstance(e, dict) for e in elements):
+        return _merge_map_list(current, patch, field.merge_key, items)
+    if any(isinstance(e, (dict, list)) for e in elements):
+        raise st.bad_request("a merging list must hold only objects or only scalars")
+    seen: set[Any] = set()
+    merged = []
+    for value in elements:
+        ident = _ident(value, None)
+        if ident not in seen:
+            seen.add(ident)
+            merged.append(value)
+    return _ordered(merged, patch, current, None)
+
+
+def _merge_map_list(current: list[Any], patch: list[Any], key: str | None, items: PatchMeta) -> list[Any]:
+    """Merge a list of objects by merge key: update or append, `$patch: delete|replace` elements."""
+    if not key:
+        raise st.bad_request("cannot merge a list of objects without a patch merge key")
+    plain: list[dict[str, Any]] = []
+    replace = False
+    result = list(current)
+    for element in patch:
+        directive = element.get(_PATCH)
+        if directive is None:
+            plain.append(element)
+        elif directive == "delete":
+            gone = _ident_by_key(element, key)
+            result = [e for e in result if _ident(e, key) != gone]
+        elif directive == "replace":
+            replace = True
+        else:
+            raise st.bad_request(f"unknown patch type {directive!r} in list element {element}")
+    if replace:
+        return _fresh_list(plain, items)
+    server_order = list(result)
+    for element in plain:
+        wanted = _ident_by_key(element, key)
+        at = next((i for i, e in enumerate(result) if _ident(e, key) == wanted), None)
+        if at is None:
+            result.extend(_fresh_list([element], items))
+        else:
+            result[at] = _smp_map(result[at], element, items)
+    return _ordered(result, plain, server_order, key)
+
+
+def _ident_by_key(element: dict[str, Any], key: str) -> Any:
+    """The identity of a patch element, which must carry the merge key."""
+    if key not in element:
+        raise st.bad_request(f"map: {element} does not contain declared merge key: {key}")
+    return _ident(element, key)
+
+
+def _fresh_list(values: list[Any], items: PatchMeta) -> list[Any]:
+    """Patch values with nothing to merge into: directives applied, nulls dropped."""
+    out: list[Any] = []
+    for value in values:
+        if isinstance(value, dict):
+            value = _smp_map({}, value, items)
+        elif isinstance(value, list):
+            value = _smp_list(None, value, items)
+        if value is not _DELETED:
+            out.append(value)
+    return out
+
+
+def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
+    """`$retainKeys: [...]` clears every key of original not listed (kubectl sends it for retainKeys fields)."""
+    if _RETAIN_KEYS not in patch:
+        return
+    keep = patch.pop(_RETAIN_KEYS)
+    if not isinstance(keep, list) or not all(isinstance(k, str) for k in keep):
+        raise st.bad_request("invalid patch format of retainKeys: must be a list of field names")
+    for key, value in patch.items():
+        if value is not None and not key.startswith("$") and key not in keep:
+            raise st.bad_request(f'invalid patch format of retainKeys: "{key}" is patched but not retained')
+    for key in [k for k in original if k not in keep]:
+        del original[key]
+
+
+def _apply_element_orders(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> None:
+    """`$setElementOrder/<list>`: merge that list now, then order it as the directive says.
+
+    Listed items take the directive's order; server-only items keep their
+    relative order and sit before any listed item that followed them before.
+    """
+    for directive in [k for k in patch if k.startswith(_SET_ORDER)]:
+        order = patch.pop(directive)
+        name = _directive_field(directive, _SET_ORDER)
+        if not isinstance(order, list):
+            raise st.bad_request(f"{directive} must be a list")
+        field = meta.field(name)
+        current = original.get(name) if isinstance(original.get(name), list) else None
+        patch_list = patch.pop(name, None) if isinstance(patch.get(name), list) else None
+        if current is None and patch_list is None:
+            continue
+        key = field.merge_key
+        if key is None and any(isinstance(v, dict) for v in order):
+            raise st.bad_request(f"{directive} lists objects but {name} has no patch merge key")
+        _check_order(patch_list or [], order, key, directive)
+        merged = current if patch_list is None else _smp_list(current, patch_list, field)
+        original[name] = _ordered(merged, order, current or [], key)
+
+
+def _check_order(patch_list: list[Any], order: list[Any], key: str | None, directive: str) -> None:
+    """The patch list's items (deletions aside) must appear in the directive, in the same order."""
+    wanted = [_ident(v, key) for v in patch_list if not (isinstance(v, dict) and _PATCH in v)]
+    remaining = iter(_ident(v, key) for v in order)
+    if not all(any(w == o for o in remaining) for w in wanted):
+        raise st.bad_request(f"the order in the patch list {patch_list} doesn't match the {directive} list {order}")
+
+
+def _ordered(merged: list[Any], patch_order: list[Any], server_order: list[Any], key: str | None) -> list[Any]:
+    """kube's order for a merged list.
+
+    Items named in patch_order follow it; the others (server-only) keep their
+    order from server_order. The two runs are then interleaved: a server-only
+    item goes first only when both it and the next patch item were on the
+    server and it came earlier there.
+    """
+    wanted = _positions(patch_order, key)
+    server = _positions(server_order, key)
+    pairs = [(_ident(v, key), v) for v in merged]
+    ours = sorted((p for p in pairs if p[0] in wanted), key=lambda p: wanted[p[0]])
+    theirs = sorted((p for p in pairs if p[0] not in wanted), key=lambda p: server.get(p[0], len(server)))
+    out: list[Any] = []
+    i = j = 0
+    while i < len(theirs) and j < len(ours):
+        left, right = server.get(theirs[i][0]), server.get(ours[j][0])
+        if left is not None and right is not None and left < right:
+            out.append(theirs[i][1])
+            i += 1
+        else:
+            out.append(ours[j][1])
+            j += 1
+    return out + [v for _, v in theirs[i:]] + [v for _, v in ours[j:]]
+
+
+def _positions(values: list[Any], key: str | None) -> dict[Any, int]:
+    positions: dict[Any, int] = {}
+    for index, value in enumerate(values):
+        positions.setdefault(_ident(value, key), index)
+    return positions
+
+
+_MISSING = ("missing",)
+
+
+def _ident(value: Any, key: str | None) -> Any:
+    """A hashable identity: the merge key's value for objects, the value itself for scalars."""
+    if key is not None:
+        value = value.get(key, _MISSING) if isinstance(value, dict) else _MISSING
+        if value is _MISSING:
+            return _MISSING
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (dict, list)):
+        return ("json", json.dumps(value, sort_keys=True))
+    return ("value", value)
+
+
+def _directive_field(key: str, prefix: str) -> str:
+    head, _, name = key.partition("/")
+    if head != prefix or not name:
+        raise st.bad_request(f'invalid patch directive "{key}": expected "{prefix}/<field>"')
+    return name

@@ -1,0 +1,104 @@
+"""Resource descriptors: the one table that drives the generic registry.
+
+Built-in types and (later) custom resources are all served by the same code;
+what differs between them is described here, never in a handler per type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.storage.keys import resource_prefix
+
+Obj = dict[str, Any]
+Validator = Callable[[Obj, Obj | None], list[Cause]]
+Preparer = Callable[[Obj, Obj | None], None]
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A Table column: kube's printer column plus how to compute the cell."""
+
+    name: str
+    type: str
+    cell: Callable[[Obj], Any]
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    has_status: bool = False
+    definition: str | None = None  # OpenAPI definition name of the kind
+    storage_group: str | None = None  # where it is stored when not under its own group
+    tracks_generation: bool = False
+    name_is_dns_label: bool = False
+    name_is_path_segment: bool = False
+    prepare: Preparer | None = None  # defaults and server-set fields, on create and update
+    validate: Validator | None = None
+    columns: tuple[Column, ...] = ()
+    field_selectors: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    # custom resources only
+    schema: Obj | None = field(default=None, compare=False, hash=False)  # openAPIV3Schema
+    schema_digest: str = ""  # tells two CRDs' schemas apart where the schema itself is not compared
+    compiled: Any = field(default=None, compare=False, hash=False)  # crdschema.CompiledSchema
+    storage_version: str = ""  # objects are stored in this version (conversion None rewrites apiVersion)
+    deprecation_warning: str | None = None
+    scale: Any = None  # customresources.ScaleSpec
+    list_kind_name: str = ""
+    # a type stored in another type's shape (events.k8s.io Events are stored as core Events)
+    to_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
+    from_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def storage_api_version(self) -> str:
+        if self.storage_version:
+            return f"{self.group}/{self.storage_version}"
+        return self.api_version
+
+    @property
+    def is_custom(self) -> bool:
+        return self.schema is not None
+
+    @property
+    def converts(self) -> bool:
+        """Stored objects differ from what this resource serves (another version or another type)."""
+        return self.is_custom or self.from_storage is not None
+
+    @property
+    def list_kind(self) -> str:
+        return self.list_kind_name or f"{self.kind}List"
+
+    @property
+    def prefix(self) -> str:
+        return resource_prefix(self.storage_group if self.storage_group is not None else self.group, self.plural)
+
+    @property
+    def group_resource(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def selectable_fields(self) -> set[str]:
+        base = {"metadata.name"}
+        if self.namespaced:
+            base.add("metadata.namespace")
+        return base | set(self.field_selectors)

@@ -1,0 +1,174 @@
+"""`kcp-apiserver`: flags, credentials, embedded etcd, and the serving loop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import socket
+import ssl
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+
+from kcp_apiserver.endpoints.handlers import WatchSettings
+from kcp_apiserver.filters.observability import configure_logging
+from kcp_apiserver.server.app import APIServer, ServerOptions
+from kcp_apiserver.server.gctuning import freeze_startup_objects
+from kcp_apiserver.server.pki import Credentials, ensure_credentials, write_kubeconfig
+from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
+
+log = structlog.get_logger("kcp-apiserver")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="kcp-apiserver",
+        description="A Kubernetes API server with many logical clusters (/clusters/<name>/...), stored in etcd.")
+    parser.add_argument("--root-dir", type=Path, default=Path(".kcp"),
+                        help="directory for admin.kubeconfig, TLS material and the embedded etcd's data "
+                             "(default: .kcp)")
+    parser.add_argument("--secure-port", type=int, default=6443, help="HTTPS port to serve on (default: 6443)")
+    parser.add_argument("--bind-address", default="127.0.0.1",
+                        help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all interfaces)")
+    parser.add_argument("--etcd-servers", default="",
+                        help="comma-separated etcd endpoints (host:port or http://host:port); without it an "
+                             "embedded etcd runs under --root-dir and stops with the server")
+    parser.add_argument("--external-hostname", action="append", default=[],
+                        help="extra host name or IP for the serving certificate (repeatable)")
+    parser.add_argument("--watch-cache-size", type=int, default=10_000,
+                        help="events kept per resource for watch resumption (default: 10000)")
+    parser.add_argument("--compaction-interval", type=float, default=300.0,
+                        help="seconds between etcd compactions, 0 to disable (default: 300, as kube-apiserver)")
+    parser.add_argument("--watch-bookmark-interval", type=float, default=60.0,
+                        help="seconds between BOOKMARK events on watches that allow them (default: 60)")
+    parser.add_argument("--min-request-timeout", type=float, default=1800.0,
+                        help="a watch without timeoutSeconds ends after between this and twice this many "
+                             "seconds (default: 1800)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="serving processes sharing the port through SO_REUSEPORT (default: 1)")
+    parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
+                        help="log level (default: info)")
+    return parser.parse_args(argv)
+
+
+def _endpoints(value: str) -> list[str]:
+    out = []
+    for item in value.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        out.append(item.split("://", 1)[-1].rstrip("/"))
+    return out
+
+
+def _hosts(bind: str, extra: list[str]) -> list[str]:
+    hosts = ["127.0.0.1", "localhost", "::1", *extra]
+    if bind not in ("0.0.0.0", "::", "") and bind not in hosts:
+        hosts.append(bind)
+    if bind in ("0.0.0.0", "::"):
+        hosts.append(socket.gethostname())
+    return hosts
+
+
+async def _wait_for_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def serve(args: argparse.Namespace, endpoints: list[str], creds: Credentials, *,
+                controllers: bool, on_ready: Callable[[], None] | None = None) -> None:
+    """One serving process: the API server on the secure port until a signal arrives."""
+    server = APIServer(ServerOptions(
+        etcd_endpoints=endpoints, admin_token=creds.admin_token, watch_cache_size=args.watch_cache_size,
+        compaction_interval=args.compaction_interval if controllers else 0, controllers=controllers,
+        watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
+                            min_request_timeout=args.min_request_timeout)))
+    runner: web.AppRunner | None = None
+    try:
+        await server.start()
+        ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
+        runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx, reuse_address=True,
+                           reuse_port=args.workers > 1)
+        await site.start()
+        freeze_startup_objects()
+        if on_ready is not None:
+            on_ready()
+        await _wait_for_signal()
+        log.info("shutting down")
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        await server.stop()
+
+
+async def _start_workers(args: argparse.Namespace, endpoints: list[str]) -> list[asyncio.subprocess.Process]:
+    """Worker processes 1..n-1 share the port through SO_REUSEPORT; this process is worker 0."""
+    argv = [a for a in sys.argv[1:] if not a.startswith("--etcd-servers")]
+    workers = []
+    for index in range(1, args.workers):
+        workers.append(await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kcp_apiserver.server.cli", *argv, "--etcd-servers", ",".join(endpoints),
+            "--worker-index", str(index)))
+    return workers
+
+
+async def run(args: argparse.Namespace) -> None:
+    root: Path = args.root_dir.resolve()
+    creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostname))
+    endpoints = _endpoints(args.etcd_servers)
+    if args.worker_index:
+        await serve(args, endpoints, creds, controllers=False)
+        return
+    etcd: EmbeddedEtcd | None = None
+    workers: list[asyncio.subprocess.Process] = []
+    try:
+        if not endpoints:
+            etcd = EmbeddedEtcd(root)
+            await etcd.start()
+            endpoints = [etcd.endpoint]
+        if args.workers > 1:
+            workers = await _start_workers(args, endpoints)
+
+        def ready() -> None:
+            host = "127.0.0.1" if args.bind_address in ("0.0.0.0", "::", "") else args.bind_address
+            url = f"https://{host}:{args.secure_port}"
+            kubeconfig = root / "admin.kubeconfig"
+            write_kubeconfig(kubeconfig, url, creds)
+            log.info("serving", url=url, kubeconfig=str(kubeconfig), etcd=",".join(endpoints), workers=args.workers)
+
+        await serve(args, endpoints, creds, controllers=True, on_ready=ready)
+    finally:
+        for worker in workers:
+            if worker.returncode is None:
+                worker.terminate()
+        for worker in workers:
+            await worker.wait()
+        if etcd is not None:
+            await etcd.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        import uvloop  # type: ignore[import-not-found]
+
+        uvloop.install()
+    except ImportError:
+        pass
+    asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
