@@ -9,10 +9,12 @@ and logs its failure the moment it ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import structlog
+
+from .backoff import Backoff
 
 T = TypeVar("T")
 
@@ -45,3 +47,23 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any]) -> None:
     if tasks:
         # asyncio.wait, not `await task`: a cancellation of the caller itself must still propagate
         await asyncio.wait(tasks)
+
+
+async def supervise(run: Callable[[], Coroutine[Any, Any, None]], *, name: str,
+                    backoff: Backoff | None = None) -> None:
+    """Run `run()` for ever: a failure or an early return is logged and it starts again after a backoff.
+
+    For loops that must outlive any single bug (a follower feeding a cache that
+    serving depends on): a dead loop would otherwise freeze that state silently.
+    Returns only when cancelled.
+    """
+    delays = backoff or Backoff(initial=0.2, cap=10.0)
+    while True:
+        try:
+            await run()
+            log.error("supervised loop returned; restarting", task=name)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("supervised loop failed; restarting", task=name)
+        await asyncio.sleep(delays.next())

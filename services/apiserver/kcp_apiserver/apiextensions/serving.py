@@ -9,11 +9,12 @@ deletes its objects before letting the CRD go.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 from typing import Any
 
 import structlog
+from kcpcommon.controller import Controller, Result
+from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.resources import (
@@ -22,11 +23,10 @@ from kcp_apiserver.apiextensions.resources import (
     resources_for,
     storage_version,
 )
-from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import CLUSTER_ANNOTATION, Registry, now_rfc3339
-from kcp_apiserver.storage.etcd import KeyNotFound, Storage, StorageError, Stored
+from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key, scope_prefix
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
 
@@ -53,28 +53,29 @@ class CRDServing:
         self.registry = registry
         # per cluster and group: CRD name -> the names it asks for (for conflict checks; small on purpose)
         self.requested: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-        self.queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        self.queued: set[tuple[str, str]] = set()
+        self.controller: Controller[tuple[str, str]] = Controller("crd", self._reconcile)
         self.controllers = True
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self, *, controllers: bool = True) -> None:
+        """Follow CRDs (serving depends on it, so the loop is supervised); with `controllers`, reconcile them."""
         self.controllers = controllers
         follower = Follower(self.storage, self.cache, observe=self._observe, reset=self._reset, name="crds")
-        watcher = await follower.resync()
-        self._tasks = [asyncio.create_task(follower.follow(watcher), name="crds:follow")]
+        first = [await follower.resync()]
+
+        async def follow() -> None:
+            await follower.follow(first.pop() if first else await follower.resync())
+
+        self._tasks = [spawn(supervise(follow, name="crds:follow"), name="crds:follow")]
         if controllers:
-            self._tasks.append(asyncio.create_task(self._work(), name="crds:reconcile"))
+            self._tasks.append(spawn(self.controller.start(), name="crds:reconcile"))
 
     def _reset(self) -> None:
         self.catalog.clear_custom()
         self.requested.clear()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
 
     def _observe(self, crd: Obj, deleted: bool) -> None:
         cluster, name = _cluster_of(crd), crd["metadata"]["name"]
@@ -101,24 +102,11 @@ class CRDServing:
                     self.enqueue((cluster, other))
 
     def enqueue(self, key: tuple[str, str]) -> None:
-        if key not in self.queued:
-            self.queued.add(key)
-            self.queue.put_nowait(key)
+        self.controller.enqueue(key)
 
-    async def _work(self) -> None:
-        while True:
-            key = await self.queue.get()
-            self.queued.discard(key)
-            try:
-                done = await self.reconcile(*key)
-            except (st.APIError, StorageError) as exc:
-                log.warning("CRD reconcile failed; retrying", cluster=key[0], name=key[1], error=str(exc))
-                done = False
-            except Exception:  # noqa: BLE001 - one bad CRD must not stop the others
-                log.exception("CRD reconcile crashed; retrying", cluster=key[0], name=key[1])
-                done = False
-            if not done:
-                asyncio.get_running_loop().call_later(RETRY_SECONDS, self.enqueue, key)
+    async def _reconcile(self, key: tuple[str, str]) -> Result | None:
+        """Not finished (objects of a deleted CRD still going): look again soon; errors back off."""
+        return None if await self.reconcile(*key) else Result(requeue_after=RETRY_SECONDS)
 
     async def reconcile(self, cluster: str, name: str) -> bool:
         key = object_key(CRD.prefix, cluster, "", name)

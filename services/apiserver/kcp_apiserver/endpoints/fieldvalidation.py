@@ -12,8 +12,8 @@ from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.endpoints.wire import duplicate_fields
-from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry.resource import Obj, Resource
 
 MODES = {"", "Strict", "Warn", "Ignore"}
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

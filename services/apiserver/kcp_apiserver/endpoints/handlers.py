@@ -14,6 +14,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import (
@@ -21,9 +22,9 @@ from kcp_apiserver.endpoints.wire import (
     decode_object,
     json_response,
     read_body,
+    request_context,
     wants_table,
 )
-from kcp_apiserver.filters.requestinfo import RequestInfo
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.patch import (
     apply_json_patch,
@@ -166,9 +167,12 @@ class ResourceHandlers:
         if verb == "watch":
             return await self._watch(request, res, info, namespace)
         dry_run = _dry_run(query)
+        ctx = request_context(request)
+        ctx.dry_run = dry_run
+        ctx.field_manager = query.get("fieldManager", "")
         if verb == "create":
             obj, warnings = await self._decode(request, res)
-            created = await self.registry.create(res, info.cluster, namespace, obj, dry_run=dry_run)
+            created = await self.registry.create(res, info.cluster, namespace, obj, dry_run=dry_run, ctx=ctx)
             return self._respond_object(request, res, created, 201, warnings)
         if verb == "update":
             obj, warnings = await self._decode(request, res,
@@ -176,7 +180,7 @@ class ResourceHandlers:
             if info.subresource == "finalize":
                 return await self._finalize(request, res, info, obj, dry_run)
             updated = await self.registry.update(res, info.cluster, namespace, info.name, obj,
-                                                 subresource=info.subresource, dry_run=dry_run)
+                                                 subresource=info.subresource, dry_run=dry_run, ctx=ctx)
             return self._respond_object(request, res, updated, 200, warnings)
         if verb == "patch":
             return await self._patch(request, res, info, namespace, dry_run)
@@ -185,7 +189,7 @@ class ResourceHandlers:
         if verb == "deletecollection":
             matches, _ = build_filter(res, query)
             deleted = await self.registry.delete_collection(res, info.cluster, namespace, matches=matches,
-                                                            dry_run=dry_run)
+                                                            dry_run=dry_run, ctx=ctx)
             return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": {},
                                   "items": [present(res, o) for o in deleted]})
         raise st.method_not_allowed()
@@ -265,7 +269,7 @@ class ResourceHandlers:
             return patched
 
         obj = await self.registry.patch(res, info.cluster, namespace, info.name, apply_checked,
-                                        subresource=info.subresource, dry_run=dry_run)
+                                        subresource=info.subresource, dry_run=dry_run, ctx=request_context(request))
         return self._respond_object(request, res, obj, 200, warnings)
 
     async def _delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
@@ -276,8 +280,11 @@ class ResourceHandlers:
             decoded = decode_object(body, request.content_type or "application/json")
             options = decoded if isinstance(decoded, dict) else {}
         dry_run = dry_run or "All" in (options.get("dryRun") or [])
+        ctx = request_context(request)
+        ctx.delete_options = options
         obj, deleted_now = await self.registry.delete(res, info.cluster, namespace, info.name,
-                                                      preconditions=options.get("preconditions"), dry_run=dry_run)
+                                                      preconditions=options.get("preconditions"), dry_run=dry_run,
+                                                      ctx=ctx)
         if deleted_now and res.group != "apiextensions.k8s.io":
             return json_response(st.success_status({"name": info.name, "group": res.group, "kind": res.plural,
                                                     "uid": obj["metadata"].get("uid", "")}))

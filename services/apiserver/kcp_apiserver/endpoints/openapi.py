@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.endpoints.discovery import group_versions
-from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry.resource import Resource
 
 WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
 LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion",

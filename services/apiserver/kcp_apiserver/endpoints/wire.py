@@ -9,6 +9,7 @@ import yaml
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext
 
 MAX_BODY = 3 * 1024 * 1024
 TABLE_MEDIA = "as=table"
@@ -91,3 +92,11 @@ def duplicate_fields(body: bytes, parsed: Any = None) -> list[str]:
     except ValueError:
         return []
     return duplicates
+
+
+CONTEXT: web.RequestKey[RequestContext] = web.RequestKey("kcp_request_context", RequestContext)
+
+
+def request_context(request: web.Request) -> RequestContext:
+    """The context the filters built for this request."""
+    return request[CONTEXT]

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from aiohttp import web
 
+from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo
+from kcp_apiserver.endpoints.wire import CONTEXT
+from kcp_apiserver.filters import Handler
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, check_cluster_name
 
 NAMESPACE_SUBRESOURCES = {"status", "finalize"}
-
-
-@dataclass(frozen=True, slots=True)
-class RequestInfo:
-    cluster: str
-    path: str  # the path inside the logical cluster
-    is_resource: bool = False
-    verb: str = ""
-    api_prefix: str = ""  # "api" or "apis"
-    group: str = ""
-    version: str = ""
-    namespace: str = ""
-    resource: str = ""
-    name: str = ""
-    subresource: str = ""
-
-    @property
-    def wildcard(self) -> bool:
-        return self.cluster == "*"
 
 
 def split_cluster(path: str) -> tuple[str, str]:
@@ -88,3 +72,12 @@ def _verb(method: str, has_name: bool, watch: bool) -> str:
     if method == "DELETE":
         return "delete" if has_name else "deletecollection"
     return method.lower()
+
+
+@web.middleware
+async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Route to a logical cluster and parse kube's RequestInfo; start the request's context."""
+    watch = request.query.get("watch", "") in ("1", "true", "True")
+    request[CONTEXT] = RequestContext(parse(request.method, request.path, watch),
+                                      user_agent=request.headers.get("User-Agent", ""))
+    return await handler(request)

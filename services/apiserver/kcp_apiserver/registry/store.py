@@ -18,7 +18,9 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext, system_context
 from kcp_apiserver.apimachinery.validation import generate_name, validate_object_meta
+from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.storage.etcd import (
     Compacted,
@@ -36,7 +38,7 @@ CLUSTER_ANNOTATION = "kcp.io/cluster"
 TOO_LARGE_RV_WAIT = 3.0  # seconds a read waits for a resourceVersion the server has not reached (kube's 3 s)
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
-Admission = Callable[[Resource, str, str, Obj, Obj | None], Awaitable[None]]
+Admission = Callable[[Attributes], Awaitable[None]]
 
 
 def new_uid() -> str:
@@ -181,7 +183,8 @@ class Registry:
 
     # -- create ------------------------------------------------------------------------------
 
-    async def create(self, res: Resource, cluster: str, namespace: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+    async def create(self, res: Resource, cluster: str, namespace: str, obj: Obj, *, dry_run: bool = False,
+                     ctx: RequestContext | None = None) -> Obj:
         obj = self._check_kind(res, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -204,7 +207,7 @@ class Registry:
         self._validate(res, obj, None)
         if not dry_run:
             await self.ensure_cluster(cluster)
-        await self.admit(res, cluster, namespace, obj, None)
+        await self.admit(self._attributes(ctx, res, CREATE, cluster, namespace, meta.get("name", ""), obj, None))
         if dry_run:
             return obj
         for attempt in range(8):
@@ -222,7 +225,7 @@ class Registry:
     # -- update and patch --------------------------------------------------------------------
 
     async def update(self, res: Resource, cluster: str, namespace: str, name: str, obj: Obj, *,
-                     subresource: str = "", dry_run: bool = False) -> Obj:
+                     subresource: str = "", dry_run: bool = False, ctx: RequestContext | None = None) -> Obj:
         obj = self._check_kind(res, obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
@@ -238,10 +241,11 @@ class Registry:
                 raise st.conflict(res.plural, name, res.group)
             return copy.deepcopy(obj)
 
-        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run)
+        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx)
 
     async def patch(self, res: Resource, cluster: str, namespace: str, name: str,
-                    apply_patch: Callable[[Obj], Obj], *, subresource: str = "", dry_run: bool = False) -> Obj:
+                    apply_patch: Callable[[Obj], Obj], *, subresource: str = "", dry_run: bool = False,
+                    ctx: RequestContext | None = None) -> Obj:
         async def mutate(current: Stored) -> Obj:
             base = copy.deepcopy(current.obj)
             patched = apply_patch(res.from_storage(base) if res.from_storage is not None else base)
@@ -258,10 +262,11 @@ class Registry:
             patched["apiVersion"], patched["kind"] = res.storage_api_version, res.kind
             return res.to_storage(patched) if res.to_storage is not None else patched
 
-        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run)
+        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx)
 
     async def _update_with(self, res: Resource, cluster: str, namespace: str, name: str,
-                           mutate: Callable[[Stored], Awaitable[Obj]], subresource: str, dry_run: bool) -> Obj:
+                           mutate: Callable[[Stored], Awaitable[Obj]], subresource: str, dry_run: bool,
+                           ctx: RequestContext | None) -> Obj:
         key = self.key(res, cluster, namespace, name)
         for _ in range(16):
             current = await self._read(res, key, name)
@@ -270,7 +275,8 @@ class Registry:
                 return current.obj  # a no-op write keeps its resourceVersion, as kube does
             if subresource != "status" or res.is_custom:
                 self._validate(res, new, current.obj)
-            await self.admit(res, cluster, namespace, new, current.obj)
+            await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
+                                              subresource))
             if dry_run:
                 return new
             try:
@@ -321,11 +327,13 @@ class Registry:
     # -- delete ------------------------------------------------------------------------------
 
     async def delete(self, res: Resource, cluster: str, namespace: str, name: str, *,
-                     preconditions: dict[str, str] | None = None, dry_run: bool = False) -> tuple[Obj, bool]:
+                     preconditions: dict[str, str] | None = None, dry_run: bool = False,
+                     ctx: RequestContext | None = None) -> tuple[Obj, bool]:
         """Delete or start deleting; returns (object, deleted_now)."""
         key = self.key(res, cluster, namespace, name)
         for _ in range(16):
             current = await self._read(res, key, name)
+            await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
             meta = current.obj["metadata"]
             pre = preconditions or {}
             if pre.get("uid") and pre["uid"] != meta.get("uid"):
@@ -364,13 +372,15 @@ class Registry:
         raise st.conflict(res.plural, name, res.group)
 
     async def delete_collection(self, res: Resource, cluster: str, namespace: str, *,
-                                matches: Callable[[Obj], bool] | None = None, dry_run: bool = False) -> list[Obj]:
+                                matches: Callable[[Obj], bool] | None = None, dry_run: bool = False,
+                                ctx: RequestContext | None = None) -> list[Obj]:
         listed = await self.list(res, cluster, namespace, matches=matches)
         deleted = []
         for obj in listed.items:
             meta = obj["metadata"]
             try:
-                gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"], dry_run=dry_run)
+                gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"], dry_run=dry_run,
+                                           ctx=ctx)
                 deleted.append(gone)
             except st.APIError as exc:
                 if exc.code != 404:
@@ -378,6 +388,12 @@ class Registry:
         return deleted
 
     # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _attributes(ctx: RequestContext | None, res: Resource, operation: str, cluster: str, namespace: str,
+                    name: str, obj: Obj | None, old: Obj | None, subresource: str = "") -> Attributes:
+        return Attributes(ctx if ctx is not None else system_context(cluster), res, operation,
+                          namespace if res.namespaced else "", name, obj, old, subresource)
 
     async def _read(self, res: Resource, key: str, name: str) -> Stored:
         try:

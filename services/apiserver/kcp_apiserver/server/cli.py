@@ -16,8 +16,9 @@ from aiohttp import web
 
 from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.observability import configure_logging
-from kcp_apiserver.server.app import APIServer, ServerOptions
+from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.gctuning import freeze_startup_objects
+from kcp_apiserver.server.kcp import kcp_config
 from kcp_apiserver.server.pki import Credentials, ensure_credentials, write_kubeconfig
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 
@@ -86,9 +87,9 @@ async def _wait_for_signal() -> None:
 async def serve(args: argparse.Namespace, endpoints: list[str], creds: Credentials, *,
                 controllers: bool, on_ready: Callable[[], None] | None = None) -> None:
     """One serving process: the API server on the secure port until a signal arrives."""
-    server = APIServer(ServerOptions(
-        etcd_endpoints=endpoints, admin_token=creds.admin_token, watch_cache_size=args.watch_cache_size,
-        compaction_interval=args.compaction_interval if controllers else 0, controllers=controllers,
+    server = APIServer(kcp_config(
+        endpoints, creds.admin_token, run_controllers=controllers, watch_cache_size=args.watch_cache_size,
+        compaction_interval=args.compaction_interval,
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
                             min_request_timeout=args.min_request_timeout)))
     runner: web.AppRunner | None = None

@@ -1,0 +1,1 @@
+"""Admission plugins: each a small class with `admit` (mutating) and/or `validate` (validating)."""

@@ -1,0 +1,74 @@
+"""What a request is, once the filters have looked at it: who, where, what.
+
+`RequestInfo` is kube's parse of the path; `UserInfo` is what an authenticator
+proved; `RequestContext` carries both, with the query's write options, from the
+filters through the endpoints to the registry and admission.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SYSTEM_MASTERS = "system:masters"
+AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    """An authenticated identity, as kube's user.Info; `cluster` is the logical cluster it belongs to ("" = any)."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    cluster: str = ""
+
+
+ANONYMOUS = UserInfo("system:anonymous", groups=(UNAUTHENTICATED,))
+SYSTEM = UserInfo("system:apiserver", groups=(SYSTEM_MASTERS, AUTHENTICATED))  # in-process controllers
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    cluster: str
+    path: str  # the path inside the logical cluster
+    is_resource: bool = False
+    verb: str = ""
+    api_prefix: str = ""  # "api" or "apis"
+    group: str = ""
+    version: str = ""
+    namespace: str = ""
+    resource: str = ""
+    name: str = ""
+    subresource: str = ""
+
+    @property
+    def wildcard(self) -> bool:
+        return self.cluster == "*"
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """One request's identity, target and options; built by the filters, read by registry and admission."""
+
+    info: RequestInfo
+    user: UserInfo = ANONYMOUS
+    dry_run: bool = False
+    field_manager: str = ""
+    user_agent: str = ""
+    delete_options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cluster(self) -> str:
+        return self.info.cluster
+
+    @property
+    def propagation_policy(self) -> str:
+        return str(self.delete_options.get("propagationPolicy") or "")
+
+
+def system_context(cluster: str, *, namespace: str = "", verb: str = "") -> RequestContext:
+    """The context of the server's own writes (controllers, logical-cluster bootstrap)."""
+    return RequestContext(RequestInfo(cluster, "", namespace=namespace, verb=verb), user=SYSTEM)

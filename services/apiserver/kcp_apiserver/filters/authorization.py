@@ -1,0 +1,64 @@
+"""Authorization: may this user do this verb on this resource (or path) here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from aiohttp import web
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.endpoints.wire import request_context
+from kcp_apiserver.filters import Handler
+from kcp_apiserver.filters.authentication import is_public
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    reason: str = ""
+
+
+class Authorizer(Protocol):
+    async def authorize(self, ctx: RequestContext) -> Decision: ...
+
+
+class AlwaysAllow:
+    """Every authenticated request may do anything (until RBAC arrives)."""
+
+    async def authorize(self, ctx: RequestContext) -> Decision:
+        return Decision(True)
+
+
+def forbidden_message(ctx: RequestContext, reason: str = "") -> str:
+    """kube's wording: `configmaps is forbidden: User "u" cannot list resource "configmaps" in API group ""...`."""
+    info = ctx.info
+    user = ctx.user.name
+    if not info.is_resource:
+        message = f'forbidden: User "{user}" cannot {info.verb or "get"} path "{info.path}"'
+    else:
+        resource = f"{info.resource}/{info.subresource}" if info.subresource else info.resource
+        subject = f'{info.resource}.{info.group}' if info.group else info.resource
+        if info.name:
+            subject += f' "{info.name}"'
+        scope = f'in the namespace "{info.namespace}"' if info.namespace else "at the cluster scope"
+        message = (f'{subject} is forbidden: User "{user}" cannot {info.verb} resource "{resource}" in API group '
+                   f'"{info.group}" {scope}')
+    return f"{message}: {reason}" if reason else message
+
+
+def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[valid-type]
+    @web.middleware
+    async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
+        ctx = request_context(request)
+        if not is_public(ctx.info.path):
+            decision = await authorizer.authorize(ctx)
+            if not decision.allowed:
+                info = ctx.info
+                details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}
+                raise st.APIError(403, "Forbidden", forbidden_message(ctx, decision.reason),
+                                  {k: v for k, v in details.items() if v})
+        return await handler(request)
+
+    return authorize

@@ -1,0 +1,60 @@
+"""`ServerConfig`: what one API server serves and how it decides.
+
+kcp-apiserver and kcp-sim-cluster are two configurations of the same package:
+the resources they serve as built-in types, who may call them (authenticators,
+authorizer), what every write passes (admission plugins) and what runs beside
+the handlers (in-process controllers). Plugins and controllers are factories
+because they need the server's parts (storage, watch caches, registry), which
+exist only once the server starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kcp_apiserver.endpoints.handlers import WatchSettings
+from kcp_apiserver.filters.authentication import Authenticator
+from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
+from kcp_apiserver.registry.catalog import Catalog, WatchCaches
+from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.store import Registry
+from kcp_apiserver.storage.etcd import Storage
+
+
+class Runnable(Protocol):
+    """An in-process controller: `start()` returns once it runs, `stop()` once it stopped."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass
+class ServerParts:
+    """What plugins and controllers are built from."""
+
+    storage: Storage
+    caches: WatchCaches
+    catalog: Catalog
+    run_controllers: bool
+    registry: Registry | None = None  # set once admission is built: plugins never write through it
+
+
+AdmissionFactory = Callable[[ServerParts], Awaitable[object]]  # a plugin with admit() and/or validate()
+ControllerFactory = Callable[[ServerParts], Runnable]
+
+
+@dataclass
+class ServerConfig:
+    etcd_endpoints: list[str]
+    resources: Sequence[Resource]  # built-in types, served in every logical cluster
+    authenticators: Sequence[Authenticator]
+    authorizer: Authorizer = field(default_factory=AlwaysAllow)
+    admission: Sequence[AdmissionFactory] = ()  # in order; mutating ones run before validating ones
+    extensions: Sequence[ControllerFactory] = ()  # run in every replica, before serving (CRD serving)
+    controllers: Sequence[ControllerFactory] = ()  # run only where run_controllers (one replica of several)
+    run_controllers: bool = True
+    watch_cache_size: int = 10_000
+    watch: WatchSettings = field(default_factory=WatchSettings)

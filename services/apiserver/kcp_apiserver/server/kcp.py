@@ -1,0 +1,65 @@
+"""kcp's own configuration of the API server: its built-in types, the admin token,
+NamespaceLifecycle admission, CRD serving and the namespace controller."""
+
+from __future__ import annotations
+
+from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from kcp_apiserver.apiextensions.crd import CRD
+from kcp_apiserver.apiextensions.serving import CRDServing
+from kcp_apiserver.controllers.compaction import Compactor
+from kcp_apiserver.controllers.namespace import NamespaceController
+from kcp_apiserver.endpoints.handlers import WatchSettings
+from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
+from kcp_apiserver.server.config import Runnable, ServerConfig, ServerParts
+
+
+async def namespace_lifecycle(parts: ServerParts) -> NamespaceLifecycle:
+    plugin = NamespaceLifecycle(parts.storage, await parts.caches.get(NAMESPACE))
+    await plugin.start()
+    return plugin
+
+
+class _CRDServingRunnable:
+    """CRD serving follows CRDs in every replica; names, status and cleanup only where controllers run."""
+
+    def __init__(self, serving: CRDServing, controllers: bool) -> None:
+        self.serving = serving
+        self.controllers = controllers
+
+    async def start(self) -> None:
+        await self.serving.start(controllers=self.controllers)
+
+    async def stop(self) -> None:
+        await self.serving.stop()
+
+
+def crd_serving(parts: ServerParts) -> Runnable:
+    assert parts.registry is not None
+    cache = parts.caches.caches.get(CRD.prefix)
+    assert cache is not None, "the CRD watch cache starts before extensions"
+    return _CRDServingRunnable(CRDServing(parts.storage, cache, parts.catalog, parts.registry),
+                               parts.run_controllers)
+
+
+def namespace_controller(parts: ServerParts) -> Runnable:
+    assert parts.registry is not None
+    cache = parts.caches.caches.get(NAMESPACE.prefix)
+    assert cache is not None
+    return NamespaceController(parts.storage, cache, parts.registry, parts.catalog.namespaced)
+
+
+def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
+               watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
+               watch: WatchSettings | None = None) -> ServerConfig:
+    return ServerConfig(
+        etcd_endpoints=etcd_endpoints,
+        resources=(*BUILTINS, CRD),
+        authenticators=[StaticTokenAuthenticator.admin(admin_token)],
+        admission=[namespace_lifecycle],
+        extensions=[crd_serving],
+        controllers=[namespace_controller, lambda parts: Compactor(parts.storage, compaction_interval)],
+        run_controllers=run_controllers,
+        watch_cache_size=watch_cache_size,
+        watch=watch or WatchSettings(),
+    )
