@@ -1,0 +1,43 @@
+"""Non-resource paths as kube serves them, in every logical cluster, and the namespaces
+no one may delete: judged by raw HTTP and by the real kubectl."""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+from api import Api
+from kcp_process import KcpServer, run_kubectl
+
+
+async def test_non_resource_paths_work_under_a_logical_cluster_prefix(kcp: KcpServer, api: Api,
+                                                                      unique: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        anonymous = Api(kcp, session, token="")
+        for prefix in ("", f"/clusters/c-{unique}"):
+            for path in ("/healthz", "/livez", "/readyz", "/healthz/ping", "/readyz/etcd"):
+                reply = await anonymous.get(prefix + path)
+                assert (reply.status, reply.body) == (200, "ok"), prefix + path
+            for path in ("/version", "/version/"):
+                reply = await anonymous.get(prefix + path)
+                assert reply.status == 200 and reply.body["gitVersion"].startswith("v1."), prefix + path
+            verbose = await anonymous.get(prefix + "/readyz?verbose")
+            assert verbose.status == 200 and "[+]etcd ok" in verbose.body and verbose.body.endswith(
+                "readyz check passed")
+            assert (await anonymous.get(prefix + "/livez/no-such-check")).status == 404
+            metrics = await api.get(prefix + "/metrics")
+            assert metrics.status == 200 and "apiserver_request_total" in metrics.body
+
+
+def test_kubectl_version_against_a_non_admin_logical_cluster(kcp: KcpServer) -> None:
+    out = json.loads(run_kubectl(kcp, "version", "-o", "json", context="user").stdout)
+    assert out["serverVersion"]["gitVersion"].startswith("v1.")
+
+
+async def test_default_namespace_cannot_be_deleted(kcp: KcpServer, api: Api) -> None:
+    reply = await api.delete("/api/v1/namespaces/default")
+    assert reply.status == 403 and reply.body["reason"] == "Forbidden"
+    assert reply.body["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
+    result = run_kubectl(kcp, "delete", "namespace", "default", "--wait=false", check=False)
+    assert result.returncode != 0 and "this namespace may not be deleted" in result.stderr
+    assert (await api.get("/api/v1/namespaces/default")).body["status"]["phase"] == "Active"
