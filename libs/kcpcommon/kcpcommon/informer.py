@@ -29,7 +29,7 @@ from .dynamic import DynamicResource
 from .frozen import freeze
 from .keys import WILDCARD_CLUSTER, ObjectKey, key_for
 from .reflector import DELETED, Reflector, ReflectorOptions
-from .store import IndexFunc, Indexer
+from .store import Indexer, IndexFunc
 from .tasks import cancel_and_wait, spawn
 
 Obj = Mapping[str, Any]

@@ -34,7 +34,13 @@ import structlog
 from kubernetes_asyncio.client import ApiClient, CoordinationV1Api, V1Lease
 
 from .clock import Clock, RealClock
-from .errors import APIAlreadyExistsError, APIClientError, APIConflictError, APINotFoundError, translate
+from .errors import (
+    APIAlreadyExistsError,
+    APIClientError,
+    APIConflictError,
+    APINotFoundError,
+    translate,
+)
 from .sharding import owns, shard_for
 from .tasks import cancel_and_wait, spawn
 

@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .leaderelection import LeaderElectionConfig
 
-S = TypeVar("S", bound="DaemonSettings")
+S = TypeVar("S", bound=BaseSettings)
 
 _COMPLEX = (list, dict, set, tuple)
 

@@ -20,7 +20,6 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
-
 from kcp_process import KcpServer, free_port
 from kcpcommon.clients import ClientFactory
 

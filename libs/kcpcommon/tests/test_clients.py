@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kubernetes_asyncio import client as kube
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import incluster_config
-
 from kcp_process import KcpServer
 from kcpcommon import errors
 from kcpcommon.clients import ClientFactory, base_server
+from kubernetes_asyncio import client as kube
+from kubernetes_asyncio.client import Configuration
+from kubernetes_asyncio.config import incluster_config
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 

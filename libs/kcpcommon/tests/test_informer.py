@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.dynamic import DynamicResource

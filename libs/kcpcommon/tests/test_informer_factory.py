@@ -7,7 +7,6 @@ import re
 import urllib.request
 
 import pytest
-
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.informer_factory import SharedInformerFactory

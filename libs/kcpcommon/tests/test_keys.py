@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey, decode, encode, key_for
 
 

@@ -10,9 +10,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from kubernetes_asyncio.client import CoordinationV1Api, V1Lease
-from structlog.testing import capture_logs
-
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.leaderelection import (
@@ -24,6 +21,8 @@ from kcpcommon.leaderelection import (
     shard_for,
 )
 from kcpcommon.tasks import cancel_and_wait
+from kubernetes_asyncio.client import CoordinationV1Api, V1Lease
+from structlog.testing import capture_logs
 
 # short timings, so failovers take seconds; in-process candidates go faster still
 LEASE, RENEW, RETRY = 1.5, 1.0, 0.2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kcpcommon.clock import FakeClock
 from kcpcommon.ratelimit import (
     BucketRateLimiter,

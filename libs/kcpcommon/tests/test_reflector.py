@@ -7,8 +7,12 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
-
-from kcpcommon.errors import APIGoneError, APIServerTimeoutError, APITooManyRequestsError, APITransportError
+from kcpcommon.errors import (
+    APIGoneError,
+    APIServerTimeoutError,
+    APITooManyRequestsError,
+    APITransportError,
+)
 from kcpcommon.reflector import Reflector, ReflectorOptions
 from kcpcommon.tasks import cancel_and_wait, spawn
 

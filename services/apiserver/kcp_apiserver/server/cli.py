@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import socket
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import structlog
 from aiohttp import web
+from kcpcommon.settings import parse_settings
 
 from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.observability import configure_logging
@@ -20,51 +20,10 @@ from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
 from kcp_apiserver.server.pki import Credentials, ensure_credentials, write_kubeconfig
+from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 
 log = structlog.get_logger("kcp-apiserver")
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="kcp-apiserver",
-        description="A Kubernetes API server with many logical clusters (/clusters/<name>/...), stored in etcd.")
-    parser.add_argument("--root-dir", type=Path, default=Path(".kcp"),
-                        help="directory for admin.kubeconfig, TLS material and the embedded etcd's data "
-                             "(default: .kcp)")
-    parser.add_argument("--secure-port", type=int, default=6443, help="HTTPS port to serve on (default: 6443)")
-    parser.add_argument("--bind-address", default="127.0.0.1",
-                        help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all interfaces)")
-    parser.add_argument("--etcd-servers", default="",
-                        help="comma-separated etcd endpoints (host:port or http://host:port); without it an "
-                             "embedded etcd runs under --root-dir and stops with the server")
-    parser.add_argument("--external-hostname", action="append", default=[],
-                        help="extra host name or IP for the serving certificate (repeatable)")
-    parser.add_argument("--watch-cache-size", type=int, default=10_000,
-                        help="events kept per resource for watch resumption (default: 10000)")
-    parser.add_argument("--compaction-interval", type=float, default=300.0,
-                        help="seconds between etcd compactions, 0 to disable (default: 300, as kube-apiserver)")
-    parser.add_argument("--watch-bookmark-interval", type=float, default=60.0,
-                        help="seconds between BOOKMARK events on watches that allow them (default: 60)")
-    parser.add_argument("--min-request-timeout", type=float, default=1800.0,
-                        help="a watch without timeoutSeconds ends after between this and twice this many "
-                             "seconds (default: 1800)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="serving processes sharing the port through SO_REUSEPORT (default: 1)")
-    parser.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"],
-                        help="log level (default: info)")
-    return parser.parse_args(argv)
-
-
-def _endpoints(value: str) -> list[str]:
-    out = []
-    for item in value.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        out.append(item.split("://", 1)[-1].rstrip("/"))
-    return out
 
 
 def _hosts(bind: str, extra: list[str]) -> list[str]:
@@ -84,7 +43,7 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
-async def serve(args: argparse.Namespace, endpoints: list[str], creds: Credentials, *,
+async def serve(args: APIServerSettings, endpoints: list[str], creds: Credentials, *,
                 controllers: bool, on_ready: Callable[[], None] | None = None) -> None:
     """One serving process: the API server on the secure port until a signal arrives."""
     server = APIServer(kcp_config(
@@ -113,9 +72,9 @@ async def serve(args: argparse.Namespace, endpoints: list[str], creds: Credentia
         await server.stop()
 
 
-async def _start_workers(args: argparse.Namespace, endpoints: list[str]) -> list[asyncio.subprocess.Process]:
+async def _start_workers(args: APIServerSettings, endpoints: list[str]) -> list[asyncio.subprocess.Process]:
     """Worker processes 1..n-1 share the port through SO_REUSEPORT; this process is worker 0."""
-    argv = [a for a in sys.argv[1:] if not a.startswith("--etcd-servers")]
+    argv = [a for a in sys.argv[1:] if not a.startswith(("--etcd-servers", "--worker-index"))]
     workers = []
     for index in range(1, args.workers):
         workers.append(await asyncio.create_subprocess_exec(
@@ -124,10 +83,10 @@ async def _start_workers(args: argparse.Namespace, endpoints: list[str]) -> list
     return workers
 
 
-async def run(args: argparse.Namespace) -> None:
-    root: Path = args.root_dir.resolve()
-    creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostname))
-    endpoints = _endpoints(args.etcd_servers)
+async def run(args: APIServerSettings) -> None:
+    root = Path(args.root_dir).resolve()
+    creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostnames))
+    endpoints = args.etcd_endpoints
     if args.worker_index:
         await serve(args, endpoints, creds, controllers=False)
         return
@@ -160,7 +119,7 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+    args = parse_settings(APIServerSettings, argv, prog="kcp-apiserver")
     configure_logging(args.log_level)
     try:
         import uvloop  # type: ignore[import-not-found]

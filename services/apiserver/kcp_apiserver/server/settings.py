@@ -1,0 +1,46 @@
+"""kcp-apiserver's settings: one pydantic-settings model, so every option is a `--flag`
+and a `KCP_APISERVER_*` environment variable, and `--help` is written from it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from kcpcommon.settings import settings_config
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+
+class APIServerSettings(BaseSettings):
+    """A Kubernetes API server with many logical clusters (/clusters/<name>/...), stored in etcd."""
+
+    model_config = settings_config("kcp-apiserver")
+
+    root_dir: str = Field(".kcp", description="directory for admin.kubeconfig, TLS material and the "
+                                                     "embedded etcd's data")
+    secure_port: int = Field(6443, ge=1, le=65535, description="HTTPS port to serve on")
+    bind_address: str = Field("127.0.0.1", description="address to listen on (0.0.0.0 for all interfaces)")
+    etcd_servers: str = Field("", description="comma-separated etcd endpoints (host:port or http://host:port); "
+                                              "empty: an embedded etcd runs under --root-dir and stops with "
+                                              "the server")
+    external_hostname: str = Field("", description="comma-separated extra host names or IPs for the serving "
+                                                   "certificate")
+    watch_cache_size: int = Field(10_000, ge=10, description="events kept per resource for watch resumption")
+    compaction_interval: float = Field(300.0, ge=0, description="seconds between etcd compactions (0: never), "
+                                                                "as kube-apiserver")
+    watch_bookmark_interval: float = Field(60.0, gt=0, description="seconds between BOOKMARK events on watches "
+                                                                   "that allow them")
+    min_request_timeout: float = Field(1800.0, gt=0, description="a watch without timeoutSeconds ends after "
+                                                                 "between this and twice this many seconds")
+    workers: int = Field(1, ge=1, description="serving processes sharing the port through SO_REUSEPORT")
+    worker_index: int = Field(0, ge=0, description="internal: which worker process this is (0 runs the "
+                                                   "controllers)")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
+
+    @property
+    def etcd_endpoints(self) -> list[str]:
+        return [item.strip().split("://", 1)[-1].rstrip("/") for item in self.etcd_servers.split(",")
+                if item.strip()]
+
+    @property
+    def external_hostnames(self) -> list[str]:
+        return [item.strip() for item in self.external_hostname.split(",") if item.strip()]
