@@ -26,12 +26,7 @@ from kcp_apiserver.endpoints.wire import (
     wants_table,
 )
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
-from kcp_apiserver.registry.patch import (
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_merge_patch,
-    parse_patch,
-)
+from kcp_apiserver.registry.patch import patcher
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry, parse_resource_version
 from kcp_apiserver.registry.tables import to_table
@@ -243,22 +238,7 @@ class ResourceHandlers:
 
     async def _patch(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
                      dry_run: bool) -> web.Response:
-        body = await read_body(request)
-        content_type = request.content_type
-        patch_body = parse_patch(content_type, body)
-        if content_type == "application/json-patch+json":
-            def apply(doc: Obj) -> Obj:
-                return apply_json_patch(doc, patch_body)
-        elif content_type == "application/merge-patch+json":
-            def apply(doc: Obj) -> Obj:
-                return apply_merge_patch(doc, patch_body)
-        else:
-            meta = self.fields.patch_meta(res)
-            if meta is None:
-                raise st.unsupported_media_type(content_type)
-
-            def apply(doc: Obj) -> Obj:
-                return apply_strategic_merge_patch(doc, patch_body, meta)
+        apply = patcher(request.content_type, await read_body(request), self.fields.patch_meta(res))
         warnings: list[str] = []
         mode = request.query.get("fieldValidation", "")
 
@@ -307,16 +287,10 @@ class ResourceHandlers:
                     raise st.conflict(res.plural, info.name, res.group)
                 return wanted
         elif info.verb == "patch":
-            content_type = request.content_type
-            patch_body = parse_patch(content_type, body)
+            patch_scale = patcher(request.content_type, body, self.fields.scale_patch_meta())
 
             def change(doc: Obj) -> Obj:
-                scale = to_scale(res, doc)
-                if content_type == "application/json-patch+json":
-                    return apply_json_patch(scale, patch_body)
-                if content_type == "application/merge-patch+json":
-                    return apply_merge_patch(scale, patch_body)
-                return apply_strategic_merge_patch(scale, patch_body, self.fields.scale_patch_meta())
+                return patch_scale(to_scale(res, doc))
         else:
             raise st.method_not_allowed()
 

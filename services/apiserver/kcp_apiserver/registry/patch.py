@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
@@ -55,6 +56,25 @@ def parse_patch(content_type: str, body: bytes) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+Patcher = Callable[[dict[str, Any]], dict[str, Any]]  # the stored document in, the patched document out
+
+
+def patcher(content_type: str, body: bytes, meta: PatchMeta | None) -> Patcher:
+    """The one place a PATCH's media type picks its algorithm (apply will join here).
+
+    `meta` is the type's strategic-merge metadata; without it (custom resources) a strategic merge
+    patch is 415, as kube answers."""
+    patch_body = parse_patch(content_type, body)
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == JSON_PATCH:
+        return lambda doc: apply_json_patch(doc, patch_body)
+    if media == MERGE_PATCH:
+        return lambda doc: apply_merge_patch(doc, patch_body)
+    if meta is None:
+        raise st.unsupported_media_type(content_type)
+    return lambda doc: apply_strategic_merge_patch(doc, patch_body, meta)
 
 
 # -- RFC 6902 JSON patch -------------------------------------------------------------------------
