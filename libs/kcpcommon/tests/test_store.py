@@ -11,8 +11,15 @@ import pytest
 
 from kcpcommon.frozen import freeze, thaw
 from kcpcommon.keys import ObjectKey, key_for
-from kcpcommon.store import (CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, LABELS_INDEX, NAMESPACE_INDEX, Indexer,
-                             cluster_namespace_value, label_value)
+from kcpcommon.store import (
+    CLUSTER_INDEX,
+    CLUSTER_NAMESPACE_INDEX,
+    LABELS_INDEX,
+    NAMESPACE_INDEX,
+    Indexer,
+    cluster_namespace_value,
+    label_value,
+)
 
 
 def obj(name: str, namespace: str = "default", cluster: str = "a", rv: str = "1", **labels: str) -> dict[str, Any]:
