@@ -1,35 +1,42 @@
-"""Clients per logical cluster, from one kubeconfig.
+"""API clients from one kubeconfig: per logical cluster of kcp, or for any Kubernetes server.
 
-A kcp controller talks to many logical clusters (and to `*`, all of them) of
-one server. `ClientFactory` loads the credentials once and hands out, per
-logical cluster, a kubernetes_asyncio `ApiClient` whose base URL is
-`<server>/clusters/<name>`: typed APIs (`CoreV1Api(api_client)`) and the
-`DynamicClient` both work on it. All of them share one connection pool, one
-user agent and one client-side token bucket, so the process as a whole keeps
-to `qps`/`burst` however many logical clusters it touches.
+`ClientFactory` serves kcp: a controller talks to many logical clusters (and
+to `*`, all of them) of one server, so it hands out, per logical cluster, a
+kubernetes_asyncio `ApiClient` whose base URL is `<server>/clusters/<name>`.
+`KubeClientFactory` serves one physical cluster (k3s, kind, EKS, a
+kcp-sim-cluster) at the URL its kubeconfig gives, path included; the syncer
+and the cluster controller hold one per SyncTarget, loaded from the
+kubeconfig text in its spec. The URL rule is all that differs: both share
+`BaseClientFactory`, so typed APIs (`CoreV1Api(api_client)`) and the
+`DynamicClient` work on either, and every client of one factory shares its
+connection pool, user agent and client-side token bucket: the process keeps
+to `qps`/`burst` per server however many logical clusters it touches.
 
 Typed APIs keep kubernetes_asyncio's own exceptions (its helpers, such as its
 leader election, catch `ApiException`); wrap typed calls in
-`errors.translate()`. The dynamic client translates by itself.
+`errors.translate()`. The dynamic client translates by itself. A kubeconfig
+that yields no usable configuration raises `errors.InvalidKubeconfigError`.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import structlog
-import yaml
-from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from .dynamic import DynamicClient
+from .errors import InvalidKubeconfigError
 from .flowcontrol import TokenBucket
 from .keys import WILDCARD_CLUSTER
+from .kubeconfig import configuration_from_text, load_configuration
 
-__all__ = ["ClientFactory", "DynamicClient", "ThrottledApiClient", "base_server"]
+__all__ = ["BaseClientFactory", "ClientFactory", "DynamicClient", "KubeClientFactory", "ThrottledApiClient",
+           "base_server"]
 
 log = structlog.get_logger("kcpcommon.clients")
 
@@ -61,7 +68,7 @@ class ThrottledApiClient(ApiClient):
         self.user_agent = user_agent
         self._owns_session = True
 
-    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         await self.bucket.acquire()
         return await super().request(method, url, *args, **kwargs)
 
@@ -78,65 +85,76 @@ class ThrottledApiClient(ApiClient):
             await super().close()
 
 
-class ClientFactory:
-    """`ApiClient`s and `DynamicClient`s per logical cluster (`"*"` included), sharing one pool.
+class BaseClientFactory(ABC):
+    """`ApiClient`s and `DynamicClient`s per cluster of one server, sharing one pool, user agent and bucket.
 
-    Construct it inside a running event loop (aiohttp needs one); prefer `load()`.
-    Close it (or use `async with`) to release the connections.
+    A subclass says only where a cluster's requests go (`_server_url`, `_url`).
+    Construct it inside a running event loop (aiohttp needs one); prefer `load()`
+    or `from_text()`. Close it (or use `async with`) to release the connections.
     """
 
     def __init__(self, configuration: Configuration, *, component: str, version: str,
                  qps: float = 50.0, burst: int = 100, request_timeout: float = 60.0) -> None:
-        self.server = base_server(configuration.host)
+        self.server = self._server_url((configuration.host or "").rstrip("/"))
         self.user_agent = f"{component}/{version}"
         self.request_timeout = request_timeout
         self._configuration = configuration
-        self._owner = ThrottledApiClient(self._cluster_configuration(""), bucket=TokenBucket(qps, burst),
-                                         user_agent=self.user_agent)
+        try:
+            self._owner = ThrottledApiClient(self._configuration_at(self.server), bucket=TokenBucket(qps, burst),
+                                             user_agent=self.user_agent)
+        except OSError as exc:  # an unreadable CA or client certificate (ssl.SSLError is an OSError)
+            raise InvalidKubeconfigError(f"unusable TLS credentials for {self.server}: {exc}") from exc
         self._clients: dict[str, ThrottledApiClient] = {}
         self._closed = False
 
     @classmethod
     async def load(cls, kubeconfig: str | Path | None = None, *, context: str | None = None,
-                   component: str, version: str, qps: float = 50.0, burst: int = 100) -> ClientFactory:
-        """From a kubeconfig file path, kubeconfig YAML text, or (None) the in-cluster service account.
+                   **options: Any) -> Self:
+        """From a kubeconfig file path, kubeconfig text, or (None) the in-cluster service account.
 
-        A `str` holding a newline (or a JSON object) is kubeconfig text; any other string is a path.
+        A `str` holding a newline (or a JSON object) is kubeconfig text; any other
+        string is a path. `options` are the constructor's (component, version, qps, ...).
         """
-        configuration = Configuration()
-        if kubeconfig is None:
-            kube_config.load_incluster_config(client_configuration=configuration)
-        elif isinstance(kubeconfig, Path) or not _looks_like_text(kubeconfig):
-            await kube_config.load_kube_config(config_file=str(kubeconfig), context=context,
-                                               client_configuration=configuration, persist_config=False)
-        else:
-            parsed = yaml.safe_load(kubeconfig)
-            if not isinstance(parsed, dict):
-                raise ValueError("kubeconfig text is not a YAML mapping")
-            await kube_config.load_kube_config_from_dict(parsed, context=context,
-                                                         client_configuration=configuration)
-        factory = cls(configuration, component=component, version=version, qps=qps, burst=burst)
-        log.info("api clients configured", server=factory.server, user_agent=factory.user_agent, qps=qps,
-                 burst=burst)
+        return cls._configured(await load_configuration(kubeconfig, context=context), options)
+
+    @classmethod
+    async def from_text(cls, text: str, *, context: str | None = None, **options: Any) -> Self:
+        """From kubeconfig text only (e.g. `SyncTarget.spec.kubeconfig`): never read as a file path."""
+        return cls._configured(await configuration_from_text(text, context=context), options)
+
+    @classmethod
+    def _configured(cls, configuration: Configuration, options: dict[str, Any]) -> Self:
+        factory = cls(configuration, **options)
+        bucket = factory._owner.bucket
+        log.info("api clients configured", factory=cls.__name__, server=factory.server,
+                 user_agent=factory.user_agent, qps=bucket.qps, burst=bucket.burst)
         return factory
 
-    def _cluster_configuration(self, cluster: str) -> Configuration:
+    @abstractmethod
+    def _server_url(self, host: str) -> str:
+        """The server this factory talks to, from the configuration's host (no trailing `/`)."""
+
+    @abstractmethod
+    def _url(self, cluster: str) -> str:
+        """The base URL of `cluster`'s requests; ValueError for a cluster this factory cannot reach."""
+
+    def _configuration_at(self, url: str) -> Configuration:
         configuration = copy.deepcopy(self._configuration)
-        configuration.host = f"{self.server}/clusters/{cluster}" if cluster else self.server
+        configuration.host = url
         return configuration
 
     def api_client(self, cluster: str) -> ApiClient:
-        """The ApiClient for one logical cluster (or `*`); owned by the factory, do not close it."""
+        """The ApiClient for one cluster; owned by the factory, do not close it."""
         if self._closed:
             raise RuntimeError("the client factory is closed")
         client = self._clients.get(cluster)
         if client is None:
-            client = self._owner.clone(self._cluster_configuration(_check_cluster(cluster)))
+            client = self._owner.clone(self._configuration_at(self._url(cluster)))
             self._clients[cluster] = client
         return client
 
     def dynamic(self, cluster: str) -> DynamicClient:
-        """A dynamic (plain-dict) client for one logical cluster (or `*`)."""
+        """A dynamic (plain-dict) client for one cluster."""
         return DynamicClient(self.api_client(cluster), request_timeout=self.request_timeout)
 
     async def close(self) -> None:
@@ -145,12 +163,56 @@ class ClientFactory:
             self._clients.clear()
             await self._owner.close()
 
-    async def __aenter__(self) -> ClientFactory:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
 
-def _looks_like_text(value: str) -> bool:
-    return "\n" in value or value.lstrip().startswith("{")
+class ClientFactory(BaseClientFactory):
+    """kcp's logical clusters, each at `<server>/clusters/<name>`; `"*"` is all of them.
+
+    A kubeconfig that names one logical cluster (`.../clusters/user`) serves them all.
+    """
+
+    def _server_url(self, host: str) -> str:
+        return base_server(host)
+
+    def _url(self, cluster: str) -> str:
+        return f"{self.server}/clusters/{_check_cluster(cluster)}"
+
+
+class KubeClientFactory(BaseClientFactory):
+    """One Kubernetes cluster (k3s, kind, EKS, a kcp-sim-cluster) at exactly its kubeconfig's URL.
+
+    The URL's path is part of the address (a sim cluster's `/clusters/sim-3`, a
+    proxy's `/k8s/clusters/c-1`), so it is kept. `name` is what object keys and
+    logs call this cluster (a SyncTarget's name); `api_client()` and `dynamic()`
+    need no argument, and answer only to that name if given one, so the factory
+    also serves a `SharedInformerFactory`.
+    """
+
+    def __init__(self, configuration: Configuration, *, name: str, component: str, version: str,
+                 qps: float = 50.0, burst: int = 100, request_timeout: float = 60.0) -> None:
+        if not name or name == WILDCARD_CLUSTER or "|" in name or "/" in name:
+            raise ValueError(f"invalid cluster name {name!r}: it must be non-empty, not `*`, without | or /")
+        self.name = name
+        super().__init__(configuration, component=component, version=version, qps=qps, burst=burst,
+                         request_timeout=request_timeout)
+
+    def _server_url(self, host: str) -> str:
+        return host
+
+    def _url(self, cluster: str) -> str:
+        if cluster != self.name:
+            raise ValueError(f"{self.server} is the cluster {self.name!r}, it has no cluster {cluster!r}")
+        return self.server
+
+    def api_client(self, cluster: str | None = None) -> ApiClient:
+        """The cluster's ApiClient; owned by the factory, do not close it."""
+        return super().api_client(self.name if cluster is None else cluster)
+
+    def dynamic(self, cluster: str | None = None) -> DynamicClient:
+        """A dynamic (plain-dict) client for the cluster."""
+        return super().dynamic(self.name if cluster is None else cluster)

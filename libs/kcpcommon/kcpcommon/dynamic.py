@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import types
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -55,7 +55,7 @@ class DynamicClient:
                 _request_timeout=self.request_timeout)
 
     async def stream(self, path: str, *, query: list[tuple[str, str]],
-                     timeout: float | None) -> AsyncIterator[Obj]:
+                     timeout: float | None) -> AsyncGenerator[Obj, None]:  # noqa: ASYNC109 - for aiohttp
         """The JSON lines of a streaming GET (a watch), decoded one by one."""
         async with translate():
             response: aiohttp.ClientResponse = await self.api_client.call_api(
@@ -196,7 +196,7 @@ class DynamicResource:
     async def watch_stream(self, *, namespace: str | None = None, resource_version: str | None = None,
                            timeout_seconds: int | None = None, allow_bookmarks: bool = True,
                            label_selector: str | None = None, field_selector: str | None = None,
-                           ) -> AsyncIterator[Obj]:
+                           ) -> AsyncGenerator[Obj, None]:
         """Watch events `{"type", "object"}` (ADDED, MODIFIED, DELETED, BOOKMARK) until the server ends it.
 
         An ERROR event is raised as its error (410 → `APIGoneError`: the caller relists).

@@ -5,6 +5,9 @@ never kubernetes_asyncio's `ApiException` or aiohttp's errors: those are
 translated here, from the server's `Status` body (its `reason` tells a 409
 AlreadyExists from a 409 Conflict), and raised `from` the library error so the
 original traceback is kept.
+
+`InvalidKubeconfigError` stands apart: it is raised before any request, when a
+kubeconfig gives no usable client configuration, and retrying will not fix it.
 """
 
 from __future__ import annotations
@@ -91,6 +94,16 @@ class APIServerTimeoutError(APIClientError):
 
 class APITransportError(APIClientError):
     """No HTTP answer at all: connection refused or reset, TLS failure, client-side timeout."""
+
+
+class InvalidKubeconfigError(ValueError):
+    """A kubeconfig (file, text or in-cluster account) that yields no usable client configuration.
+
+    Not an `APIClientError`: no request was made, and a retry cannot succeed until
+    the kubeconfig changes. `reason` is the condition reason to report (kcp's).
+    """
+
+    reason = "InvalidKubeConfig"
 
 
 # What `translate()` converts; anything else (a bug in our own code) passes through untouched.

@@ -25,14 +25,15 @@ class FrozenDict(dict[str, Any]):
 
     __slots__ = ()
     __setitem__ = __delitem__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
-    __ior__ = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
 
     def __copy__(self) -> dict[str, Any]:
         return dict(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return thaw(self)
+        copied: dict[str, Any] = thaw(self)
+        return copied
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
@@ -43,14 +44,15 @@ class FrozenList(list[Any]):
 
     __slots__ = ()
     __setitem__ = __delitem__ = _read_only
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only  # type: ignore[assignment]
-    __iadd__ = __imul__ = _read_only  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+    __iadd__ = __imul__ = _read_only
 
     def __copy__(self) -> list[Any]:
         return list(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        return thaw(self)
+        copied: list[Any] = thaw(self)
+        return copied
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenList, (list(self),))

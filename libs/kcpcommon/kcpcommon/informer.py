@@ -97,7 +97,7 @@ class HandlerRegistration:
                 result = handler(*args)
                 if inspect.isawaitable(result):
                     await result
-            except Exception:  # noqa: BLE001 - one bad event must not stop the handler
+            except Exception:  # one bad event must not stop the handler
                 log.exception("event handler failed", informer=self.informer.name, handler=self.name, event=kind)
 
 
@@ -128,11 +128,11 @@ class SharedInformer:
         """The first list is in the cache."""
         return self._synced.is_set()
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - False on timeout
         """Wait for the first list; False if `timeout` seconds passed first."""
         try:
             await asyncio.wait_for(self._synced.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 

@@ -1,8 +1,12 @@
-"""One informer per (cluster, resource, scope) per process (client-go's SharedInformerFactory).
+"""One informer per (endpoint, cluster, resource, scope) per process (client-go's SharedInformerFactory).
 
 Two controllers in one process that both watch Deployments over `*` must not
 open two watches and keep two caches: they ask the factory, and get the same
-`SharedInformer`.
+`SharedInformer`. The syncer and the cluster controller also watch physical
+clusters: an informer may name the client factory of another server, and the
+server is part of the key, so kcp's `default/web` and a physical cluster's
+never share a cache. Informers are shared by what they watch, not by whose
+credentials they watch it with.
 """
 
 from __future__ import annotations
@@ -18,14 +22,19 @@ from .tasks import cancel_and_wait, spawn
 
 
 class DynamicClients(Protocol):
-    """Anything that gives a dynamic client per logical cluster (a `ClientFactory`)."""
+    """Anything that gives a dynamic client per cluster of one server (a `ClientFactory`, a `KubeClientFactory`)."""
+
+    @property
+    def server(self) -> str:
+        """The server's URL: the endpoint part of an informer's key."""
+        ...
 
     def dynamic(self, cluster: str) -> DynamicClient: ...
 
 
 @dataclass(frozen=True, order=True)
 class InformerKey:
-    """What makes two informers the same watch."""
+    """What makes two informers the same watch: the endpoint (server URL) and what is watched there."""
 
     cluster: str
     api_version: str
@@ -33,10 +42,14 @@ class InformerKey:
     namespace: str = ""
     label_selector: str = ""
     field_selector: str = ""
+    endpoint: str = ""  # last, so keys built by position before endpoints existed still mean the same
 
 
 class SharedInformerFactory:
-    """Hands out shared informers and runs them; `start()` again after asking for more."""
+    """Hands out shared informers and runs them; `start()` again after asking for more.
+
+    `clients` reaches the default endpoint; `informer(clients=...)` watches another one.
+    """
 
     def __init__(self, clients: DynamicClients, *, options: ReflectorOptions | None = None) -> None:
         self.clients = clients
@@ -47,12 +60,18 @@ class SharedInformerFactory:
 
     def informer(self, *, cluster: str, api_version: str, plural: str, namespaced: bool,
                  namespace: str | None = None, label_selector: str | None = None,
-                 field_selector: str | None = None) -> SharedInformer:
-        """The informer for this watch, created on first request (and started, if the factory runs)."""
-        key = InformerKey(cluster, api_version, plural, namespace or "", label_selector or "", field_selector or "")
+                 field_selector: str | None = None, clients: DynamicClients | None = None) -> SharedInformer:
+        """The informer for this watch, created on first request (and started, if the factory runs).
+
+        `clients` (default: the factory's own) picks the endpoint; for a `KubeClientFactory`
+        `cluster` is its name.
+        """
+        clients = self.clients if clients is None else clients
+        key = InformerKey(cluster, api_version, plural, namespace or "", label_selector or "", field_selector or "",
+                          endpoint=clients.server)
         informer = self._informers.get(key)
         if informer is None:
-            resource = self.clients.dynamic(cluster).resource(api_version, plural, namespaced=namespaced)
+            resource = clients.dynamic(cluster).resource(api_version, plural, namespaced=namespaced)
             informer = SharedInformer(resource, cluster=cluster, namespace=namespace, label_selector=label_selector,
                                       field_selector=field_selector, options=self.options, name=_name(key))
             self._informers[key] = informer
@@ -74,7 +93,7 @@ class SharedInformerFactory:
     def _start(self, key: InformerKey, informer: SharedInformer) -> None:
         self._tasks[key] = spawn(informer.run(), name=informer.name)
 
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - False on timeout
         """True once every informer has its first list; False if `timeout` seconds passed first."""
         results = await asyncio.gather(*(i.wait_for_sync(timeout) for i in self._informers.values()))
         return all(results)
@@ -95,4 +114,5 @@ class SharedInformerFactory:
 def _name(key: InformerKey) -> str:
     scope = f"/{key.namespace}" if key.namespace else ""
     selectors = ",".join(s for s in (key.label_selector, key.field_selector) if s)
-    return f"informer:{key.cluster}:{key.api_version}/{key.plural}{scope}" + (f"[{selectors}]" if selectors else "")
+    name = f"informer:{key.cluster}:{key.api_version}/{key.plural}{scope}" + (f"[{selectors}]" if selectors else "")
+    return f"{name}@{key.endpoint}" if key.endpoint else name

@@ -245,7 +245,7 @@ class LeaderElector:
             if inspect.isawaitable(result):
                 await result
 
-    async def _attempt(self, timeout: float) -> bool:
+    async def _attempt(self, timeout: float) -> bool:  # noqa: ASYNC109 - False on timeout
         try:
             async with asyncio.timeout(timeout):
                 return await self._try_acquire_or_renew()

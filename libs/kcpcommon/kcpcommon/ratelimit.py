@@ -31,7 +31,7 @@ class RateLimiter(Protocol):
 class ItemExponentialFailureRateLimiter:
     """`base * 2**failures`, capped at `max`; `forget` starts the item over."""
 
-    def __init__(self, base: float = 0.005, max: float = 1000.0) -> None:  # noqa: A002 - client-go's names
+    def __init__(self, base: float = 0.005, max: float = 1000.0) -> None:  # client-go's parameter names
         if base <= 0 or max < base:
             raise ValueError("need 0 < base <= max")
         self.base = base

@@ -4,7 +4,7 @@ The rules, as client-go settled them after years of production:
 - list (paginated, `limit=500` + `continue`), then watch from the list's
   resourceVersion; every event and every bookmark advances that version, so a
   broken watch resumes exactly where it stopped, without a relist;
-- ask for bookmarks, and a random watch timeout (5–10 min) so a fleet of
+- ask for bookmarks, and a random watch timeout (5 to 10 min) so a fleet of
   clients does not reconnect in lockstep;
 - `410 Gone/Expired` (as an HTTP answer or as a watch ERROR event) means the
   server no longer has the history we need: relist at once; the sink works out
@@ -107,7 +107,7 @@ class Reflector:
                 delay = max(backoff.next(), exc.retry_after or 0.0)
                 self._log.warning("list/watch failed; retrying", status=exc.status, reason=exc.reason,
                                   message=exc.message, retry_in=round(delay, 3))
-            except Exception:  # noqa: BLE001 - the sink failed: its state can't be trusted, rebuild it
+            except Exception:  # the sink failed: its state can't be trusted, rebuild it
                 must_list = True
                 delay = backoff.next()
                 self._log.exception("applying list/watch results failed; relisting", retry_in=round(delay, 3))

@@ -11,6 +11,7 @@ return must never be mutated; use `get_copy` (or `thaw`) to get a mutable copy.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -123,13 +124,14 @@ class Indexer:
         obj = self._items.get(key)
         return None if obj is None else thaw(obj)
 
+    # `list` names this method in the class body from here on: later annotations say `builtins.list`
     def list(self) -> list[Obj]:
         return list(self._items.values())
 
-    def keys(self) -> list[ObjectKey]:
+    def keys(self) -> builtins.list[ObjectKey]:
         return list(self._items)
 
-    def by_index(self, name: str, value: str) -> list[Obj]:
+    def by_index(self, name: str, value: str) -> builtins.list[Obj]:
         """Objects whose index function `name` produced `value`."""
         return [self._items[key] for key in sorted(self.index_keys(name, value))]
 
@@ -138,7 +140,7 @@ class Indexer:
             raise KeyError(f"no index named {name!r}")
         return set(self._indexes[name].get(value, ()))
 
-    def index_values(self, name: str) -> list[str]:
+    def index_values(self, name: str) -> builtins.list[str]:
         """Every value index `name` currently holds."""
         if name not in self._indexes:
             raise KeyError(f"no index named {name!r}")

@@ -20,6 +20,8 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
+import yaml
+
 from kcp_process import KcpServer, free_port
 from kcpcommon.clients import ClientFactory
 
@@ -56,15 +58,23 @@ KubeconfigText = Callable[..., str]
 
 @pytest.fixture
 def kubeconfig_text() -> KubeconfigText:
-    """`kubeconfig_text(server, port=..., token=...)`: the admin kubeconfig, aimed elsewhere or with another token."""
+    """`kubeconfig_text(server, port=..., token=..., path=...)`: the admin kubeconfig, aimed elsewhere or with
+    another token; `path` is appended to the current context's server URL (`/clusters/x`: one logical cluster
+    posing as a whole Kubernetes cluster, as a kcp-sim-cluster serves them)."""
 
-    def text(server: KcpServer, *, port: int | None = None, token: str | None = None) -> str:
+    def text(server: KcpServer, *, port: int | None = None, token: str | None = None, path: str = "") -> str:
         content = server.kubeconfig.read_text()
+        if path:
+            config = yaml.safe_load(content)
+            context = next(c for c in config["contexts"] if c["name"] == config["current-context"])
+            cluster = next(c for c in config["clusters"] if c["name"] == context["context"]["cluster"])
+            cluster["cluster"]["server"] += path
+            content = yaml.safe_dump(config)
         if port is not None:
             content = content.replace(f"127.0.0.1:{server.port}", f"127.0.0.1:{port}")
         if token is not None:
             content = content.replace(server.token, token)
-        return content
+        return str(content)
 
     return text
 
@@ -199,7 +209,7 @@ class CandidateProcess:
     def details(self, word: str) -> list[str]:
         return [detail for w, detail, _ in list(self.lines) if w == word]
 
-    async def wait_for(self, word: str, timeout: float = 15.0) -> float:
+    async def wait_for(self, word: str, timeout: float = 15.0) -> float:  # noqa: ASYNC109 - fails at the deadline
         """The time of the first `word` line, waiting for it if need be."""
         deadline = time.monotonic() + timeout
         while not self.times(word):
@@ -210,7 +220,7 @@ class CandidateProcess:
             await asyncio.sleep(0.02)
         return self.times(word)[0]
 
-    async def exit_code(self, timeout: float = 15.0) -> int:
+    async def exit_code(self, timeout: float = 15.0) -> int:  # noqa: ASYNC109 - fails at the deadline
         deadline = time.monotonic() + timeout
         while self.process.poll() is None:
             if time.monotonic() > deadline:

@@ -1,4 +1,7 @@
-"""ClientFactory and the dynamic client: per-logical-cluster URLs, credentials, throttling, any resource."""
+"""ClientFactory and the dynamic client: per-logical-cluster URLs, credentials, throttling, any resource.
+
+KubeClientFactory (a plain server) has its own tests in test_kube_clients.py; only its throttling is here.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +12,13 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from kcp_process import KcpServer
-from kcpcommon import errors
-from kcpcommon.clients import ClientFactory, base_server
 from kubernetes_asyncio import client as kube
 from kubernetes_asyncio.client import Configuration
 from kubernetes_asyncio.config import incluster_config
+
+from kcp_process import KcpServer
+from kcpcommon import errors
+from kcpcommon.clients import ClientFactory, KubeClientFactory, base_server
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
@@ -104,6 +108,21 @@ async def test_every_request_carries_the_user_agent_and_waits_for_a_token() -> N
                                  core.read_namespaced_config_map("x", "ns"))
     assert {path for path, _, _ in seen} == {"/clusters/root:a/api/v1/namespaces/ns/configmaps/x",
                                              "/clusters/root:b/api/v1/namespaces/ns/configmaps/x"}
+    assert {agent for _, agent, _ in seen} == {"kcp-syncer/1.2.3"}
+    times = sorted(t for _, _, t in seen)
+    assert times[-1] - times[0] >= 0.13  # a burst of 2, then 3 more at 20 qps (0.15 s, minus timer slack)
+
+
+async def test_a_plain_server_keeps_its_path_and_shares_throttling_and_user_agent() -> None:
+    async with recording_server() as (url, seen):
+        configuration = Configuration(host=f"{url}/k8s/clusters/c-1")  # e.g. a proxy's path to one cluster
+        async with KubeClientFactory(configuration, name="c-1", component="kcp-syncer", version="1.2.3",
+                                     qps=20, burst=2) as factory:
+            api = factory.dynamic().resource("v1", "configmaps", namespaced=True)
+            core = kube.CoreV1Api(factory.api_client())
+            await asyncio.gather(*(api.get("x", namespace="ns") for _ in range(4)),
+                                 core.read_namespaced_config_map("x", "ns"))
+    assert [path for path, _, _ in seen] == ["/k8s/clusters/c-1/api/v1/namespaces/ns/configmaps/x"] * 5
     assert {agent for _, agent, _ in seen} == {"kcp-syncer/1.2.3"}
     times = sorted(t for _, _, t in seen)
     assert times[-1] - times[0] >= 0.13  # a burst of 2, then 3 more at 20 qps (0.15 s, minus timer slack)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -73,7 +74,7 @@ async def test_a_failing_reconcile_is_retried_with_growing_backoff(
             await settle()
             await advance(clock, 0.1)
     assert len(calls) == 5
-    gaps = [round(b - a, 3) for a, b in zip(calls, calls[1:], strict=False)]
+    gaps = [round(b - a, 3) for a, b in itertools.pairwise(calls)]
     assert gaps == [0.005, 0.01, 0.02, 0.04]
     assert total(registry, "error") == 4 and total(registry, "success") == 1
     assert controller.queue.num_requeues("a") == 0  # success forgets the failures

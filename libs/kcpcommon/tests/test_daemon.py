@@ -171,7 +171,8 @@ async def test_sigterm_finishes_the_work_in_hand_releases_the_lease_and_exits_0(
     assert 'workqueue_adds_total{name="ticker"}' in metrics
 
     reconciling = len(daemon.times("RECONCILING"))
-    while len(daemon.times("RECONCILING")) == reconciling:  # signal in the middle of a reconcile
+    # signal in the middle of a reconcile: poll the other process's output for its next one
+    while len(daemon.times("RECONCILING")) == reconciling:  # noqa: ASYNC110
         await asyncio.sleep(0.01)
     terminated_at = daemon.send(signal.SIGTERM)
     assert await daemon.exit_code() == 0

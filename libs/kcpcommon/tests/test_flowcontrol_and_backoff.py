@@ -34,7 +34,7 @@ def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
     backoff = Backoff(initial=0.8, cap=30.0, rng=random.Random(1), clock=FakeClock())
     delays = [backoff.next() for _ in range(10)]
     bases = [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0, 30.0, 30.0]
-    assert all(base <= d <= min(30.0, 2 * base) for d, base in zip(delays, bases))
+    assert all(base <= d <= min(30.0, 2 * base) for d, base in zip(delays, bases, strict=True))
     assert delays[-1] == 30.0
 
 

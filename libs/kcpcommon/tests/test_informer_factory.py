@@ -1,14 +1,18 @@
-"""SharedInformerFactory: controllers in one process share informers, and so watches."""
+"""SharedInformerFactory: controllers in one process share informers, and so watches, per endpoint."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kcp_process import KcpServer
-from kcpcommon.clients import ClientFactory
+from kcpcommon.clients import ClientFactory, KubeClientFactory
+from kcpcommon.informer import SharedInformer
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.reflector import ReflectorOptions
 
@@ -23,11 +27,11 @@ def registered_watchers(server: KcpServer) -> int:
     return int(float(match.group(1)))
 
 
-async def settled_watchers(server: KcpServer, timeout: float = 8.0) -> int:
+async def settled_watchers(server: KcpServer, timeout: float = 8.0) -> int:  # noqa: ASYNC109 - best effort
     """The gauge once earlier tests' watches are gone (the server notices a closed watch within ~5 s)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while (count := await asyncio.to_thread(registered_watchers, server)) and loop.time() < deadline:
+    while (count := await asyncio.to_thread(registered_watchers, server)) and loop.time() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.25)
     return count
 
@@ -50,8 +54,39 @@ async def test_two_controllers_asking_for_the_same_informer_share_one_watch(
                                 namespace=namespace)  # asked for after start(): runs at once
         assert await late.wait_for_sync(10)
         async with asyncio.timeout(10):
-            while await asyncio.to_thread(registered_watchers, kcp) < baseline + 3:
+            while await asyncio.to_thread(registered_watchers, kcp) < baseline + 3:  # noqa: ASYNC110 - a metric
                 await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # nothing else shows up
         assert await asyncio.to_thread(registered_watchers, kcp) == baseline + 3
         assert len(factory.informers) == 3
+
+
+async def test_one_resource_watched_on_two_endpoints_is_two_informers(
+        kcp: KcpServer, clients: ClientFactory, unique: str, kubeconfig_text: Callable[..., str]) -> None:
+    """The same cluster name, resource and namespace on kcp and on a physical cluster never share a cache."""
+    cluster, physical = f"up-{unique}", f"down-{unique}"  # `physical` plays a kcp-sim-cluster's cluster
+    text = kubeconfig_text(kcp, path=f"/clusters/{physical}")
+    async with await KubeClientFactory.from_text(text, name=cluster, component="t", version="0") as downstream, \
+            SharedInformerFactory(clients, options=ReflectorOptions(backoff_initial=0.05)) as factory:
+        await clients.dynamic(cluster).resource("v1", "configmaps", namespaced=True).create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "upstream"}}, namespace="default")
+        await downstream.dynamic().resource("v1", "configmaps", namespaced=True).create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "downstream"}}, namespace="default")
+
+        def ask(**endpoint: Any) -> SharedInformer:
+            return factory.informer(cluster=cluster, api_version="v1", plural="configmaps", namespaced=True,
+                                    namespace="default", **endpoint)
+
+        upstream_informer, downstream_informer = ask(), ask(clients=downstream)
+        assert upstream_informer is not downstream_informer
+        assert ask(clients=downstream) is downstream_informer and ask(clients=clients) is upstream_informer
+        keys = {key.endpoint: key for key in factory.informers}
+        assert set(keys) == {kcp.url, f"{kcp.url}/clusters/{physical}"}
+        assert dataclasses.replace(keys[kcp.url], endpoint="") == dataclasses.replace(
+            keys[f"{kcp.url}/clusters/{physical}"], endpoint="")  # the endpoint alone tells them apart
+        assert downstream_informer.name.endswith(f"@{kcp.url}/clusters/{physical}")
+        factory.start()
+        assert await factory.wait_for_sync(10)
+        assert [o["metadata"]["name"] for o in upstream_informer.indexer.list()] == ["upstream"]
+        assert [o["metadata"]["name"] for o in downstream_informer.indexer.list()] == ["downstream"]
+        assert {str(k) for k in downstream_informer.indexer.keys()} == {f"{cluster}|default/downstream"}
