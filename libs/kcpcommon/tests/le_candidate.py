@@ -11,6 +11,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from kubernetes_asyncio.client import CoordinationV1Api
+from prometheus_client import CollectorRegistry
+from pydantic import Field
+
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Controller, Result
 from kcpcommon.daemon import (
@@ -23,9 +27,6 @@ from kcpcommon.daemon import (
     settings_config,
 )
 from kcpcommon.errors import translate
-from kubernetes_asyncio.client import CoordinationV1Api
-from prometheus_client import CollectorRegistry
-from pydantic import Field
 
 COMPONENT = "le-candidate"
 

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 import structlog
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
+
 from kcpcommon.clock import FakeClock
 from kcpcommon.controller import Controller, Result, TerminalError
 from kcpcommon.keys import ObjectKey
-from prometheus_client import CollectorRegistry
-from structlog.testing import capture_logs
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 

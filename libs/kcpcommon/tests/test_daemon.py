@@ -10,6 +10,10 @@ from typing import Any
 
 import aiohttp
 import pytest
+from kubernetes_asyncio.client import CoordinationV1Api
+from prometheus_client import CollectorRegistry, Counter
+from pydantic import Field
+
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.daemon import (
@@ -21,9 +25,6 @@ from kcpcommon.daemon import (
     settings_config,
 )
 from kcpcommon.leaderelection import LeadershipLost
-from kubernetes_asyncio.client import CoordinationV1Api
-from prometheus_client import CollectorRegistry, Counter
-from pydantic import Field
 
 
 class SplitterSettings(DaemonSettings):

@@ -7,11 +7,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+from kubernetes_asyncio import client as kube
+from kubernetes_asyncio.client.exceptions import ApiException
+
 from kcp_process import KcpServer, free_port
 from kcpcommon import errors
 from kcpcommon.clients import ClientFactory
-from kubernetes_asyncio import client as kube
-from kubernetes_asyncio.client.exceptions import ApiException
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 

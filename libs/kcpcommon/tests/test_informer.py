@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.dynamic import DynamicResource

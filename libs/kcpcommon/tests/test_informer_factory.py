@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory, KubeClientFactory
 from kcpcommon.informer import SharedInformer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey, decode, encode, key_for
 
 

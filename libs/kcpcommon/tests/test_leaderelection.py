@@ -11,6 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from kubernetes_asyncio.client import CoordinationV1Api, V1Lease
+from structlog.testing import capture_logs
+
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.leaderelection import (
@@ -22,8 +25,6 @@ from kcpcommon.leaderelection import (
     shard_for,
 )
 from kcpcommon.tasks import cancel_and_wait
-from kubernetes_asyncio.client import CoordinationV1Api, V1Lease
-from structlog.testing import capture_logs
 
 # short timings, so failovers take seconds; in-process candidates go faster still
 LEASE, RENEW, RETRY = 1.5, 1.0, 0.2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kcpcommon.clock import FakeClock
 from kcpcommon.ratelimit import (
     BucketRateLimiter,

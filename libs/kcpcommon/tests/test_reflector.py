@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
+
 from kcpcommon.errors import (
     APIGoneError,
     APIServerTimeoutError,

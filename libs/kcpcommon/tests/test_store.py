@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+
 from kcpcommon.frozen import freeze, thaw
 from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.store import (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kcpcommon.tasks import cancel_and_wait, spawn
 from structlog.testing import capture_logs
+
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 
 async def test_a_failing_task_is_logged_with_its_name() -> None:

@@ -6,10 +6,11 @@ import asyncio
 import random
 
 import pytest
+from prometheus_client import CollectorRegistry
+
 from kcpcommon.clock import FakeClock
 from kcpcommon.metrics import PrometheusQueueMetrics
 from kcpcommon.workqueue import ShutDown, WorkQueue
-from prometheus_client import CollectorRegistry
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
