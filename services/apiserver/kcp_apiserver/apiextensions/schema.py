@@ -543,6 +543,24 @@ class _Node:
         "validate",
     )
 
+    additional: _Node | None  # additionalProperties as a schema
+    additional_allows: bool  # additionalProperties is not false
+    allows_any: bool  # additionalProperties is true
+    deep_default_props: tuple[tuple[str, _Node], ...]  # properties with a default at or below them
+    default: Any
+    default_is_scalar: bool
+    default_props: tuple[tuple[str, _Node], ...]  # properties with a default of their own
+    defaults_below: bool
+    embedded: bool
+    fast: frozenset[type]
+    has_default: bool
+    items: _Node | None
+    nullable: bool
+    preserve: bool
+    prop_items: tuple[tuple[str, _Node], ...]  # properties validated here (the root's meta fields left out)
+    props: dict[str, _Node]
+    validate: Check
+
     def copy_default(self) -> Any:
         return self.default if self.default_is_scalar else _copy_json(self.default)
 
@@ -590,7 +608,8 @@ def _compile(s: Any, structural: bool, root: bool = False, depth: int = 0) -> _N
 
 def _build_validator(node: _Node, s: Obj, structural: bool, root: bool, depth: int) -> None:
     """node.validate: kube-openapi's validators in its order, only those that apply to the value's kind."""
-    fmt = s.get("format") if isinstance(s.get("format"), str) else ""
+    raw_fmt = s.get("format")
+    fmt = raw_fmt if isinstance(raw_fmt, str) else ""
     fmt = fmt if fmt.replace("-", "") in FORMATS else ""  # kube strips every other format
     if s.get("x-kubernetes-int-or-string") is True:
         types: tuple[str, ...] = ("integer", "string")
@@ -1068,8 +1087,8 @@ def _prune(x: Any, node: _Node | None, p: str, out: list[str], root: bool = Fals
             if v is None and child is not None and not child.nullable and not child.has_default:
                 drop.append(k)
             continue
-        child = props.get(k, _MISSING)
-        if child is _MISSING:
+        child = props.get(k)  # props never maps to None
+        if child is None:
             if extra is None and not node.allows_any:
                 out.append(_join(p, k))
                 drop.append(k)
@@ -1172,7 +1191,13 @@ class CompiledSchema:
         errs = ctx.errs
         if len(errs) > 1:  # kube-openapi's Result drops repeated messages
             seen: set[tuple[str, str]] = set()
-            errs = [c for c in errs if not ((c.field, c.message) in seen or seen.add((c.field, c.message)))]
+            unique: list[Cause] = []
+            for c in errs:
+                key = (c.field, c.message)
+                if key not in seen:
+                    seen.add(key)
+                    unique.append(c)
+            errs = unique
         return errs + ctx.meta + ctx.lists
 
     def prune(self, obj: Obj) -> list[str]:

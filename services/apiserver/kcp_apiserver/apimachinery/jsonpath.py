@@ -50,7 +50,7 @@ class _Slice:
 
 @dataclass(frozen=True)
 class _Union:
-    branches: tuple[tuple[Any, ...], ...]
+    branches: tuple[Steps, ...]
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,16 @@ class _Literal:
 
 @dataclass(frozen=True)
 class _Filter:
-    left: Any  # tuple of steps (a path from @ or $) or _Literal
+    left: Operand
     op: str
-    right: Any
+    right: Operand | None  # None for "exists"
     left_root: bool
     right_root: bool
+
+
+Step = _Field | _Wildcard | _Recursive | _Slice | _Union | _Filter
+Steps = tuple[Step, ...]
+Operand = Steps | _Literal  # a path from @ or $, or a literal
 
 
 class JSONPath:
@@ -72,7 +77,7 @@ class JSONPath:
 
     __slots__ = ("_steps", "expr")
 
-    def __init__(self, expr: str, steps: tuple[Any, ...]) -> None:
+    def __init__(self, expr: str, steps: Steps) -> None:
         self.expr = expr
         self._steps = steps
 
@@ -107,9 +112,10 @@ def compile_jsonpath(expr: str) -> JSONPath:
 
 # -- parsing -----------------------------------------------------------------------------------------
 
-def _parse_path(text: str, expr: str) -> tuple[tuple[Any, ...], bool]:
+def _parse_path(text: str, expr: str) -> tuple[Steps, bool]:
     """Steps of a path; the flag says it starts at `$` (the root) rather than `@` (the current item)."""
-    i, steps, from_root = 0, [], True
+    i, from_root = 0, True
+    steps: list[Step] = []
     if text[0] in "$@":
         from_root = text[0] == "$"
         i = 1
@@ -137,7 +143,7 @@ def _parse_path(text: str, expr: str) -> tuple[tuple[Any, ...], bool]:
     return tuple(steps), from_root
 
 
-def _parse_field(text: str, i: int, steps: list[Any]) -> int:
+def _parse_field(text: str, i: int, steps: list[Step]) -> int:
     start, name = i, []
     while i < len(text) and text[i] not in _TERMINATORS:
         if text[i] == "\\" and i + 1 < len(text):
@@ -170,7 +176,7 @@ def _close(text: str, i: int, expr: str) -> int:
     raise ValueError(f"unclosed array expect ] in jsonpath {expr!r}")
 
 
-def _parse_bracket(text: str, i: int, steps: list[Any], expr: str) -> int:
+def _parse_bracket(text: str, i: int, steps: list[Step], expr: str) -> int:
     if text.startswith("[?(", i):
         return _parse_filter(text, i, steps, expr)
     end = _close(text, i, expr)
@@ -186,7 +192,7 @@ def _parse_bracket(text: str, i: int, steps: list[Any], expr: str) -> int:
         fields = [(a or b).replace("\\", "") for a, b in names]
         steps.append(_Field(fields[0]) if len(fields) == 1 else _Union(tuple((_Field(f),) for f in fields)))
         return end + 1
-    branches = []
+    branches: list[Steps] = []
     for part in inner.split(","):
         m = _ARRAY.fullmatch(part.strip())
         if m is None or not part.strip():
@@ -201,7 +207,7 @@ def _parse_bracket(text: str, i: int, steps: list[Any], expr: str) -> int:
     return end + 1
 
 
-def _parse_filter(text: str, i: int, steps: list[Any], expr: str) -> int:
+def _parse_filter(text: str, i: int, steps: list[Step], expr: str) -> int:
     j, quote = i + 3, ""
     while True:
         if j >= len(text):
@@ -230,7 +236,7 @@ def _parse_filter(text: str, i: int, steps: list[Any], expr: str) -> int:
     return j + 2
 
 
-def _operand(text: str, expr: str) -> tuple[Any, bool]:
+def _operand(text: str, expr: str) -> tuple[Operand, bool]:
     if not text:
         raise ValueError(f"empty filter operand in jsonpath {expr!r}")
     if text[0] in "'\"":
@@ -248,7 +254,7 @@ def _operand(text: str, expr: str) -> tuple[Any, bool]:
 
 # -- evaluation --------------------------------------------------------------------------------------
 
-def _eval(steps: tuple[Any, ...], values: list[Any], root: Any) -> list[Any]:
+def _eval(steps: Steps, values: list[Any], root: Any) -> list[Any]:
     for step in steps:
         if not values:
             return values
@@ -256,7 +262,7 @@ def _eval(steps: tuple[Any, ...], values: list[Any], root: Any) -> list[Any]:
     return values
 
 
-def _apply(step: Any, values: list[Any], root: Any) -> list[Any]:
+def _apply(step: Step, values: list[Any], root: Any) -> list[Any]:
     out: list[Any] = []
     if isinstance(step, _Field):
         name = step.name
@@ -316,7 +322,7 @@ def _slice(v: Any, s: _Slice) -> list[Any]:
     return v[start:end:step]
 
 
-def _operand_values(operand: Any, from_root: bool, item: Any, root: Any) -> list[Any]:
+def _operand_values(operand: Operand, from_root: bool, item: Any, root: Any) -> list[Any]:
     if isinstance(operand, _Literal):
         return [operand.value]
     return _eval(operand, [root if from_root else item], root)
@@ -324,7 +330,7 @@ def _operand_values(operand: Any, from_root: bool, item: Any, root: Any) -> list
 
 def _passes(f: _Filter, item: Any, root: Any) -> bool:
     lefts = _operand_values(f.left, f.left_root, item, root)
-    if f.op == "exists":
+    if f.op == "exists" or f.right is None:  # right is None exactly for "exists"
         return bool(lefts)
     rights = _operand_values(f.right, f.right_root, item, root)
     if not lefts or not rights:

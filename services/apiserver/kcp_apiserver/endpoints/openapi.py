@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -66,8 +66,12 @@ def _def_name(res: Resource) -> str:
     return res.definition or _custom_name(res)
 
 
-def _paths(res: Resource, ref: str, param: Any) -> dict[str, Any]:
-    """The collection and item paths of one resource, with kube's operation metadata."""
+def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
+           param: Callable[[str, str], dict[str, Any]]) -> dict[str, Any]:
+    """The collection and item paths of one resource, with kube's operation metadata.
+
+    `ref` gives a response's schema reference and `param` a parameter, as each OpenAPI version words them.
+    """
     base = f"/api/{res.version}" if not res.group else f"/apis/{res.group}/{res.version}"
     ns = "/namespaces/{namespace}" if res.namespaced else ""
     collection, item = f"{base}{ns}/{res.plural}", f"{base}{ns}/{res.plural}/{{name}}"

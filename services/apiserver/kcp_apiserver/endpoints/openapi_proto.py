@@ -206,16 +206,19 @@ def _additional_properties(value: Any) -> _Writer | None:
     if isinstance(value, bool):
         out.boolean(2, value, in_oneof=True)
     elif isinstance(value, Mapping):
-        out.message(1, _schema(value))
+        out.message(1, _schema_message(value))
     else:
         return None
     return out
 
 
 def _schema(data: Any) -> _Writer | None:
-    """``openapi.v2.Schema``."""
-    if not isinstance(data, Mapping):
-        return None
+    """``openapi.v2.Schema``; None when data is not an object."""
+    return _schema_message(data) if isinstance(data, Mapping) else None
+
+
+def _schema_message(data: Mapping[str, Any]) -> _Writer:
+    """``openapi.v2.Schema`` of an object."""
     out = _Writer()
     out.string(1, data.get("$ref"))
     out.string(2, data.get("format"))

@@ -390,15 +390,25 @@ def _apply_element_orders(original: dict[str, Any], patch: dict[str, Any], meta:
         if not isinstance(order, list):
             raise st.bad_request(f"{directive} must be a list")
         field = meta.field(name)
-        current = original.get(name) if isinstance(original.get(name), list) else None
-        patch_list = patch.pop(name, None) if isinstance(patch.get(name), list) else None
+        raw_current = original.get(name)
+        current: list[Any] | None = raw_current if isinstance(raw_current, list) else None
+        raw_patch = patch.get(name)
+        patch_list: list[Any] | None = None
+        if isinstance(raw_patch, list):
+            patch_list = raw_patch
+            del patch[name]
         if current is None and patch_list is None:
             continue
         key = field.merge_key
         if key is None and any(isinstance(v, dict) for v in order):
             raise st.bad_request(f"{directive} lists objects but {name} has no patch merge key")
         _check_order(patch_list or [], order, key, directive)
-        merged = current if patch_list is None else _smp_list(current, patch_list, field)
+        if patch_list is not None:
+            merged = _smp_list(current, patch_list, field)
+        elif current is not None:
+            merged = current
+        else:  # ruled out above
+            continue
         original[name] = _ordered(merged, order, current or [], key)
 
 
