@@ -9,11 +9,11 @@ deletes its objects before letting the CRD go.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 from typing import Any
 
 import structlog
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.resources import (
@@ -62,19 +62,16 @@ class CRDServing:
         self.controllers = controllers
         follower = Follower(self.storage, self.cache, observe=self._observe, reset=self._reset, name="crds")
         watcher = await follower.resync()
-        self._tasks = [asyncio.create_task(follower.follow(watcher), name="crds:follow")]
+        self._tasks = [spawn(follower.follow(watcher), name="crds:follow")]
         if controllers:
-            self._tasks.append(asyncio.create_task(self._work(), name="crds:reconcile"))
+            self._tasks.append(spawn(self._work(), name="crds:reconcile"))
 
     def _reset(self) -> None:
         self.catalog.clear_custom()
         self.requested.clear()
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
 
     def _observe(self, crd: Obj, deleted: bool) -> None:
         cluster, name = _cluster_of(crd), crd["metadata"]["name"]

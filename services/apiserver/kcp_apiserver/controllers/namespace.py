@@ -4,10 +4,10 @@ and the controller that empties a terminating namespace and then removes it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Iterable
 
 import structlog
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.builtin import NAMESPACE
@@ -41,15 +41,12 @@ class NamespaceLifecycle:
         follower = Follower(self.storage, self.cache, observe=self._observe, reset=self.terminating.clear,
                             name="namespaces")
         watcher = await follower.resync()
-        self._tasks = [asyncio.create_task(follower.follow(watcher), name="namespaces:follow")]
+        self._tasks = [spawn(follower.follow(watcher), name="namespaces:follow")]
         if finalize:
-            self._tasks.append(asyncio.create_task(self._work(), name="namespaces:finalize"))
+            self._tasks.append(spawn(self._work(), name="namespaces:finalize"))
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
 
     def _observe(self, ns: Obj, deleted: bool) -> None:
         meta = ns["metadata"]
