@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 import structlog
+from kcpcommon.keys import CLUSTER_ANNOTATION
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 from kcp_apiserver.apimachinery import status as st
@@ -50,7 +51,7 @@ class NamespaceLifecycle:
 
     def _observe(self, ns: Obj, deleted: bool) -> None:
         meta = ns["metadata"]
-        key = (meta.get("annotations", {}).get("kcp.io/cluster", ""), meta["name"])
+        key = (meta.get("annotations", {}).get(CLUSTER_ANNOTATION, ""), meta["name"])
         if deleted:
             self.terminating.pop(key, None)
             return
