@@ -48,7 +48,7 @@ bench-apiserver: install
 clean:
 	rm -rf $(VENV) .tools
 
-## bench-crds: custom resource create throughput and logical-cluster scale
+## bench-crds: custom resource validation cost, create throughput and logical-cluster scale
 bench-crds: install
 	$(BIN)/python bench/bench_crds.py
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -63,13 +64,19 @@ class Api:
     async def delete(self, path: str, body: Any = None, **kw: Any) -> Reply:
         return await self.request("DELETE", path, body, **kw)
 
-    async def watch(self, path: str, params: dict[str, str], headers: dict[str, str] | None = None
-                    ) -> AsyncIterator[dict[str, Any]]:
-        """Yield watch events until the server ends the stream."""
+    async def watch(self, path: str, params: dict[str, str], headers: dict[str, str] | None = None, *,
+                    opened: asyncio.Event | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Yield watch events until the server ends the stream.
+
+        `opened` is set once the server has answered: the watch's starting revision is fixed then, so every
+        write made afterwards reaches it (the event to wait for instead of sleeping).
+        """
         async with self.session.get(self.server.url + path, params={**params, "watch": "1"},
                                     headers=self._headers(headers), ssl=self.server.ssl_context(),
                                     timeout=aiohttp.ClientTimeout(total=None, sock_read=None)) as resp:
             assert resp.status == 200, await resp.text()
+            if opened is not None:
+                opened.set()
             async for line in resp.content:
                 if line.strip():
                     yield json.loads(line)
@@ -80,3 +87,32 @@ def configmap(name: str, data: dict[str, str] | None = None, labels: dict[str, s
     if labels:
         meta["labels"] = labels
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"k": "v"}}
+
+
+async def collect(api: Api, path: str, params: dict[str, str], count: int, timeout: float = 10,
+                  opened: asyncio.Event | None = None) -> list[dict[str, Any]]:
+    """The first `count` events of a watch; fails after `timeout` seconds."""
+    events: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        async for event in api.watch(path, params, opened=opened):
+            events.append(event)
+            if len(events) >= count:
+                return
+
+    await asyncio.wait_for(run(), timeout)
+    return events
+
+
+async def watching(api: Api, path: str, params: dict[str, str], count: int,
+                   timeout: float = 10) -> asyncio.Task[list[dict[str, Any]]]:
+    """Collect `count` events (within `timeout` s) in the background; returns once the server opened the watch."""
+    opened = asyncio.Event()
+    task = asyncio.create_task(collect(api, path, params, count, timeout, opened=opened))
+    waiter = asyncio.create_task(opened.wait())
+    await asyncio.wait([task, waiter], timeout=10, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+    if task.done() and task.exception() is not None:
+        task.result()  # the watch failed: say why
+    assert opened.is_set(), f"the watch of {path} did not open within 10s"
+    return task

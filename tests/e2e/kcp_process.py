@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,3 +113,36 @@ def run_kubectl(server: KcpServer, *args: str, input_text: str | None = None, co
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
     return result
+
+
+class OutputLines:
+    """A child process's output, read line by line on a thread, so a test can wait for a line with a deadline.
+
+    (`readline()` on the pipe itself blocks past any deadline when the child prints nothing.)
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float = 15.0) -> str:
+        """The first line (from now on) that contains `text`; fails if none comes within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line with {text!r} within {timeout}s; got {self.lines}") from None
+            if line is None:
+                self._queue.put(None)  # stays ended for the next caller
+                raise AssertionError(f"the output ended without {text!r}; got {self.lines}")
+            self.lines.append(line)
+            if text in line:
+                return line

@@ -34,8 +34,8 @@ async def test_kubernetes_asyncio_crud_and_watch(kcp: KcpServer, unique: str) ->
                     if event["type"] == "DELETED":
                         return
 
+        # the watch starts at the list's resourceVersion: it gets the patch and the delete whenever it opens
         task = asyncio.create_task(watch_it())
-        await asyncio.sleep(0.3)
         await core.delete_namespaced_config_map("lib", ns)
         await asyncio.wait_for(task, 15)
         assert seen[-1] == "DELETED" and "MODIFIED" in seen

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from api import Api
-from kcp_process import KcpServer, kubectl_binary
+from kcp_process import KcpServer, OutputLines, kubectl_binary
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -409,19 +409,17 @@ def test_kubectl_wait_for_a_status_condition_and_get_watch(kcp: KcpServer, kubec
     watcher = subprocess.Popen([kubectl_binary(), "--kubeconfig", config, "get", "widgets", "-w",
                                 "--request-timeout=0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)
+        assert watcher.stdout is not None
+        output = OutputLines(watcher.stdout)
+        output.wait_for("k3")  # listed: kubectl watches from the list's resourceVersion on
+        # kubectl wait reads the object, then watches from its resourceVersion: met before or after, it sees it
         status = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
         kubectl(config, "patch", "widget", "k3", "--subresource=status", "--type=merge", "-p", json.dumps(status))
         out, err = waiter.communicate(timeout=20)
         assert waiter.returncode == 0, err
         assert "condition met" in out
         kubectl(config, "apply", "-f", "-", input_text=yaml.safe_dump(widget("k4", group=group)))
-        assert watcher.stdout is not None
-        deadline = time.monotonic() + 15
-        seen = ""
-        while time.monotonic() < deadline and "k4" not in seen:
-            seen += watcher.stdout.readline()
-        assert "k4" in seen
+        output.wait_for("k4")
     finally:
         watcher.terminate()
         waiter.kill()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from api import Api
+from api import Api, watching
 from kcp_process import KcpServer, run_kubectl
 
 CORE = "/api/v1/namespaces/{ns}/events"
@@ -55,19 +53,11 @@ async def test_an_event_written_as_events_k8s_io_is_read_as_core_and_back(api: A
 
 async def test_a_watch_on_either_api_sees_events_written_through_the_other(api: Api, namespace: str) -> None:
     rv = (await api.get(EVENTS.format(ns=namespace))).body["metadata"]["resourceVersion"]
-    seen: list[dict] = []
-
-    async def watch() -> None:
-        async for event in api.watch(EVENTS.format(ns=namespace), {"resourceVersion": rv}):
-            seen.append(event)
-            return
-
-    watcher = asyncio.create_task(watch())
-    await asyncio.sleep(0.3)
+    watcher = await watching(api, EVENTS.format(ns=namespace), {"resourceVersion": rv}, 1)
     legacy = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "w1"}, "message": "hello",
               "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace}}
     assert (await api.post(CORE.format(ns=namespace), legacy)).status == 201
-    await asyncio.wait_for(watcher, 10)
+    seen = await watcher
     assert seen[0]["type"] == "ADDED"
     assert seen[0]["object"]["apiVersion"] == "events.k8s.io/v1" and seen[0]["object"]["note"] == "hello"
 

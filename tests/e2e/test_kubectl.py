@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 
 import pytest
 import yaml
 
-from kcp_process import KcpServer, kubectl_binary, run_kubectl
+from kcp_process import KcpServer, OutputLines, kubectl_binary, run_kubectl
 
 
 @pytest.fixture
@@ -106,21 +105,16 @@ def test_server_side_dry_run_stores_nothing(kcp: KcpServer, ns: str) -> None:
 
 
 def test_get_watch_prints_changes(kcp: KcpServer, ns: str) -> None:
+    run_kubectl(kcp, "-n", ns, "create", "configmap", "listed-first")
     cmd = [kubectl_binary(), "--kubeconfig", str(kcp.kubeconfig), "-n", ns, "get", "configmaps", "-w",
            "--request-timeout=0"]
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as watcher:
         try:
-            time.sleep(1.5)
-            run_kubectl(kcp, "-n", ns, "create", "configmap", "seen-by-watch")
-            deadline = time.monotonic() + 15
-            lines: list[str] = []
             assert watcher.stdout is not None
-            while time.monotonic() < deadline:
-                line = watcher.stdout.readline()
-                lines.append(line)
-                if "seen-by-watch" in line:
-                    break
-            assert any("seen-by-watch" in line for line in lines), lines
+            output = OutputLines(watcher.stdout)
+            output.wait_for("listed-first")  # listed: kubectl watches from the list's resourceVersion on
+            run_kubectl(kcp, "-n", ns, "create", "configmap", "seen-by-watch")
+            output.wait_for("seen-by-watch")
         finally:
             watcher.terminate()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -13,7 +14,7 @@ import aiohttp
 import pytest
 import yaml
 
-from api import Api, configmap
+from api import Api, configmap, watching
 from kcp_process import KcpServer, free_port, run_kubectl
 
 
@@ -83,7 +84,15 @@ class ExternalEtcd:
              "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
              "--initial-cluster", f"default={peer}", "--log-level", "error"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.0)
+        deadline = time.monotonic() + 20
+        while True:  # serving once it accepts connections
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                return
+            except OSError:
+                assert self.process.poll() is None, f"etcd exited with {self.process.returncode}"
+                assert time.monotonic() < deadline, f"etcd did not listen on 127.0.0.1:{self.port} within 20s"
+                time.sleep(0.1)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -102,16 +111,7 @@ async def test_server_rides_out_an_etcd_restart(tmp_path: Path) -> None:
             api = Api(server, session)
             path = "/api/v1/namespaces/default/configmaps"
             rv = (await api.post(path, configmap("before"))).body["metadata"]["resourceVersion"]
-            events: list[dict] = []
-
-            async def watch() -> None:
-                async for event in api.watch(path, {"resourceVersion": rv, "timeoutSeconds": "60"}):
-                    events.append(event)
-                    if len(events) == 2:
-                        return
-
-            watching = asyncio.create_task(watch())
-            await asyncio.sleep(0.5)
+            watch = await watching(api, path, {"resourceVersion": rv, "timeoutSeconds": "60"}, 2, timeout=60)
             await api.post(path, configmap("during-1"))
             etcd.stop()
             reply = await api.get(f"{path}/before")
@@ -123,7 +123,7 @@ async def test_server_rides_out_an_etcd_restart(tmp_path: Path) -> None:
                     break
                 await asyncio.sleep(0.2)
             assert reply.status == 201
-            await asyncio.wait_for(watching, 30)
+            events = await asyncio.wait_for(watch, 30)
             assert [e["object"]["metadata"]["name"] for e in events] == ["during-1", "after"]
     finally:
         server.stop()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from api import Api, configmap
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
@@ -239,10 +241,19 @@ async def test_a_resource_version_from_the_future_is_504_too_large_unless_it_arr
     assert reply.body["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     assert 2.5 < loop.time() - started < 10  # kube waits 3 s for the revision before refusing
     # a revision that is reached while the read waits is served
-    waiting = asyncio.create_task(api.get(CM.format(ns=namespace), params={"resourceVersion": str(current + 1)}))
-    await asyncio.sleep(0.5)
-    await api.post(CM.format(ns=namespace), configmap("arrives"))
-    served = await waiting
+    sent = asyncio.Event()
+
+    async def on_sent(*_: object) -> None:
+        sent.set()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(on_sent)
+    async with aiohttp.ClientSession(trace_configs=[trace]) as session:
+        waiting = asyncio.create_task(Api(api.server, session).get(CM.format(ns=namespace),
+                                                                   params={"resourceVersion": str(current + 1)}))
+        await asyncio.wait_for(sent.wait(), 10)  # the read is on its way before the write that satisfies it
+        await api.post(CM.format(ns=namespace), configmap("arrives"))
+        served = await waiting
     assert served.status == 200 and int(served.body["metadata"]["resourceVersion"]) >= current + 1
     refused = await api.request("GET", CM.format(ns=namespace),
                                 params={"watch": "1", "resourceVersion": str(current + 1000)})

@@ -4,33 +4,19 @@ from __future__ import annotations
 
 import asyncio
 
-from api import Api, configmap
+from api import Api, collect, configmap, watching
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
-
-
-async def collect(api: Api, path: str, params: dict[str, str], count: int, timeout: float = 10) -> list[dict]:
-    events: list[dict] = []
-
-    async def run() -> None:
-        async for event in api.watch(path, params):
-            events.append(event)
-            if len(events) >= count:
-                return
-
-    await asyncio.wait_for(run(), timeout)
-    return events
 
 
 async def test_watch_streams_added_modified_deleted_in_order(api: Api, namespace: str) -> None:
     path = CM.format(ns=namespace)
     rv = (await api.get(path)).body["metadata"]["resourceVersion"]
-    watching = asyncio.create_task(collect(api, path, {"resourceVersion": rv}, 3))
-    await asyncio.sleep(0.3)
+    watch = await watching(api, path, {"resourceVersion": rv}, 3)
     created = (await api.post(path, configmap("w"))).body
     await api.put(f"{path}/w", dict(created, data={"k": "2"}))
     await api.delete(f"{path}/w")
-    events = await watching
+    events = await watch
     assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
     rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
     assert rvs == sorted(rvs) and len(set(rvs)) == 3
@@ -75,8 +61,11 @@ async def test_timeout_seconds_ends_the_watch(api: Api, namespace: str) -> None:
 async def test_resource_version_older_than_the_cache_window_is_410_expired(api: Api, namespace: str) -> None:
     path = CM.format(ns=namespace)
     first = (await api.post(path, configmap("old"))).body["metadata"]["resourceVersion"]
-    await asyncio.gather(*(api.post(path, configmap(f"fill-{i}")) for i in range(310)))  # the window holds 300
-    await asyncio.sleep(1.0)  # let the watch cache receive them all
+    fills = await asyncio.gather(*(api.post(path, configmap(f"fill-{i}")) for i in range(310)))  # the window holds 300
+    revisions = sorted(int(reply.body["metadata"]["resourceVersion"]) for reply in fills)
+    # the watch cache has them all once a watch from the last but one hands out the last
+    last = await collect(api, path, {"resourceVersion": str(revisions[-2])}, 1)
+    assert last[0]["object"]["metadata"]["resourceVersion"] == str(revisions[-1])
     events = await collect(api, path, {"resourceVersion": first}, 1)
     assert events[0]["type"] == "ERROR"
     assert events[0]["object"]["code"] == 410 and events[0]["object"]["reason"] == "Expired"
@@ -86,20 +75,18 @@ async def test_label_selector_watch_sees_objects_enter_and_leave(api: Api, names
     path = CM.format(ns=namespace)
     created = (await api.post(path, configmap("sel"))).body
     rv = created["metadata"]["resourceVersion"]
-    watching = asyncio.create_task(collect(api, path, {"resourceVersion": rv, "labelSelector": "in=yes"}, 2))
-    await asyncio.sleep(0.3)
+    watch = await watching(api, path, {"resourceVersion": rv, "labelSelector": "in=yes"}, 2)
     labelled = await api.patch(f"{path}/sel", {"metadata": {"labels": {"in": "yes"}}}, "application/merge-patch+json")
     assert labelled.status == 200
     await api.patch(f"{path}/sel", {"metadata": {"labels": {"in": "no"}}}, "application/merge-patch+json")
-    events = await watching
+    events = await watch
     assert [e["type"] for e in events] == ["ADDED", "DELETED"]
 
 
 async def test_many_watchers_share_one_stream(api: Api, kcp, namespace: str) -> None:  # type: ignore[no-untyped-def]
     path = CM.format(ns=namespace)
     rv = (await api.get(path)).body["metadata"]["resourceVersion"]
-    tasks = [asyncio.create_task(collect(api, path, {"resourceVersion": rv}, 1)) for _ in range(50)]
-    await asyncio.sleep(1.0)
+    tasks = [await watching(api, path, {"resourceVersion": rv}, 1) for _ in range(50)]
     metrics = await api.get("/metrics")
     gauge = [line for line in metrics.body.splitlines() if line.startswith("apiserver_registered_watchers")]
     assert gauge and float(gauge[0].split()[-1]) >= 50

@@ -114,7 +114,7 @@ class Controller(Generic[K]):
         start only once every one of them reports synced.
         """
         for check in wait_for:
-            await _wait_synced(check)
+            await _wait_synced(check, self._clock)
         self._log.info("caches synced, starting workers", workers=self.workers)
         workers = [spawn(self._work(), name=f"controller:{self.name}:worker:{i}") for i in range(self.workers)]
         stop = spawn(self._stopping.wait(), name=f"controller:{self.name}:stop")
@@ -190,7 +190,7 @@ def _log_fields(controller: str, key: Hashable) -> dict[str, Any]:
     return fields
 
 
-async def _wait_synced(check: SyncCheck) -> None:
+async def _wait_synced(check: SyncCheck, clock: Clock) -> None:
     if not callable(check):
         if await check is False:
             raise RuntimeError("cache did not sync")
@@ -201,4 +201,4 @@ async def _wait_synced(check: SyncCheck) -> None:
             synced = await synced
         if synced is None or synced:
             return
-        await asyncio.sleep(SYNC_POLL_PERIOD)
+        await clock.sleep(SYNC_POLL_PERIOD)

@@ -98,7 +98,9 @@ class HandlerRegistration:
                 if inspect.isawaitable(result):
                     await result
             except Exception:  # one bad event must not stop the handler
-                log.exception("event handler failed", informer=self.informer.name, handler=self.name, event=kind)
+                # `event` is structlog's own key (the message): the notification's kind goes in `notification`
+                log.exception("event handler failed", informer=self.informer.name, handler=self.name,
+                              notification=kind)
 
 
 class SharedInformer:

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from kcpcommon.clock import FakeClock
-from kcpcommon.controller import Controller, Result, TerminalError
+from kcpcommon.controller import SYNC_POLL_PERIOD, Controller, Result, TerminalError
 from kcpcommon.keys import ObjectKey
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -169,12 +169,12 @@ async def test_each_item_is_reconciled_with_its_log_fields_bound(clock: FakeCloc
 
 async def test_workers_start_only_after_every_cache_has_synced(clock: FakeClock) -> None:
     synced = asyncio.Event()
-    polled = False
+    polls = 0
     calls: list[str] = []
 
     def has_synced() -> bool:
-        nonlocal polled
-        polled = True
+        nonlocal polls
+        polls += 1
         return synced.is_set()
 
     async def reconcile(key: str) -> None:
@@ -183,11 +183,15 @@ async def test_workers_start_only_after_every_cache_has_synced(clock: FakeClock)
     controller = Controller("test", reconcile, clock=clock)
     controller.enqueue("a")
     async with running(controller, wait_for=[has_synced, synced.wait]):
-        await asyncio.sleep(0.15)
-        assert polled and calls == []
+        assert polls == 1 and calls == [] and clock.next_deadline() == SYNC_POLL_PERIOD
+        for _ in range(3):
+            clock.advance(SYNC_POLL_PERIOD)
+            await settle()
+        assert polls == 4 and calls == []  # polled every period, no worker yet
         synced.set()
-        await asyncio.sleep(0.15)
-        assert calls == ["a"]
+        clock.advance(SYNC_POLL_PERIOD)
+        await settle()
+        assert polls == 5 and calls == ["a"]
 
 
 async def test_several_workers_run_different_keys_at_once_but_never_one_key_twice(clock: FakeClock) -> None:

@@ -172,9 +172,9 @@ async def test_sigterm_finishes_the_work_in_hand_releases_the_lease_and_exits_0(
     assert 'workqueue_adds_total{name="ticker"}' in metrics
 
     reconciling = len(daemon.times("RECONCILING"))
-    # signal in the middle of a reconcile: poll the other process's output for its next one
-    while len(daemon.times("RECONCILING")) == reconciling:  # noqa: ASYNC110
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(10):  # signal in the middle of a reconcile
+        while len(daemon.times("RECONCILING")) == reconciling:  # noqa: ASYNC110 - another process's output
+            await asyncio.sleep(0.01)
     terminated_at = daemon.send(signal.SIGTERM)
     assert await daemon.exit_code() == 0
     words = [word for word, _, stamp in daemon.lines if stamp >= terminated_at]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.dynamic import DynamicResource
+from kcpcommon.errors import APIGoneError
 from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer
 from kcpcommon.keys import ObjectKey
 from kcpcommon.reflector import ReflectorOptions
@@ -111,6 +114,20 @@ async def test_informer_over_all_clusters_keys_objects_by_their_logical_cluster(
 ProxyMaker = Callable[[int], Awaitable[Any]]
 
 
+async def until_expired(api: DynamicResource, namespace: str, resource_version: str, timeout: float = 10.0) -> None:
+    """Wait until the server's watch cache has moved past `resource_version`: a watch from it is 410 Gone."""
+    async with asyncio.timeout(timeout):
+        while True:
+            try:
+                async with contextlib.aclosing(api.watch_stream(namespace=namespace, timeout_seconds=1,
+                                                                resource_version=resource_version)) as events:
+                    async for _ in events:  # still replayable: the cache has not caught up yet
+                        break
+            except APIGoneError:
+                return
+            await asyncio.sleep(0.05)
+
+
 async def test_informer_delivers_a_delete_missed_during_a_disconnect_as_a_tombstone(
         kcp: KcpServer, clients: ClientFactory, namespace: str, make_proxy: ProxyMaker,
         kubeconfig_text: Callable[..., str], unique: str) -> None:
@@ -132,7 +149,7 @@ async def test_informer_delivers_a_delete_missed_during_a_disconnect_as_a_tombst
             await configmaps(clients, "admin").create(configmap(filler), namespace="default")
             for i in range(210):  # the server's watch cache holds 200 events
                 await api.patch(filler, {"data": {"i": str(i)}}, namespace="default")
-            await asyncio.sleep(0.5)
+            await until_expired(api, namespace, informer.last_sync_resource_version)
             proxy.restore()
             tombstone = await seen.until("delete", "doomed")
             assert isinstance(tombstone, DeletedFinalStateUnknown)
@@ -197,19 +214,32 @@ async def test_a_handler_added_after_sync_first_gets_every_cached_object(
                 await asyncio.sleep(0.01)
 
 
-async def test_a_failing_handler_does_not_stop_the_informer(clients: ClientFactory, namespace: str) -> None:
+async def test_a_failing_handler_is_logged_keeps_its_later_events_and_never_stops_the_others(
+        clients: ClientFactory, namespace: str) -> None:
     api = configmaps(clients, "admin")
     informer = SharedInformer(api, cluster="admin", namespace=namespace, options=FAST)
+    attempted: list[str] = []
+    both_attempted = asyncio.Event()
 
     def explode(obj: Any) -> None:
+        attempted.append(obj["metadata"]["name"])
+        if len(attempted) == 2:
+            both_attempted.set()
         raise RuntimeError("handler bug")
 
     informer.add_handler(on_add=explode, name="exploding")
-    async with running(informer) as seen:
-        await api.create(configmap("x"), namespace=namespace)
-        await seen.until("add", "x")
-        await api.create(configmap("y"), namespace=namespace)
-        await seen.until("add", "y")
+    with capture_logs() as logs:
+        async with running(informer) as seen:
+            await api.create(configmap("x"), namespace=namespace)
+            await seen.until("add", "x")
+            await api.create(configmap("y"), namespace=namespace)
+            await seen.until("add", "y")
+            await asyncio.wait_for(both_attempted.wait(), 5)  # that handler runs in its own task
+    assert attempted == ["x", "y"]  # one failure did not stop that handler either
+    failures = [e for e in logs if e["event"] == "event handler failed"]
+    assert [(e["informer"], e["handler"], e["notification"], e["log_level"]) for e in failures] == [
+        (informer.name, "exploding", "add", "error")] * 2
+    assert all(e["exc_info"] for e in failures)  # the traceback is logged
 
 
 async def test_cached_objects_are_read_only(clients: ClientFactory, namespace: str) -> None:

@@ -37,11 +37,23 @@ async def settled_watchers(server: KcpServer, timeout: float = 8.0) -> int:  # n
     return count
 
 
+def probe_seen(informer: SharedInformer) -> asyncio.Event:
+    """Set once the informer delivers an object named `probe`."""
+    seen = asyncio.Event()
+
+    def on_add(obj: Any) -> None:
+        if obj["metadata"]["name"] == "probe":
+            seen.set()
+
+    informer.add_handler(on_add=on_add, name="probe")
+    return seen
+
+
 async def test_two_controllers_asking_for_the_same_informer_share_one_watch(
         kcp: KcpServer, clients: ClientFactory, namespace: str) -> None:
     baseline = await settled_watchers(kcp)
     async with SharedInformerFactory(clients, options=ReflectorOptions(backoff_initial=0.05)) as factory:
-        def a_controller_asks_for_configmaps() -> object:
+        def a_controller_asks_for_configmaps() -> SharedInformer:
             return factory.informer(cluster="*", api_version="v1", plural="configmaps", namespaced=True)
 
         first, second = a_controller_asks_for_configmaps(), a_controller_asks_for_configmaps()
@@ -57,8 +69,16 @@ async def test_two_controllers_asking_for_the_same_informer_share_one_watch(
         async with asyncio.timeout(10):
             while await asyncio.to_thread(registered_watchers, kcp) < baseline + 3:  # noqa: ASYNC110 - a metric
                 await asyncio.sleep(0.1)
-        await asyncio.sleep(1.0)  # nothing else shows up
-        assert await asyncio.to_thread(registered_watchers, kcp) == baseline + 3
+        # an object for every informer, seen through its watch: every watch the factory opened is live now
+        delivered = [probe_seen(informer) for informer in (first, other, late)]
+        admin = clients.dynamic("admin")
+        await admin.resource("v1", "configmaps", namespaced=True).create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe", "labels": {"app": "other"}}},
+            namespace=namespace)
+        await admin.resource("v1", "secrets", namespaced=True).create(
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "probe"}}, namespace=namespace)
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in delivered)), 10)
+        assert await asyncio.to_thread(registered_watchers, kcp) == baseline + 3  # and no other
         assert len(factory.informers) == 3
 
 

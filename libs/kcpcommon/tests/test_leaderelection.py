@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
+from kcpcommon.clock import Clock, FakeClock, RealClock
 from kcpcommon.leaderelection import (
     JITTER_FACTOR,
     LeaderElectionConfig,
@@ -44,24 +45,25 @@ def config(lease: str, identity: str, *, lease_duration: float = LEASE, renew_de
 class Candidate:
     """An in-process elector that records when it led."""
 
-    def __init__(self, api: Any, cfg: LeaderElectionConfig) -> None:
+    def __init__(self, api: Any, cfg: LeaderElectionConfig, clock: Clock | None = None) -> None:
+        self.clock = clock or RealClock()
         self.started: list[float] = []
         self.stopped: list[float] = []
         self.leaders: list[str] = []
         self.work_cancelled = asyncio.Event()
         self.elector = LeaderElector(api, cfg, on_started_leading=self._lead, on_stopped_leading=self._stopped,
-                                     on_new_leader=self.leaders.append)
+                                     on_new_leader=self.leaders.append, clock=self.clock)
         self.task: asyncio.Task[None] | None = None
 
     async def _lead(self) -> None:
-        self.started.append(time.monotonic())
+        self.started.append(self.clock.now())
         try:
             await asyncio.Event().wait()
         finally:
             self.work_cancelled.set()
 
     def _stopped(self) -> None:
-        self.stopped.append(time.monotonic())
+        self.stopped.append(self.clock.now())
 
     def start(self) -> Candidate:
         self.task = asyncio.create_task(self.elector.run())
@@ -85,8 +87,8 @@ async def api(clients: ClientFactory) -> Any:
 async def candidates(api: Any) -> AsyncIterator[Callable[..., Candidate]]:
     made: list[Candidate] = []
 
-    def make(lease: str, identity: str, **timings: float) -> Candidate:
-        candidate = Candidate(api, config(lease, identity, **timings))
+    def make(lease: str, identity: str, *, clock: Clock | None = None, **timings: float) -> Candidate:
+        candidate = Candidate(api, config(lease, identity, **timings), clock)
         made.append(candidate)
         return candidate
 
@@ -98,33 +100,78 @@ async def read_lease(api: Any, name: str) -> V1Lease:
     return await CoordinationV1Api(api).read_namespaced_lease(name, "default")
 
 
+async def asleep(clock: FakeClock, candidates: int, timeout: float = 5.0) -> None:
+    """Wait until `candidates` electors sleep on the fake clock again: their lease requests are done."""
+    async with asyncio.timeout(timeout):
+        while clock.sleepers() < candidates:
+            await asyncio.sleep(0.005)
+
+
+async def run_for(clock: FakeClock, seconds: float, *, candidates: int) -> None:
+    """Let `seconds` of fake time pass, waking each sleeper at its deadline and letting its request finish."""
+    end = clock.now() + seconds
+    while (deadline := clock.next_deadline()) is not None and deadline <= end:
+        clock.advance(deadline - clock.now())
+        await asleep(clock, candidates)
+    clock.advance(end - clock.now())
+
+
+async def until(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    """Wait for `condition` to hold; fail saying `what` did not happen."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout}s"
+        await asyncio.sleep(0.02)
+
+
+async def renewals(api: Any, lease: str, count: int, timeout: float = 10.0) -> None:
+    """Wait until the lease's holder has renewed it `count` more times: standbys had that long to misbehave."""
+    deadline = time.monotonic() + timeout
+    last, renewed = (await read_lease(api, lease)).spec.renew_time, 0
+    while renewed < count:
+        assert time.monotonic() < deadline, f"{lease} renewed {renewed} of {count} times within {timeout}s"
+        await asyncio.sleep(0.05)
+        current = (await read_lease(api, lease)).spec.renew_time
+        if current != last:
+            renewed, last = renewed + 1, current
+
+
 async def test_the_first_candidate_creates_the_lease_and_leads(candidates: Any, api: Any, unique: str) -> None:
-    a = candidates(f"first-{unique}", "a").start()
+    clock = FakeClock()
+    a = candidates(f"first-{unique}", "a", clock=clock).start()
     await a.wait_leading(5)
     assert a.elector.is_leader() and a.leaders == ["a"]
+    await asleep(clock, 1)
     spec = (await read_lease(api, f"first-{unique}")).spec
     assert (spec.holder_identity, spec.lease_duration_seconds, spec.lease_transitions) == ("a", 2, 0)
     assert spec.acquire_time is not None and spec.renew_time is not None
-    first_renewal = spec.renew_time
-    await asyncio.sleep(RETRY * 2.5)
-    assert (await read_lease(api, f"first-{unique}")).spec.renew_time > first_renewal  # renewed every retry
+    assert clock.next_deadline() == RETRY  # the next renewal is one retry period away
+    renewals = [spec.renew_time]
+    for _ in range(2):
+        await run_for(clock, RETRY, candidates=1)
+        renewals.append((await read_lease(api, f"first-{unique}")).spec.renew_time)
+    assert renewals == sorted(set(renewals))  # renewed every retry period
 
 
 async def test_a_standby_waits_while_the_lease_is_held_and_takes_over_at_once_on_release(
         candidates: Any, api: Any, unique: str) -> None:
     lease = f"handover-{unique}"
-    a = candidates(lease, "a").start()
+    clock = FakeClock()
+    a = candidates(lease, "a", clock=clock).start()
     await a.wait_leading(5)
-    b = candidates(lease, "b").start()
-    await asyncio.sleep(LEASE + 0.5)  # well past the lease duration: a keeps renewing, so b must wait
+    await asleep(clock, 1)
+    b = candidates(lease, "b", clock=clock).start()
+    await asleep(clock, 2)
+    await run_for(clock, LEASE * 2, candidates=2)  # well past the lease duration: a keeps renewing, so b waits
     assert not b.started and b.leaders == ["a"] and b.elector.leader == "a"
 
     assert a.task is not None
-    released_at = time.monotonic()
+    released_at = clock.now()
     await cancel_and_wait(a.task)  # graceful stop: work cancelled, then the lease released
     assert a.work_cancelled.is_set() and a.stopped and not a.elector.is_leader()
-    b_leads = await b.wait_leading(SLOWEST_POLL + 1)
-    assert b_leads - released_at < SLOWEST_POLL + 0.5 < LEASE  # no waiting for the lease to expire
+    await run_for(clock, SLOWEST_POLL, candidates=1)  # b's next look at the lease
+    b_leads = await b.wait_leading(5)
+    assert b_leads - released_at <= SLOWEST_POLL < LEASE  # no waiting for the lease to expire
     spec = (await read_lease(api, lease)).spec
     assert (spec.holder_identity, spec.lease_transitions) == ("b", 1)
 
@@ -137,10 +184,12 @@ async def test_concurrent_candidates_elect_exactly_one_leader(
         body: Any = {"metadata": {"name": lease}, "spec": {"holderIdentity": "", "leaseTransitions": 7}}
         await CoordinationV1Api(api).create_namespaced_lease("default", body)
     racers = [candidates(lease, f"r{i}").start() for i in range(4)]
-    await asyncio.sleep(1.0)
+    await until(lambda: any(r.started for r in racers), "nobody led")
+    winner = next(r.elector.identity for r in racers if r.started)
+    # once every racer has seen the winner hold a valid lease, none of them will try before it runs out
+    await until(lambda: all(r.elector.leader == winner for r in racers), f"not every racer saw {winner} lead")
     leading = [r.elector.identity for r in racers if r.started]
-    assert len(leading) == 1, leading
-    assert all(r.elector.leader == leading[0] for r in racers)
+    assert leading == [winner]
     spec = (await read_lease(api, lease)).spec
     assert spec.lease_transitions == (8 if lease_state == "released" else 0)
 
@@ -172,7 +221,7 @@ async def test_a_leader_that_cannot_renew_gives_up_before_its_lease_expires(
         a.start()
         await a.wait_leading(5)
         b = candidates(lease, "b").start()
-        await asyncio.sleep(RETRY * 2)
+        await until(lambda: b.leaders == ["a"], "b did not see a lead")  # b stands by
         with capture_logs() as logs:
             cut_at = time.monotonic()
             proxy.cut()
@@ -217,7 +266,7 @@ async def test_two_replicas_fail_over_on_sigkill_and_hand_over_at_once_on_sigter
     await a.wait_for("LEADING")
     b = start_candidate(*flags)
     await b.wait_for("NEW-LEADER")
-    await asyncio.sleep(1.0)
+    await renewals(api, lease, 2)  # a keeps the lease while b looks on
     assert not b.times("LEADING")
 
     # the leader dies without a word: the standby takes over once the lease runs out
@@ -229,7 +278,7 @@ async def test_two_replicas_fail_over_on_sigkill_and_hand_over_at_once_on_sigter
     # a new standby; the leader stops gracefully and hands the lease over at once
     c = start_candidate(*flags)
     await c.wait_for("NEW-LEADER")
-    await asyncio.sleep(0.5)
+    await renewals(api, lease, 1)
     assert not c.times("LEADING")
     terminated_at = b.send(signal.SIGTERM)
     c_leads = await c.wait_for("LEADING", P_LEASE)

@@ -27,11 +27,14 @@ def etcd_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import socket
 
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+    while True:
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()
             break
         except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"etcd did not listen on 127.0.0.1:{port} (exit code {proc.poll()})")
             time.sleep(0.1)
     yield f"127.0.0.1:{port}"
     proc.terminate()

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 import time
+import types
 import uuid
 
+import pytest
+from kcp_apiserver.registry import store
 from kcp_apiserver.registry.store import new_uid, now_rfc3339
 
 
@@ -17,9 +20,21 @@ def test_uids_are_distinct_version_4_uuids() -> None:
         assert str(parsed) == text and parsed.version == 4 and parsed.variant == uuid.RFC_4122
 
 
-def test_timestamps_are_utc_seconds_and_follow_the_clock() -> None:
-    first = now_rfc3339()
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first)
-    assert first == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) or first < now_rfc3339()
-    time.sleep(1.05)
-    assert now_rfc3339() > first
+def test_timestamps_are_utc_seconds_and_follow_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1_700_000_000.25]
+    clock = types.SimpleNamespace(time=lambda: now[0], gmtime=time.gmtime, strftime=time.strftime)
+    monkeypatch.setattr(store, "time", clock)  # the module's view of time only
+    assert store.now_rfc3339() == "2023-11-14T22:13:20Z"
+    now[0] += 0.7
+    assert store.now_rfc3339() == "2023-11-14T22:13:20Z"  # the same second
+    now[0] += 0.1
+    assert store.now_rfc3339() == "2023-11-14T22:13:21Z"  # the next one
+    now[0] += 86_400 * 40
+    assert store.now_rfc3339() == "2023-12-24T22:13:21Z"
+
+
+def test_timestamps_use_the_real_clock() -> None:
+    before = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    stamp = now_rfc3339()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
+    assert before <= stamp <= time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

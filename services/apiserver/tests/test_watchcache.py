@@ -13,11 +13,24 @@ from kcp_apiserver.storage.watchcache import (
     MODIFIED,
     TooOld,
     WatchCache,
+    Watcher,
 )
 
 
 async def next_event(watcher, timeout: float = 5):  # type: ignore[no-untyped-def]
     return await asyncio.wait_for(watcher.queue.get(), timeout)
+
+
+def probe(cache: WatchCache) -> Watcher:
+    """A watcher on everything from now on, to learn how far the cache has dispatched."""
+    return cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=cache.revision)
+
+
+async def dispatched(probe: Watcher, revision: int, timeout: float = 5) -> None:
+    """Wait until the probe has been handed the event at `revision`: the cache has dispatched that far."""
+    async with asyncio.timeout(timeout):
+        while (await probe.queue.get())[1].revision < revision:  # type: ignore[index]
+            pass
 
 
 @pytest.fixture
@@ -64,12 +77,10 @@ async def test_resume_replays_the_window_and_older_is_too_old(cache: WatchCache,
                                                               prefix: str) -> None:
     storage = Storage(etcd)
     start = cache.revision
+    everything = probe(cache)
     revs = [(await storage.create(f"{prefix}c/ns/{i}", {"metadata": {"name": str(i)}})).mod_revision
             for i in range(8)]
-    for _ in range(50):
-        if cache.revision >= revs[-1]:
-            break
-        await asyncio.sleep(0.05)
+    await dispatched(everything, revs[-1])
     resumed = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=revs[5])
     names = [(await next_event(resumed))[1].key.name for _ in range(2)]
     assert names == ["6", "7"]
@@ -92,14 +103,12 @@ async def test_the_window_keeps_only_bytes_yet_a_resumed_watch_sees_whole_object
         cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
     storage = Storage(etcd)
     start = cache.revision
+    watching = probe(cache)
     a = await storage.create(prefix + "c/ns/a", {"metadata": {"name": "a"}, "data": {"k": "1"}})
     b = await storage.update(prefix + "c/ns/a", {"metadata": {"name": "a", "labels": {"in": "yes"}}, "data": {"k": "2"}},
                              a.mod_revision)
     gone_rev = await storage.delete(prefix + "c/ns/a", b.mod_revision)
-    for _ in range(50):
-        if cache.revision >= gone_rev:
-            break
-        await asyncio.sleep(0.05)
+    await dispatched(watching, gone_rev)
     assert all(e._obj is None and e._prev is None for e in cache.events)  # decoded dicts were dropped
     everything = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=start)
     seen = [await next_event(everything) for _ in range(3)]
@@ -121,10 +130,7 @@ async def test_a_slow_watcher_is_closed_not_the_cache(etcd: Etcd3Client, prefix:
         storage = Storage(etcd)
         for i in range(4):
             await storage.create(f"{prefix}c/ns/{i}", {"metadata": {"name": str(i)}})
-        for _ in range(50):
-            if watcher.closed:
-                break
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(watcher.done.wait(), 5)  # closed: it never read its queue of 2
         assert watcher.closed and watcher not in cache.watchers
         fresh = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=cache.revision)
         await storage.create(f"{prefix}c/ns/new", {"metadata": {"name": "new"}})

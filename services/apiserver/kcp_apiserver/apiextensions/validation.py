@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kcp_apiserver.apiextensions.celrules import rule_errors
+from kcp_apiserver.apimachinery.jsonvalues import json_equal, json_type
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.apimachinery.validation import (
     forbidden,
@@ -1605,37 +1606,12 @@ def _go_value(value: Any) -> str:
     return render_value(value)
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _type_ok(value: Any, kind: str) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer()
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return _json_type(value) == kind
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON equality without Python's True == 1."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    return a == b
+    return json_type(value) == kind
 
 
 @dataclass
@@ -1654,10 +1630,10 @@ def _check(value: Any, s: Obj, name: str, out: list[_Problem]) -> None:
     kind = _s(s, "type")
     if s.get("x-kubernetes-int-or-string") is True and not kind:
         if not (_type_ok(value, "integer") or isinstance(value, str)):
-            out.append(_Problem("type", name, value, "integer,string", [_json_type(value)]))
+            out.append(_Problem("type", name, value, "integer,string", [json_type(value)]))
             return
     elif kind and not _type_ok(value, kind):
-        out.append(_Problem("type", name, value, kind, [_json_type(value)]))
+        out.append(_Problem("type", name, value, kind, [json_type(value)]))
         return
     where = f"{name} in body"
     for sub in _get(s, "allOf") or []:
@@ -1669,7 +1645,7 @@ def _check(value: Any, s: Obj, name: str, out: list[_Problem]) -> None:
     if isinstance(_get(s, "not"), dict) and _passes(value, s["not"], name):
         out.append(_Problem("invalid", name, value, f"{where} must not validate the schema (not)"))
     enum = _get(s, "enum")
-    if isinstance(enum, list) and enum and not any(_json_equal(value, e) for e in enum):
+    if isinstance(enum, list) and enum and not any(json_equal(value, e) for e in enum):
         out.append(_Problem("enum", name, value, None, [_go_value(e) for e in enum]))
     if isinstance(value, str):
         length = len(value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.jsonvalues import json_type
 from kcp_apiserver.endpoints.wire import duplicate_fields
 from kcp_apiserver.registry import schemas
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -20,6 +21,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
     "object": (dict,), "array": (list,),
 }
+_GO_VALUE_KINDS = {"boolean": "bool", "integer": "number"}  # encoding/json's words where OpenAPI's differ
 
 
 class FieldValidator:
@@ -83,12 +85,12 @@ def _walk(value: Any, schema: dict[str, Any], path: str, unknown: list[str], err
     expected = schema.get("type")
     if schema.get("x-kubernetes-int-or-string") or schema.get("format") == "int-or-string":
         if not isinstance(value, (int, str)) or isinstance(value, bool):
-            errors.append(f"{path or '.'}: expected an integer or a string, got {_json_type(value)}")
+            errors.append(f"{path or '.'}: expected an integer or a string, got {_go_value_kind(value)}")
         return
     if isinstance(expected, str) and expected in _JSON_TYPES:
         ok = isinstance(value, _JSON_TYPES[expected]) and not (isinstance(value, bool) and expected != "boolean")
         if not ok:
-            errors.append(f"json: cannot unmarshal {_json_type(value)} into Go struct field "
+            errors.append(f"json: cannot unmarshal {_go_value_kind(value)} into Go struct field "
                           f"{path or '.'} of type {_go_type(expected)}")
             return
     if isinstance(value, dict):
@@ -110,20 +112,12 @@ def _walk(value: Any, schema: dict[str, Any], path: str, unknown: list[str], err
             _walk(item, schema["items"], f"{path}[{index}]", unknown, errors)
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+def _go_value_kind(value: Any) -> str:
+    """How Go's encoding/json names a value it cannot unmarshal: bool, number, string, array, object, null."""
+    kind = json_type(value)
+    return _GO_VALUE_KINDS.get(kind, kind)
 
 
-def _go_type(json_type: str) -> str:
+def _go_type(schema_type: str) -> str:
     return {"integer": "int", "number": "float64", "boolean": "bool", "object": "map", "array": "slice"}.get(
-        json_type, json_type)
+        schema_type, schema_type)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from kcpcommon.keys import CLUSTER_ANNOTATION
+
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.builtin import NAMESPACE, prepare_namespace
 from kcp_apiserver.storage.etcd import Storage, StorageError
@@ -32,7 +34,7 @@ def default_namespace(cluster: str, created: str) -> dict:  # type: ignore[type-
 
     ns = {"apiVersion": "v1", "kind": "Namespace",
           "metadata": {"name": "default", "uid": new_uid(), "creationTimestamp": created,
-                       "annotations": {"kcp.io/cluster": cluster}}}
+                       "annotations": {CLUSTER_ANNOTATION: cluster}}}
     prepare_namespace(ns, None)
     return ns
 

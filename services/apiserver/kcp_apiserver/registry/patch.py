@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.jsonvalues import json_equal
 from kcp_apiserver.registry.schemas import PatchMeta
 
 JSON_PATCH = "application/json-patch+json"
@@ -133,7 +134,7 @@ def _apply_op(doc: Any, op: Any) -> Any:
     if name == "copy":
         return _add(doc, path, copy.deepcopy(_get(doc, _pointer(op, "from"))))
     if name == "test":
-        if not _json_equal(_get(doc, path), op["value"]):
+        if not json_equal(_get(doc, path), op["value"]):
             raise _OpFailed(f'testing value "{op["path"]}" failed')
         return doc
     raise _OpFailed(f"unknown JSON patch operation {name!r}")
@@ -195,19 +196,6 @@ def _remove(doc: Any, path: list[str]) -> Any:
     if isinstance(parent, list) and last != "-":
         return parent.pop(_index(last, len(parent)))
     raise _OpFailed(f'path "/{"/".join(path)}" does not exist')
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON means it: true is not 1, 1 is 1.0."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return False
-    return a == b
 
 
 # -- RFC 7386 JSON merge patch -------------------------------------------------------------------

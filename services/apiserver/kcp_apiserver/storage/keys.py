@@ -6,17 +6,14 @@ The logical cluster sits right under the resource, so one range read over
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+# one key type for the server and the controllers: (cluster, namespace or "", name)
+from kcpcommon.keys import ObjectKey
+
+__all__ = ["CLUSTERS_PREFIX", "ROOT", "ObjectKey", "cluster_marker", "object_key", "parse_key", "resource_prefix",
+           "scope_prefix"]
 
 ROOT = "/registry"
 CLUSTERS_PREFIX = f"{ROOT}/kcp.io/logicalclusters/"
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectKey:
-    cluster: str
-    namespace: str
-    name: str
 
 
 def resource_prefix(group: str, resource: str) -> str:
