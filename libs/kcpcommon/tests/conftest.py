@@ -209,7 +209,7 @@ class CandidateProcess:
     def details(self, word: str) -> list[str]:
         return [detail for w, detail, _ in list(self.lines) if w == word]
 
-    async def wait_for(self, word: str, timeout: float = 15.0) -> float:  # noqa: ASYNC109 - fails at the deadline
+    async def wait_for(self, word: str, timeout: float = 15.0) -> float:
         """The time of the first `word` line, waiting for it if need be."""
         deadline = time.monotonic() + timeout
         while not self.times(word):
@@ -220,7 +220,7 @@ class CandidateProcess:
             await asyncio.sleep(0.02)
         return self.times(word)[0]
 
-    async def exit_code(self, timeout: float = 15.0) -> int:  # noqa: ASYNC109 - fails at the deadline
+    async def exit_code(self, timeout: float = 15.0) -> int:
         deadline = time.monotonic() + timeout
         while self.process.poll() is None:
             if time.monotonic() > deadline:

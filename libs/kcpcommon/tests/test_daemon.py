@@ -173,7 +173,7 @@ async def test_sigterm_finishes_the_work_in_hand_releases_the_lease_and_exits_0(
 
     reconciling = len(daemon.times("RECONCILING"))
     async with asyncio.timeout(10):  # signal in the middle of a reconcile
-        while len(daemon.times("RECONCILING")) == reconciling:  # noqa: ASYNC110 - another process's output
+        while len(daemon.times("RECONCILING")) == reconciling:
             await asyncio.sleep(0.01)
     terminated_at = daemon.send(signal.SIGTERM)
     assert await daemon.exit_code() == 0

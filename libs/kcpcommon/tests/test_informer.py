@@ -45,10 +45,10 @@ class Recorder:
         name = obj.key.name if isinstance(obj, DeletedFinalStateUnknown) else obj["metadata"]["name"]
         self.events.put_nowait(("delete", name, obj))
 
-    async def next(self, timeout: float = 10.0) -> tuple[str, str, Any]:  # noqa: ASYNC109 - a test's deadline
+    async def next(self, timeout: float = 10.0) -> tuple[str, str, Any]:
         return await asyncio.wait_for(self.events.get(), timeout)
 
-    async def until(self, event: str, name: str, timeout: float = 15.0) -> Any:  # noqa: ASYNC109 - a deadline
+    async def until(self, event: str, name: str, timeout: float = 15.0) -> Any:
         """Skip to the first `event` for `name`; returns its object."""
         async with asyncio.timeout(timeout):
             while True:
@@ -210,7 +210,7 @@ async def test_a_handler_added_after_sync_first_gets_every_cached_object(
         registration = informer.add_handler(on_add=late.on_add, name="late")
         assert sorted([(await late.next())[1], (await late.next())[1]]) == ["one", "two"]
         async with asyncio.timeout(5):
-            while not registration.has_synced:  # noqa: ASYNC110 - a flag without an event
+            while not registration.has_synced:
                 await asyncio.sleep(0.01)
 
 

@@ -28,11 +28,11 @@ def registered_watchers(server: KcpServer) -> int:
     return int(float(match.group(1)))
 
 
-async def settled_watchers(server: KcpServer, timeout: float = 8.0) -> int:  # noqa: ASYNC109 - best effort
+async def settled_watchers(server: KcpServer, timeout: float = 8.0) -> int:
     """The gauge once earlier tests' watches are gone (the server notices a closed watch within ~5 s)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while (count := await asyncio.to_thread(registered_watchers, server)) and loop.time() < deadline:  # noqa: ASYNC110
+    while (count := await asyncio.to_thread(registered_watchers, server)) and loop.time() < deadline:
         await asyncio.sleep(0.25)
     return count
 
@@ -67,7 +67,7 @@ async def test_two_controllers_asking_for_the_same_informer_share_one_watch(
                                 namespace=namespace)  # asked for after start(): runs at once
         assert await late.wait_for_sync(10)
         async with asyncio.timeout(10):
-            while await asyncio.to_thread(registered_watchers, kcp) < baseline + 3:  # noqa: ASYNC110 - a metric
+            while await asyncio.to_thread(registered_watchers, kcp) < baseline + 3:
                 await asyncio.sleep(0.1)
         # an object for every informer, seen through its watch: every watch the factory opened is live now
         delivered = [probe_seen(informer) for informer in (first, other, late)]

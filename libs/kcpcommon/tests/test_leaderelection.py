@@ -69,7 +69,7 @@ class Candidate:
         self.task = asyncio.create_task(self.elector.run())
         return self
 
-    async def wait_leading(self, timeout: float) -> float:  # noqa: ASYNC109 - fails the test at the deadline
+    async def wait_leading(self, timeout: float) -> float:
         deadline = time.monotonic() + timeout
         while not self.started:
             assert time.monotonic() < deadline, f"{self.elector.identity} did not lead within {timeout}s"

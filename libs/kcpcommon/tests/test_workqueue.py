@@ -87,7 +87,7 @@ async def test_no_two_workers_ever_hold_the_same_key(queue: WorkQueue[str]) -> N
     for _ in range(300):
         queue.add(rng.choice("abcde"))
         await asyncio.sleep(0)
-    while len(queue) or queue.in_flight:  # noqa: ASYNC110 - until the workers have drained it
+    while len(queue) or queue.in_flight:
         await asyncio.sleep(0)
     await queue.shut_down_with_drain()
     await asyncio.gather(*workers)
