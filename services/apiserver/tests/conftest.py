@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from etcd3aio import Etcd3Client
+
 from kcp_apiserver.storage.embedded_etcd import etcd_binary, free_port
 
 

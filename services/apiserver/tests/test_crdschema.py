@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from kcp_apiserver.apiextensions.schema import compile_schema
 from kcp_apiserver.apimachinery.status import Cause
 

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from kcp_apiserver.apiextensions.validation import (
     default_crd,
     schema_uses_cel,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from kcp_apiserver.apimachinery.jsonpath import compile_jsonpath
 
 OBJ: dict[str, Any] = {

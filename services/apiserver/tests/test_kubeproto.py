@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from grpc_tools import protoc  # test-only dependency: grpcio-tools
+
 from kcp_apiserver.apimachinery import kubeproto
 from kcp_apiserver.apimachinery.status import APIError
 

@@ -20,6 +20,7 @@ import yaml
 from google.protobuf import unknown_fields
 from google.protobuf.message import Message
 from grpc_tools import protoc  # test-only dependency: grpcio-tools
+
 from kcp_apiserver.endpoints.openapi_proto import encode_swagger
 
 # A subset of openapi.v2 from google/gnostic's openapiv2/OpenAPIv2.proto, with

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, UserInfo
 from kcp_apiserver.filters.authorization import Decision

@@ -8,6 +8,7 @@ import types
 import uuid
 
 import pytest
+
 from kcp_apiserver.registry import store
 from kcp_apiserver.registry.store import new_uid, now_rfc3339
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kcp_apiserver.server.settings import APIServerSettings
 from kcpcommon.settings import parse_settings
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from etcd3aio import Etcd3Client
+
 from kcp_apiserver.storage.etcd import (
     KeyExists,
     KeyNotFound,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from kcp_apiserver.apiextensions.resources import resources_for
 from kcp_apiserver.registry.builtin.workloads import format_label_selector
 from kcp_apiserver.registry.tables import human_duration, to_table

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from etcd3aio import Etcd3Client
+
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.watchcache import (
     ADDED,

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
-
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.admission import CREATE, DELETE, Attributes
 from kcp_apiserver.registry.builtin import NAMESPACE
@@ -14,6 +12,7 @@ from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, StorageError
 from kcp_apiserver.storage.keys import object_key
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 

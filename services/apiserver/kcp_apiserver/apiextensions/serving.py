@@ -13,8 +13,6 @@ import copy
 from typing import Any
 
 import structlog
-from kcpcommon.controller import Controller, Result
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.resources import (
@@ -29,6 +27,8 @@ from kcp_apiserver.registry.store import CLUSTER_ANNOTATION, Registry, now_rfc33
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key, scope_prefix
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcpcommon.controller import Controller, Result
+from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 log = structlog.get_logger("crds")
 RETRY_SECONDS = 1.0

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 import structlog
-from kcpcommon.tasks import cancel_and_wait, spawn
 
 from kcp_apiserver.storage.etcd import Compacted, Storage, StorageError
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("compaction")
 

@@ -7,8 +7,6 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 import structlog
-from kcpcommon.controller import Controller, Result
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 from kcp_apiserver.registry.builtin import NAMESPACE
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -16,6 +14,8 @@ from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key, scope_prefix
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcpcommon.controller import Controller, Result
+from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 log = structlog.get_logger("namespaces")
 

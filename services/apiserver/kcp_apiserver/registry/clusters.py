@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 
-from kcpcommon.keys import CLUSTER_ANNOTATION
-
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.builtin import NAMESPACE, prepare_namespace
 from kcp_apiserver.storage.etcd import Storage, StorageError
 from kcp_apiserver.storage.keys import cluster_marker, object_key
+from kcpcommon.keys import CLUSTER_ANNOTATION
 
 DEFAULT_CLUSTER = "admin"
 WILDCARD = "*"

@@ -33,8 +33,8 @@ from kcp_apiserver.storage.etcd import (
     Unavailable,
 )
 from kcp_apiserver.storage.keys import object_key, parse_key, scope_prefix
+from kcpcommon.keys import CLUSTER_ANNOTATION
 
-CLUSTER_ANNOTATION = "kcp.io/cluster"
 TOO_LARGE_RV_WAIT = 3.0  # seconds a read waits for a resourceVersion the server has not reached (kube's 3 s)
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 

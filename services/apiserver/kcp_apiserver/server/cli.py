@@ -12,7 +12,6 @@ from pathlib import Path
 
 import structlog
 from aiohttp import web
-from kcpcommon.settings import parse_settings
 
 from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.observability import configure_logging
@@ -22,6 +21,7 @@ from kcp_apiserver.server.kcp import kcp_config
 from kcp_apiserver.server.pki import Credentials, ensure_credentials, write_kubeconfig
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
+from kcpcommon.settings import parse_settings
 
 log = structlog.get_logger("kcp-apiserver")
 

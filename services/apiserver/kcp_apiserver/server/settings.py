@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kcpcommon.settings import settings_config
 from pydantic import Field
 from pydantic_settings import BaseSettings
+
+from kcpcommon.settings import settings_config
 
 
 class APIServerSettings(BaseSettings):
