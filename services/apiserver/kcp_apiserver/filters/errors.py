@@ -24,7 +24,7 @@ async def errors_to_status(request: web.Request, handler: Handler) -> web.Stream
         raise
     except (asyncio.CancelledError, ConnectionResetError):
         raise
-    except Exception as exc:  # noqa: BLE001 - every failure leaves as a Status
+    except Exception as exc:
         log.exception("unhandled error", path=request.path)
         error = st.internal(type(exc).__name__)
         return json_response(error.to_status(), 500)

@@ -1,12 +1,9 @@
-"""Structured logs and Prometheus metrics for the API server."""
+"""Per-request log lines and Prometheus metrics for the API server (logging itself is kcpcommon's)."""
 
 from __future__ import annotations
 
-import logging
-import sys
 import time
 
-import orjson
 import structlog
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -15,23 +12,6 @@ from kcp_apiserver.endpoints.wire import CONTEXT
 from kcp_apiserver.filters import Handler
 
 log = structlog.get_logger("apiserver")
-
-
-def configure_logging(level: str = "info") -> None:
-    """JSON lines when not on a terminal, readable console output on one."""
-    tty = sys.stderr.isatty()
-    renderer: structlog.types.Processor = (structlog.dev.ConsoleRenderer() if tty
-                                           else structlog.processors.JSONRenderer(serializer=orjson.dumps))
-    logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(message)s")
-    structlog.configure(
-        processors=[structlog.contextvars.merge_contextvars, structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso", utc=True),
-                    structlog.processors.format_exc_info, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=(structlog.PrintLoggerFactory(sys.stderr) if tty
-                        else structlog.BytesLoggerFactory(sys.stderr.buffer)),
-        cache_logger_on_first_use=True,
-    )
 
 
 class Metrics:

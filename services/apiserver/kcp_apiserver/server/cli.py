@@ -14,13 +14,13 @@ import structlog
 from aiohttp import web
 
 from kcp_apiserver.endpoints.handlers import WatchSettings
-from kcp_apiserver.filters.observability import configure_logging
 from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
 from kcp_apiserver.server.pki import Credentials, ensure_credentials, write_kubeconfig
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
+from kcpcommon.logs import configure_logging
 from kcpcommon.settings import parse_settings
 
 log = structlog.get_logger("kcp-apiserver")
@@ -84,7 +84,7 @@ async def _start_workers(args: APIServerSettings, endpoints: list[str]) -> list[
 
 
 async def run(args: APIServerSettings) -> None:
-    root = Path(args.root_dir).resolve()
+    root = Path(args.root_dir)  # made absolute by main(), before the loop starts
     creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostnames))
     endpoints = args.etcd_endpoints
     if args.worker_index:
@@ -120,6 +120,7 @@ async def run(args: APIServerSettings) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_settings(APIServerSettings, argv, prog="kcp-apiserver")
+    args.root_dir = str(Path(args.root_dir).resolve())
     configure_logging(args.log_level)
     try:
         import uvloop  # type: ignore[import-not-found]

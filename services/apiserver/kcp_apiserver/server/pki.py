@@ -43,7 +43,7 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _new_ca(cert_path: Path, key_path: Path) -> None:
     key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(_name("kcp-ca")).issuer_name(_name("kcp-ca"))
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=3650))
@@ -67,7 +67,7 @@ def _new_serving(ca_cert_path: Path, ca_key_path: Path, cert_path: Path, key_pat
             sans.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             sans.append(x509.DNSName(host))
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(_name("kcp-apiserver")).issuer_name(ca_cert.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=825))
