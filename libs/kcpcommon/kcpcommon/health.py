@@ -21,6 +21,52 @@ log = structlog.get_logger("kcpcommon.health")
 Check = Callable[[], bool | Awaitable[bool]]
 
 
+class HealthChecks:
+    """Named checks, answered as kube-apiserver answers `/healthz`, `/livez` and `/readyz`.
+
+    All pass: `ok` (or, with `verbose`, one `[+]name ok` line each and `<endpoint> check passed`);
+    any fails: 503 with every line and `<endpoint> check failed`. `/readyz/<name>` asks one check.
+    The apiserver serves these on its API port, daemons on their health port: one rendering for both.
+    """
+
+    def __init__(self) -> None:
+        self._checks: dict[str, Check] = {}
+
+    def add(self, name: str, check: Check) -> None:
+        self._checks[name] = check
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._checks
+
+    async def verdicts(self, only: str | None = None) -> dict[str, bool]:
+        """Each check's verdict; a check that raises has failed."""
+        verdicts = {}
+        for name, check in self._checks.items():
+            if only is not None and name != only:
+                continue
+            try:
+                result = check()
+                if inspect.isawaitable(result):
+                    result = await result
+                verdicts[name] = bool(result)
+            except Exception:
+                log.warning("health check failed", check=name, exc_info=True)
+                verdicts[name] = False
+        return verdicts
+
+    async def render(self, endpoint: str, *, only: str | None = None, verbose: bool = False) -> tuple[int, str]:
+        """(HTTP status, body) for `endpoint`; `only` names one check (the caller answers 404 if unknown)."""
+        verdicts = await self.verdicts(only)
+        passed = all(verdicts.values())
+        if only is not None:
+            return (200, "ok") if passed else (503, f"internal server error: {only} check failed")
+        if passed and not verbose:
+            return 200, "ok"
+        lines = [f"[+]{name} ok" if ok else f"[-]{name} failed" for name, ok in verdicts.items()]
+        lines.append(f"{endpoint} check {'passed' if passed else 'failed'}")
+        return (200 if passed else 503), "\n".join(lines) + "\n"
+
+
 class HealthServer:
     """A small aiohttp server; `port=0` binds a free port, readable as `.port` after `start()`."""
 
@@ -28,12 +74,12 @@ class HealthServer:
         self.registry = registry
         self.host = host
         self.port = port
-        self._checks: dict[str, Check] = {}
+        self.readiness = HealthChecks()
         self._runner: web.AppRunner | None = None
 
     def add_readiness_check(self, name: str, check: Check) -> None:
         """`/readyz` answers 200 only while `check()` (plain or async) returns True."""
-        self._checks[name] = check
+        self.readiness.add(name, check)
 
     async def start(self) -> None:
         app = web.Application()
@@ -62,27 +108,14 @@ class HealthServer:
 
     async def ready(self) -> dict[str, bool]:
         """Each readiness check's verdict; a check that raises has failed."""
-        verdicts = {}
-        for name, check in self._checks.items():
-            try:
-                result = check()
-                if inspect.isawaitable(result):
-                    result = await result
-                verdicts[name] = bool(result)
-            except Exception:
-                log.warning("readiness check failed", check=name, exc_info=True)
-                verdicts[name] = False
-        return verdicts
+        return await self.readiness.verdicts()
 
     async def _healthz(self, request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        verdicts = await self.ready()
-        lines = [f"[+]{name} ok" if ok else f"[-]{name} failed" for name, ok in verdicts.items()]
-        ready = all(verdicts.values())
-        lines.append("readyz check passed" if ready else "readyz check failed")
-        return web.Response(text="\n".join(lines) + "\n", status=200 if ready else 503)
+        status, text = await self.readiness.render("readyz", verbose=True)
+        return web.Response(text=text, status=status)
 
     async def _metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

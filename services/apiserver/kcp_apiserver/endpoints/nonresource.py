@@ -20,6 +20,7 @@ from kcp_apiserver.endpoints import discovery, openapi
 from kcp_apiserver.endpoints.wire import json_response, wants_aggregated_discovery
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Resource
+from kcpcommon.health import HealthChecks
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0+kcp", "gitCommit": "", "gitTreeState": "clean",
            "buildDate": "2026-11-22T00:00:00Z", "goVersion": "python3.11", "compiler": "cpython",
@@ -28,7 +29,6 @@ PROTOBUF_V2 = "application/com.github.proto-openapi.spec.v2"
 HEALTH_ENDPOINTS = ("healthz", "livez", "readyz")
 STORAGE_CHECK_TIMEOUT = 2.0
 
-Check = Callable[[], Awaitable[str | None]]  # None: passed; a string: why it failed
 
 
 class NonResourceHandlers:
@@ -41,6 +41,7 @@ class NonResourceHandlers:
         self.ping_storage = ping_storage
         self.is_ready = is_ready
         self._openapi_cache: dict[tuple[object, ...], bytes] = {}
+        self._health_checks = self._checks()
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
@@ -56,40 +57,28 @@ class NonResourceHandlers:
 
     # -- health -------------------------------------------------------------------------------
 
-    def _checks(self, endpoint: str) -> dict[str, Check]:
-        async def ping() -> str | None:
-            return None
-
-        async def etcd() -> str | None:
+    def _checks(self) -> dict[str, HealthChecks]:
+        """kube's checks: livez only that the process answers; healthz and readyz also startup and etcd."""
+        async def etcd() -> bool:
             try:
                 await asyncio.wait_for(self.ping_storage(), STORAGE_CHECK_TIMEOUT)
-            except Exception:  # noqa: BLE001 - any failure to reach etcd is the same answer
-                return "etcd is unreachable"
-            return None
+            except Exception:
+                return False
+            return True
 
-        async def startup() -> str | None:
-            return None if self.is_ready() else "startup not finished"
-
-        if endpoint == "livez":
-            return {"ping": ping}
-        return {"ping": ping, "startup": startup, "etcd": etcd}
+        live, ready = HealthChecks(), HealthChecks()
+        for checks in (live, ready):
+            checks.add("ping", lambda: True)
+        ready.add("startup", self.is_ready)
+        ready.add("etcd", etcd)
+        return {"livez": live, "healthz": ready, "readyz": ready}
 
     async def _health(self, endpoint: str, only: str | None, verbose: bool) -> web.Response:
-        """kube's health endpoints: `ok`, or one `[+]`/`[-]` line per check; `/<endpoint>/<check>` for one."""
-        checks = self._checks(endpoint)
-        if only is not None:
-            if only not in checks:
-                raise st.APIError(404, "NotFound", "the server could not find the requested resource")
-            failure = await checks[only]()
-            return web.Response(status=503 if failure else 200, text=f"internal server error: {failure}"
-                                if failure else "ok")
-        results = {name: await check() for name, check in checks.items()}
-        failed = any(results.values())
-        if not failed and not verbose:
-            return web.Response(text="ok")
-        lines = [f"[-]{name} failed: {why}" if why else f"[+]{name} ok" for name, why in results.items()]
-        lines.append(f"{endpoint} check {'failed' if failed else 'passed'}")
-        return web.Response(status=503 if failed else 200, text="\n".join(lines))
+        checks = self._health_checks[endpoint]
+        if only is not None and only not in checks:
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        status, text = await checks.render(endpoint, only=only, verbose=verbose)
+        return web.Response(status=status, text=text)
 
     # -- discovery and OpenAPI --------------------------------------------------------------
 
