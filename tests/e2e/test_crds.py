@@ -483,3 +483,32 @@ def test_kubectl_get_deployments_served_as_a_crd_prints_kube_columns(kcp: KcpSer
     wide = kubectl(path, "get", "deploy", "-o", "wide").stdout.splitlines()
     assert wide[0].split()[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
     assert wide[1].split()[-3:] == ["nginx", "nginx:1.27", "app=web"]
+
+
+def test_kubectl_apply_of_a_list_keeps_fields_under_preserve_unknown_nodes(kcp: KcpServer, unique: str) -> None:
+    """A `kind: List` file is validated by kubectl itself against /openapi/v2, which must not list
+    properties where the server keeps unknown fields (nor type a nullable field)."""
+    cluster, group = f"kc-list-{unique}", f"list{unique}.example.com"
+    config = yaml.safe_load(kcp.kubeconfig.read_text())
+    base = config["clusters"][0]["cluster"]["server"]
+    config["clusters"].append({"name": cluster, "cluster": {**config["clusters"][0]["cluster"],
+                                                            "server": f"{base}/clusters/{cluster}"}})
+    config["contexts"].append({"name": cluster, "context": {"cluster": cluster, "user": "admin"}})
+    config["current-context"] = cluster
+    path = kcp.root / f"kubeconfig-{unique}"
+    path.write_text(yaml.safe_dump(config))
+    extra = {"settings": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                          "properties": {"known": {"type": "string"}}},
+             "note": {"type": "string", "nullable": True}}
+    kubectl(path, "apply", "-f", "-", input_text=yaml.safe_dump(widget_crd(group, extra_props=extra)))
+    kubectl(path, "wait", "--for", "condition=Established", f"crd/widgets.{group}", "--timeout=10s")
+    item = widget("listed", size=1, group=group, settings={"known": "k", "surprise": {"deep": [1, 2]}}, note=None)
+    item["metadata"]["namespace"] = "default"
+    listed = {"apiVersion": "v1", "kind": "List", "items": [item]}
+    applied = kubectl(path, "apply", "-f", "-", input_text=yaml.safe_dump(listed), check=False)
+    assert applied.returncode == 0, applied.stderr
+    got = json.loads(kubectl(path, "get", "widget", "listed", "-o", "json").stdout)
+    assert got["spec"]["settings"] == {"known": "k", "surprise": {"deep": [1, 2]}}
+    rejected = kubectl(path, "apply", "-f", "-", check=False, input_text=yaml.safe_dump(
+        dict(listed, items=[dict(item, spec={"size": 1, "unknownHere": True})])))
+    assert rejected.returncode != 0 and "unknownHere" in rejected.stderr  # the rest of the schema still checks

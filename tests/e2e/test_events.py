@@ -74,3 +74,27 @@ def test_kubectl_get_events_shows_events_recorded_through_events_k8s_io(kcp: Kcp
     assert "Scheduled" in table and "pod/web-9" in table and "scaled to 3" in table
     listed = run_kubectl(kcp, "events", "-n", ns).stdout  # kubectl's own events command
     assert "Scheduled" in listed and "scaled to 3" in listed
+
+
+def test_kubectl_events_for_one_object_selects_its_events(kcp: KcpServer, unique: str) -> None:
+    """`kubectl events --for` sends involvedObject.kind, .apiVersion and .name field selectors."""
+    import json
+
+    ns = f"evfor-{unique}"
+    run_kubectl(kcp, "create", "namespace", ns)
+    run_kubectl(kcp, "-n", ns, "create", "configmap", "x")
+    about = {"cm": {"kind": "ConfigMap", "apiVersion": "v1", "name": "x", "namespace": ns},
+             "other-cm": {"kind": "ConfigMap", "apiVersion": "v1", "name": "y", "namespace": ns},
+             "pod": {"kind": "Pod", "apiVersion": "v1", "name": "x", "namespace": ns}}
+    for name, ref in about.items():
+        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": ns},
+                 "involvedObject": ref, "reason": f"Reason-{name}", "message": f"about {name}", "type": "Normal",
+                 "source": {"component": "tester"}}
+        run_kubectl(kcp, "create", "-f", "-", input_text=json.dumps(event))
+    out = run_kubectl(kcp, "-n", ns, "events", "--for", "cm/x").stdout
+    assert "Reason-cm" in out and "about cm" in out
+    assert "Reason-other-cm" not in out and "Reason-pod" not in out
+    selected = run_kubectl(kcp, "-n", ns, "get", "events", "--field-selector",
+                          "involvedObject.resourceVersion=,involvedObject.fieldPath=,source=tester,"
+                          "reportingComponent=", "-o", "name").stdout.split()
+    assert sorted(selected) == ["event/cm", "event/other-cm", "event/pod"]

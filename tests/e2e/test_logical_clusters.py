@@ -5,12 +5,17 @@ from __future__ import annotations
 from api import Api, configmap
 
 
-async def test_a_new_logical_cluster_is_born_with_namespace_default(api: Api, unique: str) -> None:
+async def test_a_new_logical_cluster_is_born_with_kubes_system_namespaces(api: Api, unique: str) -> None:
     base = f"/clusters/team-{unique}"
     created = await api.post(f"{base}/api/v1/namespaces/default/configmaps", configmap("first"))
     assert created.status == 201, created.body
     namespaces = await api.get(f"{base}/api/v1/namespaces")
-    assert [n["metadata"]["name"] for n in namespaces.body["items"]] == ["default"]
+    assert [n["metadata"]["name"] for n in namespaces.body["items"]] == [
+        "default", "kube-node-lease", "kube-public", "kube-system"]
+    assert all(n["status"]["phase"] == "Active" for n in namespaces.body["items"])
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "node-1"}}
+    assert (await api.post(f"{base}/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease)
+            ).status == 201  # a node heartbeat has its namespace
 
 
 async def test_objects_are_invisible_across_logical_clusters(api: Api, unique: str) -> None:

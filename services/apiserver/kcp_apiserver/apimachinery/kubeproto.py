@@ -52,6 +52,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kcp_apiserver.apimachinery import metatime
 from kcp_apiserver.apimachinery import status as st
 
 __all__ = ["MAGIC", "KINDS", "SCHEMAS", "decode", "encode", "message_for", "supports"]
@@ -431,18 +432,10 @@ def _decode_time(buf: bytes, *, micro: bool) -> str | None:
 
 
 def _format_time(seconds: int, nanos: int, *, micro: bool) -> str:
-    days, rest = divmod(seconds, 86400)
     # days since 0001-01-01 (proleptic Gregorian ordinal 1) of the unix epoch: 719162
-    ordinal = days + 719163
-    if not 1 <= ordinal <= 3652059:
+    if not 1 <= seconds // 86400 + 719163 <= 3652059:
         raise _Malformed("Time.MarshalJSON: year outside of range [0,9999]")
-    date = datetime.date.fromordinal(ordinal)
-    hour, rest = divmod(rest, 3600)
-    minute, second = divmod(rest, 60)
-    text = f"{date.year:04d}-{date.month:02d}-{date.day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
-    if micro:
-        text += f".{nanos // 1000:06d}"
-    return text + "Z"
+    return metatime.format_time(seconds, nanos, micro=micro)
 
 
 def _decode_fields_v1(buf: bytes) -> Any:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from dataclasses import field as dataclass_field
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from kcp_apiserver.apimachinery.status import bad_request
 from kcp_apiserver.apimachinery.validation import (
@@ -395,14 +397,20 @@ def _field_text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+FieldGetter = Callable[[Mapping[str, Any]], Any]
+
+
 @dataclass(frozen=True)
 class FieldRequirement:
     field: str
     operator: str  # "=", "==" or "!="
     value: str
+    # how the field's value is read when it is not the value at its own dotted path
+    getter: FieldGetter | None = dataclass_field(default=None, compare=False, repr=False)
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        equal = _field_text(lookup_field(obj, self.field)) == self.value
+        actual = self.getter(obj) if self.getter is not None else lookup_field(obj, self.field)
+        equal = _field_text(actual) == self.value
         return not equal if self.operator == NOT_EQUALS else equal
 
     def __str__(self) -> str:
@@ -427,8 +435,12 @@ class FieldSelector:
         self.requirements = tuple(requirements)
 
     @classmethod
-    def parse(cls, text: str, allowed: Iterable[str]) -> FieldSelector:
-        """The `fieldSelector` query syntax; only fields in `allowed` may be used (kube's label conversion)."""
+    def parse(cls, text: str, allowed: Iterable[str] | Mapping[str, FieldGetter | None]) -> FieldSelector:
+        """The `fieldSelector` query syntax; only fields in `allowed` may be used (kube's label conversion).
+
+        A mapping names, per field, how to read its value (None: the value at the field's own path),
+        as a kube type's selectable field set may compute a field (an Event's `source`).
+        """
         try:
             terms = []
             # kube sorts the raw terms before parsing, which decides which error is reported first.
@@ -442,11 +454,12 @@ class FieldSelector:
                 terms.append(FieldRequirement(field, op, unescape_field_value(raw)))
         except SelectorError as exc:
             raise bad_request(str(exc)) from exc
-        permitted = set(allowed)
+        permitted: Mapping[str, FieldGetter | None] = (
+            allowed if isinstance(allowed, Mapping) else dict.fromkeys(allowed))
         for term in terms:
             if term.field not in permitted:
                 raise bad_request(f"field label not supported: {term.field}")
-        return cls(terms)
+        return cls(replace(t, getter=permitted[t.field]) for t in terms)
 
     @property
     def empty(self) -> bool:
@@ -469,5 +482,5 @@ class FieldSelector:
         return f"FieldSelector({str(self)!r})"
 
 
-__all__ = ["FieldRequirement", "FieldSelector", "LabelSelector", "Requirement", "SelectorError",
+__all__ = ["FieldGetter", "FieldRequirement", "FieldSelector", "LabelSelector", "Requirement", "SelectorError",
            "escape_field_value", "lookup_field", "unescape_field_value"]

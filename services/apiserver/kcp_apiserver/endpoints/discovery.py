@@ -1,7 +1,12 @@
-"""Discovery documents, legacy and aggregated (apidiscovery.k8s.io/v2), from one source."""
+"""Discovery documents, legacy and aggregated (apidiscovery.k8s.io/v2), from one source.
+
+Keys come in the order of kube's Go structs (TypeMeta first, then the fields as declared), which is
+the order Go's encoder writes them and clients that compare documents byte for byte expect.
+"""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections import OrderedDict
 from typing import Any
@@ -20,7 +25,11 @@ def _subresources(res: Resource) -> list[str]:
 
 
 def _storage_hash(res: Resource) -> str:
-    return hashlib.sha256(f"{res.group}/{res.version}/{res.kind}".encode()).hexdigest()[:11]
+    """kube's storageVersionHash: the first 8 bytes of sha256("<group>/<version>/<kind>") of the stored
+    version, in base64; types sharing storage (both Event APIs) share it."""
+    group = res.storage_group if res.storage_group is not None else res.group
+    digest = hashlib.sha256(f"{group}/{res.storage_version or res.version}/{res.kind}".encode()).digest()
+    return base64.b64encode(digest[:8]).decode()
 
 
 def group_versions(resources: list[Resource]) -> OrderedDict[str, OrderedDict[str, list[Resource]]]:
@@ -34,13 +43,14 @@ def group_versions(resources: list[Resource]) -> OrderedDict[str, OrderedDict[st
 def resource_list(group: str, version: str, resources: list[Resource]) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for res in resources:
+        # keys in the order of kube's APIResource struct, as Go writes them
         entry: dict[str, Any] = {"name": res.plural, "singularName": res.singular, "namespaced": res.namespaced,
-                                 "kind": res.kind, "verbs": list(res.verbs),
-                                 "storageVersionHash": _storage_hash(res)}
+                                 "kind": res.kind, "verbs": list(res.verbs)}
         if res.short_names:
             entry["shortNames"] = list(res.short_names)
         if res.categories:
             entry["categories"] = list(res.categories)
+        entry["storageVersionHash"] = _storage_hash(res)
         items.append(entry)
         for sub in _subresources(res):
             items.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced,

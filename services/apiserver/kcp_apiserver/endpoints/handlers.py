@@ -208,7 +208,7 @@ class ResourceHandlers:
 
     async def _decode(self, request: web.Request, res: Resource, *, check_fields: bool = True) -> tuple[Obj, list[str]]:
         body = await read_body(request)
-        obj = decode_object(body, request.content_type)
+        obj = decode_object(body, request.content_type, res.kind)
         if not isinstance(obj, dict):
             raise st.bad_request("the body of the request must be an object")
         warnings: list[str] = []
@@ -277,7 +277,7 @@ class ResourceHandlers:
         dry_run = _dry_run(request.query)
         body = await read_body(request)
         if info.verb == "update":
-            wanted = decode_object(body, request.content_type)
+            wanted = decode_object(body, request.content_type, "Scale")
             if not isinstance(wanted, dict):
                 raise st.bad_request("the body of the request must be a Scale object")
 

@@ -1,7 +1,9 @@
 """/openapi/v2 and /openapi/v3: real schemas and paths, so kubectl validates and explains.
 
 kubectl sends `fieldValidation=Strict` only when the POST/PATCH operations of
-a kind list that parameter, so every write operation carries it.
+a kind list that parameter, so every write operation carries it. CRD schemas
+are published as kube publishes them (apiextensions.publishing): v2 without
+what v2 cannot express, so kubectl's client-side checks accept what the server keeps.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from kcp_apiserver.apiextensions.publishing import published_schema, root_preserves_unknown
 from kcp_apiserver.endpoints.discovery import group_versions
 from kcp_apiserver.registry import schemas
 from kcp_apiserver.registry.resource import Resource
@@ -29,7 +32,7 @@ def _gvk(res: Resource) -> dict[str, str]:
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 
-def _definitions_for(resources: Iterable[Resource]) -> dict[str, Any]:
+def _definitions_for(resources: Iterable[Resource], *, v2: bool) -> dict[str, Any]:
     resources = list(resources)
     names = [r.definition for r in resources if r.definition]
     if any(r.is_custom for r in resources):
@@ -39,13 +42,15 @@ def _definitions_for(resources: Iterable[Resource]) -> dict[str, Any]:
         if res.definition and res.definition in defs:
             defs[res.definition]["x-kubernetes-group-version-kind"] = [_gvk(res)]
         elif res.schema is not None:
-            defs[_custom_name(res)] = _custom_definition(res)
+            defs[_custom_name(res)] = _custom_definition(res, v2=v2)
     return defs
 
 
-def _custom_definition(res: Resource) -> dict[str, Any]:
+def _custom_definition(res: Resource, *, v2: bool) -> dict[str, Any]:
     """A CRD version's schema as a kind: with apiVersion, kind and the real ObjectMeta."""
-    schema = copy.deepcopy(res.schema or {})
+    schema = published_schema(res.schema or {}, v2=v2)
+    if v2 and root_preserves_unknown(schema):
+        return {"type": "object", "x-kubernetes-group-version-kind": [_gvk(res)]}
     props = schema.setdefault("properties", {})
     props["apiVersion"] = {"type": "string", "description": "APIVersion defines the versioned schema of this "
                                                             "representation of an object."}
@@ -122,7 +127,7 @@ def swagger(resources: list[Resource]) -> dict[str, Any]:
                                                        "schema": {"$ref": f"#/definitions/{_def_name(res)}"}})
             paths[path] = item
     return {"swagger": "2.0", "info": {"title": "kcp", "version": "v0.1.0"}, "paths": paths,
-            "definitions": _definitions_for(resources)}
+            "definitions": _definitions_for(resources, v2=True)}
 
 
 def v3_index(resources: list[Resource], prefix: str) -> dict[str, Any]:
@@ -159,4 +164,4 @@ def v3_document(resources: list[Resource], gv_path: str) -> dict[str, Any] | Non
                         "$ref": f"#/components/schemas/{_def_name(res)}"}}}}
             paths[path] = item
     return {"openapi": "3.0.0", "info": {"title": "kcp", "version": "v0.1.0"}, "paths": paths,
-            "components": {"schemas": schemas.to_v3(_definitions_for(members))}}
+            "components": {"schemas": schemas.to_v3(_definitions_for(members, v2=False))}}

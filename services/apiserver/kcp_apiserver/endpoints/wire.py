@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
 
+from kcp_apiserver.apimachinery import gojson
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
 
@@ -46,24 +48,129 @@ async def read_body(request: web.Request) -> bytes:
     return bytes(body)
 
 
-def decode_object(body: bytes, content_type: str) -> Any:
-    """Decode a JSON or YAML request body."""
-    if not body.strip():
-        raise st.bad_request("the body of the request was empty")
+class _YAMLLoader(yaml.SafeLoader):
+    """YAML as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
+
+
+_YAMLLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+# PyYAML's problem texts as Go's yaml.v2 (libyaml's wording) prints them
+_YAML_PROBLEMS = (
+    (re.compile(r"mapping values are not allowed here"), "mapping values are not allowed in this context"),
+    (re.compile(r"found character .* that cannot start any token"), "found character that cannot start any token"),
+    (re.compile(r"expected ',' or '\]', but got"), "did not find expected ',' or ']'"),
+    (re.compile(r"expected ',' or '\}', but got"), "did not find expected ',' or '}'"),
+    (re.compile(r"found unknown escape character"), "found unknown escape character"),
+    (re.compile(r"expected the node content, but found"), "did not find expected node content"),
+    (re.compile(r"found undefined alias '(.*)'"), r"unknown anchor '\1' referenced"),
+)
+
+
+def _yaml_message(exc: yaml.YAMLError) -> str:
+    """A YAML error as Go's yaml.v2 words it: `yaml: line N: <problem>`, with its line numbering."""
+    problem = str(getattr(exc, "problem", "") or "") or "unknown problem parsing YAML content"
+    context = str(getattr(exc, "context", "") or "")
+    if problem.startswith("expected <block end>, but found"):
+        problem = "did not find expected '-' indicator" if "collection" in context else "did not find expected key"
+    else:
+        for pattern, go_text in _YAML_PROBLEMS:
+            if pattern.search(problem):
+                problem = pattern.sub(go_text, problem) if pattern.groups else go_text
+                break
+    problem_mark, context_mark = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    line = 0
+    if problem_mark is not None and problem_mark.line:
+        line = problem_mark.line + (1 if isinstance(exc, yaml.scanner.ScannerError) else 0)
+    elif context_mark is not None and context_mark.line:
+        line = context_mark.line
+    return f"yaml: line {line}: {problem}" if line else f"yaml: {problem}"
+
+
+def _string_keys(value: Any) -> Any:
+    """YAML allows any key; JSON, and so kube after converting, has strings (`true`, `1`)."""
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else orjson.dumps(k).decode() if isinstance(k, (bool, int, float))
+                 else str(k)): _string_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_string_keys(v) for v in value]
+    return value
+
+
+def summarize_body(body: bytes, limit: int = 30) -> str:
+    """kube's summary of an unreadable body: JSON-looking text as is, anything else in hex, cut at 30 bytes."""
+    if not body:
+        return "<empty>"
+    head = body[:limit]
+    text = head.decode(errors="replace") if body[:1] == b"{" else head.hex()
+    return text + " ..." if len(body) > limit else text
+
+
+def _type_meta_error(obj: Any) -> str | None:
+    """What kube's meta factory says reading apiVersion and kind from a decoded body, if it fails."""
+    if obj is None:
+        return None  # null reads as an empty object
+    if not isinstance(obj, dict):
+        return f"couldn't get version/kind; json parse error: json: cannot unmarshal {gojson.type_name(obj)} " \
+               f"into Go value of type {gojson.TYPE_META_STRUCT}"
+    for field in obj:
+        if field in ("apiVersion", "kind") and not isinstance(obj[field], (str, type(None))):
+            return f"couldn't get version/kind; json parse error: json: cannot unmarshal " \
+                   f"{gojson.type_name(obj[field])} into Go struct field .{field} of type string"
+    api_version = obj.get("apiVersion")
+    if isinstance(api_version, str) and api_version.count("/") > 1:
+        return f"unexpected GroupVersion string: {api_version}"
+    return None
+
+
+def _load_json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        syntax = gojson.syntax_error(body)
+        if syntax is not None:
+            raise _Unreadable(f"couldn't get version/kind; json parse error: {syntax}") from None
+    # valid for Go, not for orjson (invalid UTF-8, lone surrogates, huge numbers): read it as Go does
+    import json
+
+    return json.loads(body.decode(errors="replace"))
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def decode_object(body: bytes, content_type: str, kind: str = "") -> Any:
+    """Decode a JSON or YAML request body.
+
+    With `kind` (create and update), an unreadable body is kube's 400 `the object provided is
+    unrecognized (must be of type <kind>): <Go's error> (<body summary>)`, a null body an empty object.
+    """
     ctype = content_type.split(";")[0].strip().lower()
     if ctype == PROTOBUF:
         from kcp_apiserver.apimachinery import kubeproto
 
         return kubeproto.decode(body)
-    if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
-        try:
-            return yaml.safe_load(body)
-        except yaml.YAMLError as exc:
-            raise st.bad_request(f"error converting YAML to JSON: {exc}") from exc
+    if not kind and not body.strip():
+        raise st.bad_request("the body of the request was empty")
     try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise st.bad_request(f"couldn't get version/kind; json parse error: {exc}") from exc
+        if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
+            try:
+                obj = _string_keys(next(yaml.load_all(body, Loader=_YAMLLoader), None))
+            except yaml.YAMLError as exc:
+                raise _Unreadable(_yaml_message(exc)) from exc
+        else:
+            obj = _load_json(body)
+        problem = _type_meta_error(obj) if kind else None
+        if problem is not None:
+            raise _Unreadable(problem)
+    except _Unreadable as exc:
+        if not kind:
+            raise st.bad_request(str(exc)) from None
+        raise st.bad_request(f"the object provided is unrecognized (must be of type {kind}): {exc} "
+                             f"({summarize_body(body)})") from None
+    return {} if obj is None and kind else obj
 
 
 def duplicate_fields(body: bytes, parsed: Any = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""Logical clusters: named by URL, born on first write with namespace `default`."""
+"""Logical clusters: named by URL, born on first write with kube's system namespaces."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from kcpcommon.keys import CLUSTER_ANNOTATION
 
 DEFAULT_CLUSTER = "admin"
 WILDCARD = "*"
+# what kube-apiserver's bootstrap controller creates in every cluster
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 MAX_NAME = 80
 _SEGMENT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 NAME_RE = re.compile(rf"^{_SEGMENT}(:{_SEGMENT})*$")
@@ -28,11 +30,11 @@ def check_cluster_name(name: str) -> None:
             "characters")
 
 
-def default_namespace(cluster: str, created: str) -> dict:  # type: ignore[type-arg]
+def system_namespace(cluster: str, name: str, created: str) -> dict:  # type: ignore[type-arg]
     from kcp_apiserver.registry.store import new_uid
 
     ns = {"apiVersion": "v1", "kind": "Namespace",
-          "metadata": {"name": "default", "uid": new_uid(), "creationTimestamp": created,
+          "metadata": {"name": name, "uid": new_uid(), "creationTimestamp": created,
                        "annotations": {CLUSTER_ANNOTATION: cluster}}}
     prepare_namespace(ns, None)
     return ns
@@ -53,12 +55,12 @@ class LogicalClusters:
         created = now_rfc3339()
         marker = {"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
                   "metadata": {"name": cluster, "creationTimestamp": created}}
-        ns_key = object_key(NAMESPACE.prefix, cluster, "", "default")
+        namespaces = [(object_key(NAMESPACE.prefix, cluster, "", name), system_namespace(cluster, name, created))
+                      for name in SYSTEM_NAMESPACES]
         try:
             if not await self.storage.exists(cluster_marker(cluster)):
-                # both or neither: a concurrent first write loses the race harmlessly
-                await self.storage.create_many([(cluster_marker(cluster), marker),
-                                                (ns_key, default_namespace(cluster, created))])
+                # all or nothing: a concurrent first write loses the race harmlessly
+                await self.storage.create_many([(cluster_marker(cluster), marker), *namespaces])
         except StorageError as exc:
             raise st.unavailable() from exc
         self.known.add(cluster)

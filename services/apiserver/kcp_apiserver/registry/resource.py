@@ -16,6 +16,7 @@ from kcp_apiserver.storage.keys import resource_prefix
 Obj = dict[str, Any]
 Validator = Callable[[Obj, Obj | None], list[Cause]]
 Preparer = Callable[[Obj, Obj | None], None]
+FieldGetter = Callable[[Obj], Any]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -51,7 +52,9 @@ class Resource:
     prepare: Preparer | None = None  # defaults and server-set fields, on create and update
     validate: Validator | None = None
     columns: tuple[Column, ...] = ()
-    field_selectors: tuple[str, ...] = ()
+    field_selectors: tuple[str, ...] = ()  # selectable fields read at their own path
+    # selectable fields whose value is computed, as kube's ToSelectableFields does (an Event's `source`)
+    field_getters: tuple[tuple[str, FieldGetter], ...] = field(default=(), compare=False, hash=False)
     verbs: tuple[str, ...] = ALL_VERBS
     # custom resources only
     schema: Obj | None = field(default=None, compare=False, hash=False)  # openAPIV3Schema
@@ -97,8 +100,11 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
-    def selectable_fields(self) -> set[str]:
-        base = {"metadata.name"}
+    def selectable_fields(self) -> dict[str, FieldGetter | None]:
+        """The field selector labels this type accepts, each with how its value is read (None: its path)."""
+        labels: dict[str, FieldGetter | None] = {"metadata.name": None}
         if self.namespaced:
-            base.add("metadata.namespace")
-        return base | set(self.field_selectors)
+            labels["metadata.namespace"] = None
+        labels.update(dict.fromkeys(self.field_selectors))
+        labels.update(self.field_getters)
+        return labels

@@ -22,6 +22,7 @@ from kcp_apiserver.apimachinery.request import RequestContext, system_context
 from kcp_apiserver.apimachinery.validation import generate_name, validate_object_meta
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.timestamps import normalize_timestamps
 from kcp_apiserver.storage.etcd import (
     Compacted,
     KeyExists,
@@ -186,6 +187,7 @@ class Registry:
     async def create(self, res: Resource, cluster: str, namespace: str, obj: Obj, *, dry_run: bool = False,
                      ctx: RequestContext | None = None) -> Obj:
         obj = self._check_kind(res, obj)
+        normalize_timestamps(res, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise st.bad_request("metadata must be an object")
@@ -227,6 +229,7 @@ class Registry:
     async def update(self, res: Resource, cluster: str, namespace: str, name: str, obj: Obj, *,
                      subresource: str = "", dry_run: bool = False, ctx: RequestContext | None = None) -> Obj:
         obj = self._check_kind(res, obj)
+        normalize_timestamps(res, obj)
         meta = obj.get("metadata")
         if not isinstance(meta, dict):
             raise st.bad_request("metadata must be an object")
@@ -260,6 +263,7 @@ class Registry:
             if meta.get("name") != name:
                 raise st.bad_request("metadata.name: the name of the object does not match the name on the URL")
             patched["apiVersion"], patched["kind"] = res.storage_api_version, res.kind
+            normalize_timestamps(res, patched, patch=True)
             return res.to_storage(patched) if res.to_storage is not None else patched
 
         return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx)

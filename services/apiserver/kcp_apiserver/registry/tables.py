@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
+from kcp_apiserver.apimachinery import metatime
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 
 
 def parse_time(value: str | None) -> datetime | None:
+    """A timestamp as Go's time.Parse(RFC3339) reads it (fractions and offsets too), or None."""
     if not value:
         return None
     try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
+        seconds, _ = metatime.parse(value, micro=False)
+        return datetime.fromtimestamp(seconds, UTC)
+    except (metatime.TimeParseError, ValueError, OverflowError, OSError):
         return None
 
 
@@ -49,7 +52,7 @@ def age(obj: Obj) -> str:
     created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
     if created is None:
         return "<unknown>"
-    return human_duration((datetime.now(timezone.utc) - created).total_seconds())
+    return human_duration((datetime.now(UTC) - created).total_seconds())
 
 
 NAME = Column("Name", "string", lambda o: o["metadata"].get("name", ""),

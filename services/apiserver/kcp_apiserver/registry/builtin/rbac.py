@@ -1,0 +1,45 @@
+"""The rbac.authorization.k8s.io group: Roles, ClusterRoles and their bindings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kcp_apiserver.registry.resource import Column, Obj, Resource
+from kcp_apiserver.registry.tables import AGE, CREATED_AT, NAME
+
+GROUP = "rbac.authorization.k8s.io"
+
+
+def _role_ref(o: Obj) -> str:
+    ref = o.get("roleRef") or {}
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+
+
+def _subjects(kind: str) -> Callable[[Obj], str]:
+    def cell(o: Obj) -> str:
+        names = [s.get("name", "") if kind != "ServiceAccount" else f"{s.get('namespace', '')}/{s.get('name', '')}"
+                 for s in (o.get("subjects") or []) if s.get("kind") == kind]
+        return ", ".join(names)
+    return cell
+
+
+BINDING_COLUMNS = (
+    NAME,
+    Column("Role", "string", _role_ref, "RoleRef is the reference to the role."),
+    AGE,
+    Column("Users", "string", _subjects("User"), "Users in the binding.", priority=1),
+    Column("Groups", "string", _subjects("Group"), "Groups in the binding.", priority=1),
+    Column("ServiceAccounts", "string", _subjects("ServiceAccount"), "ServiceAccounts in the binding.", priority=1),
+)
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource(GROUP, "v1", "Role", "roles", "role", True,
+             definition="io.k8s.api.rbac.v1.Role", name_is_path_segment=True, columns=(NAME, CREATED_AT)),
+    Resource(GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", True,
+             definition="io.k8s.api.rbac.v1.RoleBinding", name_is_path_segment=True, columns=BINDING_COLUMNS),
+    Resource(GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", False,
+             definition="io.k8s.api.rbac.v1.ClusterRole", name_is_path_segment=True, columns=(NAME, CREATED_AT)),
+    Resource(GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False,
+             definition="io.k8s.api.rbac.v1.ClusterRoleBinding", name_is_path_segment=True,
+             columns=BINDING_COLUMNS),
+)
