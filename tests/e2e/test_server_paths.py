@@ -34,10 +34,14 @@ def test_kubectl_version_against_a_non_admin_logical_cluster(kcp: KcpServer) -> 
     assert out["serverVersion"]["gitVersion"].startswith("v1.")
 
 
-async def test_default_namespace_cannot_be_deleted(kcp: KcpServer, api: Api) -> None:
-    reply = await api.delete("/api/v1/namespaces/default")
-    assert reply.status == 403 and reply.body["reason"] == "Forbidden"
-    assert reply.body["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
+async def test_default_kube_system_and_kube_public_cannot_be_deleted(kcp: KcpServer, api: Api, unique: str) -> None:
+    cluster = f"/clusters/immortal-{unique}"
+    await api.post(f"{cluster}/api/v1/namespaces/default/configmaps", {"metadata": {"name": "born"}})
+    for name in ("default", "kube-system", "kube-public"):
+        reply = await api.delete(f"{cluster}/api/v1/namespaces/{name}")
+        assert reply.status == 403 and reply.body["reason"] == "Forbidden", name
+        assert reply.body["message"] == f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+    assert (await api.delete(f"{cluster}/api/v1/namespaces/kube-node-lease")).status == 200  # kube lets it go
     result = run_kubectl(kcp, "delete", "namespace", "default", "--wait=false", check=False)
     assert result.returncode != 0 and "this namespace may not be deleted" in result.stderr
     assert (await api.get("/api/v1/namespaces/default")).body["status"]["phase"] == "Active"
