@@ -18,7 +18,7 @@ from kcp_apiserver.registry.admission import CREATE, AdmissionChain, Attributes
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.config import ServerConfig, ServerParts
-from kcp_apiserver.server.kcp import kcp_config
+from kcp_apiserver.server.kcp import namespace_controller, namespace_lifecycle
 
 
 class HeaderAuthenticator:
@@ -66,10 +66,10 @@ async def assembled(etcd_endpoint: str) -> AsyncIterator[tuple[TestClient[Any, A
     async def recorder(parts: ServerParts) -> Recorder:
         return Recorder(seen)
 
-    base = kcp_config([etcd_endpoint], "unused-admin-token", compaction_interval=0)
     config = ServerConfig(etcd_endpoints=[etcd_endpoint], resources=BUILTINS,
                           authenticators=[HeaderAuthenticator()], authorizer=authorizer,
-                          admission=[*base.admission, recorder], controllers=base.controllers)
+                          admission=[namespace_lifecycle, recorder], controllers=[namespace_controller],
+                          identity=f"assembly-{uuid.uuid4().hex[:6]}")
     server = APIServer(config)
     await server.start()
     client = TestClient(TestServer(server.app()))

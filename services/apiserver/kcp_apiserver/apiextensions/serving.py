@@ -53,13 +53,16 @@ class CRDServing:
         self.registry = registry
         # per cluster and group: CRD name -> the names it asks for (for conflict checks; small on purpose)
         self.requested: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
-        self.controller: Controller[tuple[str, str]] = Controller("crd", self._reconcile)
-        self.controllers = True
+        self.controller: Controller[tuple[str, str]] | None = None  # while this replica leads
         self._tasks: list[asyncio.Task[None]] = []
+        self._controller_task: asyncio.Task[None] | None = None
 
-    async def start(self, *, controllers: bool = True) -> None:
-        """Follow CRDs (serving depends on it, so the loop is supervised); with `controllers`, reconcile them."""
-        self.controllers = controllers
+    @property
+    def controllers(self) -> bool:
+        return self.controller is not None
+
+    async def start(self, *, controllers: bool = False) -> None:
+        """Follow CRDs into the catalog (serving depends on it, so the loop is supervised)."""
         follower = Follower(self.storage, self.cache, observe=self._observe, reset=self._reset, name="crds")
         first = [await follower.resync()]
 
@@ -68,13 +71,28 @@ class CRDServing:
 
         self._tasks = [spawn(supervise(follow, name="crds:follow"), name="crds:follow")]
         if controllers:
-            self._tasks.append(spawn(self.controller.start(), name="crds:reconcile"))
+            await self.start_controllers()
+
+    async def start_controllers(self) -> None:
+        """Names, status and cleanup of every CRD, from now on (the replica that leads calls this)."""
+        self.controller = Controller("crd", self._reconcile)
+        self._controller_task = spawn(self.controller.start(), name="crds:reconcile")
+        for cluster, groups in self.requested.items():
+            for names in groups.values():
+                for name in names:
+                    self.controller.enqueue((cluster, name))
+
+    async def stop_controllers(self) -> None:
+        if self._controller_task is not None:
+            await cancel_and_wait(self._controller_task)
+        self.controller, self._controller_task = None, None
 
     def _reset(self) -> None:
         self.catalog.clear_custom()
         self.requested.clear()
 
     async def stop(self) -> None:
+        await self.stop_controllers()
         await cancel_and_wait(*self._tasks)
 
     def _observe(self, crd: Obj, deleted: bool) -> None:
@@ -102,7 +120,8 @@ class CRDServing:
                     self.enqueue((cluster, other))
 
     def enqueue(self, key: tuple[str, str]) -> None:
-        self.controller.enqueue(key)
+        if self.controller is not None:
+            self.controller.enqueue(key)
 
     async def _reconcile(self, key: tuple[str, str]) -> Result | None:
         """Not finished (objects of a deleted CRD still going): look again soon; errors back off."""
@@ -162,7 +181,7 @@ class CRDServing:
         taken_resources: set[str] = set()
         taken_kinds: set[str] = set()
         for other, theirs in self.requested.get(cluster, {}).get(crd["spec"]["group"], {}).items():
-            if other == name or other > name and not self._accepted_elsewhere(cluster, other):
+            if other == name or (other > name and not self._accepted_elsewhere(cluster, other)):
                 continue
             taken_resources |= {theirs.get("plural"), theirs.get("singular"), *(theirs.get("shortNames") or [])}
             taken_kinds |= {theirs.get("kind"), theirs.get("listKind") or f"{theirs.get('kind')}List"}

@@ -24,11 +24,14 @@ from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, LogicalClusters
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.server.config import Runnable, ServerConfig, ServerParts
+from kcp_apiserver.storage.election import LeaderElection
 from kcp_apiserver.storage.etcd import Storage
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("apiserver")
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
+CONTROLLERS_ELECTION = "kcp-apiserver-controllers"
 
 
 class APIServer:
@@ -50,6 +53,8 @@ class APIServer:
                                                 is_ready=lambda: self.ready)
         self._plugins: list[object] = []
         self._running: list[Runnable] = []
+        self.election: LeaderElection | None = None
+        self._leading: asyncio.Task[None] | None = None
         self.ready = False
 
     async def start(self) -> None:
@@ -72,10 +77,23 @@ class APIServer:
             except st.APIError:
                 log.warning("etcd unavailable at startup, retrying")
                 await asyncio.sleep(1.0)
-        if config.run_controllers:
-            for build_controller in config.controllers:
-                await self._run(build_controller(parts))
+        if config.run_controllers and config.controllers:
+            self.election = LeaderElection(self.client, CONTROLLERS_ELECTION, config.identity)
+            self._leading = spawn(self.election.run(lambda: self._lead(parts)), name="controllers")
         self.ready = True
+
+    async def _lead(self, parts: ServerParts) -> None:
+        """The controllers run while this replica leads, and stop when it no longer does."""
+        started: list[Runnable] = []
+        try:
+            for build_controller in self.config.controllers:
+                controller = build_controller(parts)
+                await controller.start()
+                started.append(controller)
+            await asyncio.Event().wait()
+        finally:
+            for controller in reversed(started):
+                await controller.stop()
 
     async def _run(self, runnable: Runnable) -> None:
         await runnable.start()
@@ -83,6 +101,8 @@ class APIServer:
 
     async def stop(self) -> None:
         self.ready = False
+        if self._leading is not None:
+            await cancel_and_wait(self._leading)
         for runnable in reversed(self._running):
             await runnable.stop()
         for plugin in reversed(self._plugins):

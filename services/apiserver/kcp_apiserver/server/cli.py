@@ -48,6 +48,7 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
     """One serving process: the API server on the secure port until a signal arrives."""
     server = APIServer(kcp_config(
         endpoints, creds.admin_token, run_controllers=controllers, watch_cache_size=args.watch_cache_size,
+        identity=f"{socket.gethostname()}:{args.secure_port}",
         compaction_interval=args.compaction_interval,
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
                             min_request_timeout=args.min_request_timeout)))

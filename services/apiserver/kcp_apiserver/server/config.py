@@ -10,6 +10,7 @@ exist only once the server starts.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -55,6 +56,7 @@ class ServerConfig:
     admission: Sequence[AdmissionFactory] = ()  # in order; mutating ones run before validating ones
     extensions: Sequence[ControllerFactory] = ()  # run in every replica, before serving (CRD serving)
     controllers: Sequence[ControllerFactory] = ()  # run only where run_controllers (one replica of several)
-    run_controllers: bool = True
+    run_controllers: bool = True  # take part in the election for them (one replica of several leads)
+    identity: str = field(default_factory=socket.gethostname)  # this replica, in the leader election
     watch_cache_size: int = 10_000
     watch: WatchSettings = field(default_factory=WatchSettings)

@@ -3,6 +3,8 @@ NamespaceLifecycle admission, CRD serving and the namespace controller."""
 
 from __future__ import annotations
 
+import socket
+
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.serving import CRDServing
@@ -20,26 +22,30 @@ async def namespace_lifecycle(parts: ServerParts) -> NamespaceLifecycle:
     return plugin
 
 
-class _CRDServingRunnable:
-    """CRD serving follows CRDs in every replica; names, status and cleanup only where controllers run."""
+class _FollowCRDs:
+    """Every replica follows CRDs into its catalog."""
 
-    def __init__(self, serving: CRDServing, controllers: bool) -> None:
+    def __init__(self, serving: CRDServing) -> None:
         self.serving = serving
-        self.controllers = controllers
 
     async def start(self) -> None:
-        await self.serving.start(controllers=self.controllers)
+        await self.serving.start()
 
     async def stop(self) -> None:
         await self.serving.stop()
 
 
-def crd_serving(parts: ServerParts) -> Runnable:
-    assert parts.registry is not None
-    cache = parts.caches.caches.get(CRD.prefix)
-    assert cache is not None, "the CRD watch cache starts before extensions"
-    return _CRDServingRunnable(CRDServing(parts.storage, cache, parts.catalog, parts.registry),
-                               parts.run_controllers)
+class _CRDController:
+    """The leader also names CRDs, marks them Established and deletes a deleted CRD's objects."""
+
+    def __init__(self, serving: CRDServing) -> None:
+        self.serving = serving
+
+    async def start(self) -> None:
+        await self.serving.start_controllers()
+
+    async def stop(self) -> None:
+        await self.serving.stop_controllers()
 
 
 def namespace_controller(parts: ServerParts) -> Runnable:
@@ -51,14 +57,25 @@ def namespace_controller(parts: ServerParts) -> Runnable:
 
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
-               watch: WatchSettings | None = None) -> ServerConfig:
+               watch: WatchSettings | None = None, identity: str = "") -> ServerConfig:
+    crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
+
+    def follow_crds(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        cache = parts.caches.caches.get(CRD.prefix)
+        assert cache is not None, "the CRD watch cache starts before extensions"
+        crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
+        return _FollowCRDs(crds[-1])
+
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
         resources=(*BUILTINS, CRD),
         authenticators=[StaticTokenAuthenticator.admin(admin_token)],
+        identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle],
-        extensions=[crd_serving],
-        controllers=[namespace_controller, lambda parts: Compactor(parts.storage, compaction_interval)],
+        extensions=[follow_crds],
+        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller,
+                     lambda parts: Compactor(parts.storage, compaction_interval)],
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,
         watch=watch or WatchSettings(),

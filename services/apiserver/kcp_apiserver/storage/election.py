@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable
 import structlog
 from etcd3aio import Etcd3Client
 from etcd3aio.kv import KVService
-from kcpcommon.tasks import cancel_and_wait, spawn
 
 from kcp_apiserver.storage.etcd import Unavailable, _call
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("election")
 
@@ -55,6 +55,7 @@ class LeaderElection:
                 await cancel_and_wait(leading)
                 await self._release(lease)
             log.warning("leadership lost", key=self.key, identity=self.identity)
+            await asyncio.sleep(self.retry_period)  # a leader that failed must not spin
 
     async def _acquire(self) -> int:
         """Block until this replica holds the key; returns the lease that binds it."""
@@ -118,7 +119,7 @@ class LeaderElection:
                     return int(response.TTL) > 0
         except TimeoutError as exc:
             raise Unavailable("lease keep-alive timed out") from exc
-        except Exception as exc:  # noqa: BLE001 - a failed keep-alive is a failed renewal
+        except Exception as exc:
             raise Unavailable(str(exc)) from exc
         finally:
             stream.cancel()
