@@ -19,6 +19,7 @@ import orjson
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.validation import generate_name, validate_object_meta
+from kcp_apiserver.registry.deletion import Propagation, deletion_finalizers
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.storage.etcd import (
     Compacted,
@@ -321,9 +322,14 @@ class Registry:
     # -- delete ------------------------------------------------------------------------------
 
     async def delete(self, res: Resource, cluster: str, namespace: str, name: str, *,
-                     preconditions: dict[str, str] | None = None, dry_run: bool = False) -> tuple[Obj, bool]:
-        """Delete or start deleting; returns (object, deleted_now)."""
+                     preconditions: dict[str, str] | None = None, dry_run: bool = False,
+                     propagation: Propagation | None = None) -> tuple[Obj, bool]:
+        """Delete or start deleting; returns (object, deleted_now).
+
+        `propagation` becomes the garbage collector's finalizer (`orphan`, `foregroundDeletion`) as kube
+        records it; an object left with any finalizer is only marked deleting."""
         key = self.key(res, cluster, namespace, name)
+        propagation = propagation or Propagation()
         for _ in range(16):
             current = await self._read(res, key, name)
             meta = current.obj["metadata"]
@@ -336,14 +342,17 @@ class Registry:
                 raise st.conflict(res.plural, name, res.group,
                                   f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                                   f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
-            if _has_finalizers(current.obj):
-                if meta.get("deletionTimestamp"):
+            existing = list(meta.get("finalizers") or [])
+            finalizers = deletion_finalizers(res, existing, propagation)
+            pending = copy.deepcopy(current.obj)
+            if finalizers:
+                pending["metadata"]["finalizers"] = finalizers
+            else:
+                pending["metadata"].pop("finalizers", None)
+            if _has_finalizers(pending):
+                if meta.get("deletionTimestamp") and finalizers == existing:
                     return current.obj, False
-                pending = copy.deepcopy(current.obj)
-                pending["metadata"]["deletionTimestamp"] = now_rfc3339()
-                pending["metadata"]["deletionGracePeriodSeconds"] = 0
-                if res.kind == "Namespace" and not res.group:
-                    pending.setdefault("status", {})["phase"] = "Terminating"
+                _mark_deleting(res, pending)
                 if dry_run:
                     return pending, False
                 try:
@@ -364,13 +373,15 @@ class Registry:
         raise st.conflict(res.plural, name, res.group)
 
     async def delete_collection(self, res: Resource, cluster: str, namespace: str, *,
-                                matches: Callable[[Obj], bool] | None = None, dry_run: bool = False) -> list[Obj]:
+                                matches: Callable[[Obj], bool] | None = None, dry_run: bool = False,
+                                propagation: Propagation | None = None) -> list[Obj]:
         listed = await self.list(res, cluster, namespace, matches=matches)
         deleted = []
         for obj in listed.items:
             meta = obj["metadata"]
             try:
-                gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"], dry_run=dry_run)
+                gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"], dry_run=dry_run,
+                                            propagation=propagation)
                 deleted.append(gone)
             except st.APIError as exc:
                 if exc.code != 404:
@@ -433,6 +444,19 @@ def _immutable_meta(meta: Obj, old: Obj) -> list[st.Cause]:
 def _has_finalizers(obj: Obj) -> bool:
     return bool(obj["metadata"].get("finalizers")) or bool((obj.get("spec") or {}).get("finalizers")
                                                           and obj.get("kind") == "Namespace")
+
+
+def _mark_deleting(res: Resource, obj: Obj) -> None:
+    """The first DELETE of an object that finalizers hold: deletionTimestamp now, grace 0, as kube marks it."""
+    meta = obj["metadata"]
+    if meta.get("deletionTimestamp"):
+        return
+    meta["deletionTimestamp"] = now_rfc3339()
+    meta["deletionGracePeriodSeconds"] = 0
+    if meta.get("generation"):
+        meta["generation"] = int(meta["generation"]) + 1
+    if res.kind == "Namespace" and not res.group:
+        obj.setdefault("status", {})["phase"] = "Terminating"
 
 
 def _finalized(obj: Obj) -> bool:

@@ -22,6 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceLifecycle
 from kcp_apiserver.endpoints import discovery, openapi
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
@@ -70,6 +71,7 @@ class APIServer:
         self.caches = WatchCaches(self.client, self.storage, capacity=options.watch_cache_size)
         self.clusters = LogicalClusters(self.storage)
         self.lifecycle: NamespaceLifecycle | None = None
+        self.gc: GarbageCollector | None = None
         self.crds: CRDServing | None = None
         self.registry: Registry | None = None
         self.handlers: ResourceHandlers | None = None
@@ -90,6 +92,10 @@ class APIServer:
             await self.caches.get(res)
         await self.lifecycle.start(finalize=self.options.controllers)
         await self.crds.start(controllers=self.options.controllers)
+        if self.options.controllers:
+            self.gc = GarbageCollector(self.storage, self.caches, self.catalog, self.registry,
+                                       metrics=self.metrics.registry)
+            await self.gc.start()
         while True:
             try:
                 await self.clusters.ensure(DEFAULT_CLUSTER)
@@ -111,6 +117,8 @@ class APIServer:
             await self.lifecycle.stop()
         if self.crds is not None:
             await self.crds.stop()
+        if self.gc is not None:
+            await self.gc.stop()
         await self.caches.stop()
         await self.client.close()
 
