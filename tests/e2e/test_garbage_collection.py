@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from api import Api
 from kcp_process import KcpServer, run_kubectl
 

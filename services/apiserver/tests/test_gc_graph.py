@@ -35,7 +35,7 @@ def test_a_dependent_whose_owner_is_known_and_alive_needs_no_look() -> None:
     graph = Graph()
     assert graph.observe(CM, obj("a", "owner", "u1"), False) == set()
     assert graph.observe(CM, obj("a", "dep", "u2", owner("owner", "u1")), False) == set()
-    assert [d.ref.name for d in graph.dependents("a", "u1")] == ["dep"]
+    assert [d.name for d in graph.dependents("a", "u1")] == ["dep"]
 
 
 def test_a_dependent_of_an_owner_the_graph_has_not_seen_is_checked() -> None:
@@ -66,7 +66,7 @@ def test_foreground_deletion_sends_every_dependent_and_the_owner() -> None:
     graph.observe(CM, obj("a", "free", "u3", owner("owner", "u1")), False)
     todo = graph.observe(CM, obj("a", "owner", "u1", deleting=True, finalizers=("foregroundDeletion",)), False)
     assert names(todo) == {"owner", "blocking", "free"}
-    assert [d.ref.name for d in graph.blocking_dependents("a", "u1")] == ["blocking"]
+    assert [d.name for d in graph.blocking_dependents("a", "u1")] == ["blocking"]
 
 
 def test_a_blocking_dependent_that_goes_brings_its_waiting_owner_back() -> None:
@@ -89,8 +89,8 @@ def test_logical_clusters_never_share_owners_even_with_the_same_uid() -> None:
     graph.observe(CM, obj("a", "owner", "same"), False)
     graph.observe(CM, obj("a", "dep-a", "da", owner("owner", "same")), False)
     assert names(graph.observe(CM, obj("b", "dep-b", "db", owner("owner", "same")), False)) == {"dep-b"}
-    assert [d.ref.name for d in graph.dependents("a", "same")] == ["dep-a"]
-    assert [d.ref.name for d in graph.dependents("b", "same")] == ["dep-b"]
+    assert [d.name for d in graph.dependents("a", "same")] == ["dep-a"]
+    assert [d.name for d in graph.dependents("b", "same")] == ["dep-b"]
     assert names(graph.observe(CM, obj("a", "owner", "same"), True)) == {"dep-a"}
 
 
@@ -113,4 +113,4 @@ def test_changing_owner_references_moves_the_dependent() -> None:
     graph.observe(CM, obj("a", "dep", "d", owner("o1", "u1")), False)
     graph.observe(CM, obj("a", "dep", "d", owner("o2", "u2")), False)
     assert graph.dependents("a", "u1") == []
-    assert [d.ref.name for d in graph.dependents("a", "u2")] == ["dep"]
+    assert [d.name for d in graph.dependents("a", "u2")] == ["dep"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kcp_apiserver.apimachinery.validation import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 
@@ -36,8 +36,7 @@ class ObjectRef:
         return f"{self.cluster}|{self.prefix}{where}"
 
 
-@dataclass(frozen=True, slots=True)
-class OwnerRef:
+class OwnerRef(NamedTuple):
     """The parts of an ownerReference the collector uses."""
 
     uid: str
@@ -55,19 +54,27 @@ class OwnerRef:
         return self.api_version.rpartition("/")[2]
 
 
-class Node:
-    """What the graph remembers of one object: small, since it holds one per object."""
+class Node(NamedTuple):
+    """What the graph remembers of one object.
 
-    __slots__ = ("deleting", "gc_finalizer", "group", "kind", "owners", "ref")
+    A tuple of strings, flags and tuples: CPython stops tracking such tuples in its cycle collector,
+    so a graph of a million objects adds nothing to the interpreter's full collections.
+    """
 
-    def __init__(self, ref: ObjectRef, group: str, kind: str, owners: tuple[OwnerRef, ...], deleting: bool,
-                 gc_finalizer: str) -> None:
-        self.ref = ref
-        self.group = group
-        self.kind = kind
-        self.owners = owners
-        self.deleting = deleting
-        self.gc_finalizer = gc_finalizer  # "orphan", "foregroundDeletion" or ""
+    cluster: str
+    prefix: str
+    namespace: str
+    name: str
+    uid: str
+    group: str
+    kind: str
+    owners: tuple[OwnerRef, ...]
+    deleting: bool
+    gc_finalizer: str  # "orphan", "foregroundDeletion" or ""
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.cluster, self.prefix, self.namespace, self.name, self.uid)
 
     @property
     def deleting_dependents(self) -> bool:
@@ -97,11 +104,31 @@ def _gc_finalizer(meta: dict[str, Any]) -> str:
 
 
 class _ClusterGraph:
-    __slots__ = ("dependents", "nodes")
+    """One logical cluster's nodes, kept as plain tuples: CPython's cycle collector stops tracking a tuple
+    that holds only strings, flags and empty tuples, so an ownerless object costs full collections nothing."""
+
+    __slots__ = ("_nodes", "dependents")
 
     def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}  # uid -> node
+        self._nodes: dict[str, tuple[Any, ...]] = {}  # uid -> the fields of its Node
         self.dependents: dict[str, set[str]] = {}  # owner uid -> uids of the objects that name it
+
+    def get(self, uid: str) -> Node | None:
+        fields = self._nodes.get(uid)
+        return Node._make(fields) if fields is not None else None
+
+    def put(self, node: Node) -> None:
+        self._nodes[node.uid] = tuple(node)
+
+    def pop(self, uid: str) -> Node | None:
+        fields = self._nodes.pop(uid, None)
+        return Node._make(fields) if fields is not None else None
+
+    def nodes(self) -> Iterable[Node]:
+        return map(Node._make, self._nodes.values())
+
+    def __len__(self) -> int:
+        return len(self._nodes)
 
 
 class Graph:
@@ -115,20 +142,20 @@ class Graph:
 
     def node(self, cluster: str, uid: str) -> Node | None:
         graph = self._clusters.get(cluster)
-        return graph.nodes.get(uid) if graph else None
+        return graph.get(uid) if graph else None
 
     def dependents(self, cluster: str, uid: str) -> list[Node]:
         graph = self._clusters.get(cluster)
         if graph is None:
             return []
-        return [graph.nodes[d] for d in graph.dependents.get(uid, ()) if d in graph.nodes]
+        return self._dependent_nodes(graph, uid)
 
     def blocking_dependents(self, cluster: str, uid: str) -> list[Node]:
         """Dependents whose reference to `uid` says blockOwnerDeletion: a foreground owner waits for them."""
         return [d for d in self.dependents(cluster, uid) if (ref := d.owner(uid)) is not None and ref.block]
 
     def __len__(self) -> int:
-        return sum(len(g.nodes) for g in self._clusters.values())
+        return sum(len(g) for g in self._clusters.values())
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -145,19 +172,18 @@ class Graph:
         if deleted:
             return self._remove(cluster, uid)
         graph = self._clusters.setdefault(cluster, _ClusterGraph())
-        old = graph.nodes.get(uid)
-        namespace = sys.intern(meta.get("namespace") or "")
-        ref = old.ref if old is not None else ObjectRef(cluster, prefix, namespace, str(meta.get("name", "")), uid)
+        old = graph.get(uid)
         api_version = str(obj.get("apiVersion", ""))
-        node = Node(ref, sys.intern(api_version.rpartition("/")[0]), sys.intern(str(obj.get("kind", ""))),
+        node = Node(cluster, prefix, sys.intern(meta.get("namespace") or ""), str(meta.get("name", "")), uid,
+                    sys.intern(api_version.rpartition("/")[0]), sys.intern(str(obj.get("kind", ""))),
                     owner_refs(meta), bool(meta.get("deletionTimestamp")), _gc_finalizer(meta))
-        graph.nodes[uid] = node
+        graph.put(node)
         return self._changed(graph, old, node)
 
     def begin_resync(self, prefix: str) -> None:
         """A prefix is listed afresh: what it held and does not show again was deleted meanwhile."""
-        self._stale[prefix] = {(c, uid) for c, g in self._clusters.items() for uid, n in g.nodes.items()
-                               if n.ref.prefix == prefix}
+        self._stale[prefix] = {(c, n.uid) for c, g in self._clusters.items() for n in g.nodes()
+                               if n.prefix == prefix}
 
     def end_resync(self, prefix: str) -> set[ObjectRef]:
         """Forget the objects the fresh list no longer holds; returns what their going affects."""
@@ -174,9 +200,9 @@ class Graph:
         if old_owners != new.owners:
             for owner in old_owners:
                 if new.owner(owner.uid) is None:
-                    self._unlink(graph, owner.uid, new.ref.uid)
+                    self._unlink(graph, owner.uid, new.uid)
             for owner in new.owners:
-                graph.dependents.setdefault(owner.uid, set()).add(new.ref.uid)
+                graph.dependents.setdefault(owner.uid, set()).add(new.uid)
             # an owner waiting in the foreground may have lost a blocking dependent
             todo |= self._waiting_owners(graph, {o.uid for o in (*old_owners, *new.owners)})
             if self.needs_owner_check(new):
@@ -186,16 +212,15 @@ class Graph:
             if new.deleting and new.gc_finalizer:
                 todo.add(new.ref)  # orphan its dependents, or wait for them
             if new.deleting_dependents:
-                todo |= {d.ref for d in self._dependent_nodes(graph, new.ref.uid)}
+                todo |= {d.ref for d in self._dependent_nodes(graph, new.uid)}
         return todo
 
     def needs_owner_check(self, node: Node) -> bool:
         """True unless every owner is known here, in the place the reference names, and not going away."""
         for owner in node.owners:
-            found = self.node(node.ref.cluster, owner.uid)
+            found = self.node(node.cluster, owner.uid)
             if (found is None or found.deleting_dependents or found.kind != owner.kind or found.group != owner.group
-                    or found.ref.name != owner.name
-                    or (found.ref.namespace and found.ref.namespace != node.ref.namespace)):
+                    or found.name != owner.name or (found.namespace and found.namespace != node.namespace)):
                 return True
         return False
 
@@ -203,18 +228,19 @@ class Graph:
         graph = self._clusters.get(cluster)
         if graph is None:
             return set()
-        node = graph.nodes.pop(uid, None)
+        node = graph.pop(uid)
         todo = {d.ref for d in self._dependent_nodes(graph, uid)}  # their owner is gone: collect or unlink
         if node is not None:
             for owner in node.owners:
                 self._unlink(graph, owner.uid, uid)
             todo |= self._waiting_owners(graph, {o.uid for o in node.owners})
-        if not graph.nodes and not graph.dependents:
+        if not len(graph) and not graph.dependents:
             del self._clusters[cluster]
         return todo
 
-    def _dependent_nodes(self, graph: _ClusterGraph, uid: str) -> Iterable[Node]:
-        return [graph.nodes[d] for d in graph.dependents.get(uid, ()) if d in graph.nodes]
+    @staticmethod
+    def _dependent_nodes(graph: _ClusterGraph, uid: str) -> list[Node]:
+        return [n for d in graph.dependents.get(uid, ()) if (n := graph.get(d)) is not None]
 
     @staticmethod
     def _unlink(graph: _ClusterGraph, owner_uid: str, dependent_uid: str) -> None:
@@ -226,4 +252,4 @@ class Graph:
 
     @staticmethod
     def _waiting_owners(graph: _ClusterGraph, uids: set[str]) -> set[ObjectRef]:
-        return {n.ref for u in uids if (n := graph.nodes.get(u)) is not None and n.deleting and n.gc_finalizer}
+        return {n.ref for u in uids if (n := graph.get(u)) is not None and n.deleting and n.gc_finalizer}

@@ -24,16 +24,10 @@ import structlog
 from kcpcommon.controller import Result, TerminalError
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.validation import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
 from kcp_apiserver.controllers.gc_graph import Graph, ObjectRef, OwnerRef, owner_refs
 from kcp_apiserver.registry.catalog import Catalog
-from kcp_apiserver.registry.deletion import (
-    BACKGROUND,
-    FINALIZER_FOREGROUND,
-    FINALIZER_ORPHAN,
-    FOREGROUND,
-    ORPHAN,
-    Propagation,
-)
+from kcp_apiserver.registry.deletion import BACKGROUND, FOREGROUND, ORPHAN, Propagation
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import KeyNotFound, RevisionConflict, Storage, Stored
@@ -137,8 +131,7 @@ class Collector:
                                 "leaving it alone")
         namespace = ref.namespace if res.namespaced else ""
         node = self.graph.node(ref.cluster, owner.uid)
-        if (node is not None and node.ref.prefix == res.prefix and node.ref.namespace == namespace
-                and node.ref.name == owner.name):
+        if node is not None and (node.prefix, node.namespace, node.name) == (res.prefix, namespace, owner.name):
             return OwnerState.WAITING if node.deleting_dependents else OwnerState.SOLID
         try:  # the graph may lag behind: only storage can say an owner is gone
             stored = await self.storage.get(object_key(res.prefix, ref.cluster, namespace, owner.name))
@@ -160,8 +153,7 @@ class Collector:
                 return Result(requeue_after=SYNC_WAIT)  # an unseen dependent must not lose its owner silently
             for dependent in self.graph.dependents(ref.cluster, ref.uid):
                 await self._drop_owner_refs(dependent.ref, object_key(
-                    dependent.ref.prefix, dependent.ref.cluster, dependent.ref.namespace, dependent.ref.name),
-                    {ref.uid})
+                    dependent.prefix, dependent.cluster, dependent.namespace, dependent.name), {ref.uid})
             await self._drop_finalizer(ref, key, FINALIZER_ORPHAN)
             return None
         if FINALIZER_FOREGROUND in finalizers:
