@@ -6,7 +6,11 @@ import pytest
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.endpoints.deleteoptions import read_delete_options
 from kcp_apiserver.registry.builtin import BUILTINS
-from kcp_apiserver.registry.deletion import Propagation, default_policy, deletion_finalizers
+from kcp_apiserver.registry.deletion import (
+    Propagation,
+    default_policy,
+    deletion_finalizers,
+)
 from kcp_apiserver.registry.resource import Resource
 from multidict import MultiDict
 
