@@ -163,6 +163,22 @@ def test_a_custom_resource_owns_a_configmap(kcp: KcpServer, unique: str) -> None
     cluster.kubectl("delete", "gadget", "g1", "--cascade=foreground")
     assert cluster.gone("cm", "part")  # blocking: gone before its owner
     assert cluster.get("cm", "bystander") is not None
+    # deleting the CRD deletes its objects, and the collector follows their dependents out
+    cluster.apply({"apiVersion": "gc.example.com/v1", "kind": "Gadget", "metadata": {"name": "g2"}})
+    cluster.configmap("part2", cluster.owner_ref("g2", kind="Gadget", api_version="gc.example.com/v1",
+                                                 resource="gadgets"))
+    cluster.kubectl("delete", "crd", "gadgets.gc.example.com")
+    eventually(lambda: cluster.gone("cm", "part2"), "a dependent of a deleted CRD's object is collected")
+    assert cluster.get("cm", "bystander") is not None
+
+
+def test_foreground_deletion_goes_down_a_chain_of_owners(cluster: Cluster) -> None:
+    cluster.configmap("top")
+    cluster.configmap("middle", cluster.owner_ref("top", block=True))
+    cluster.configmap("leaf", cluster.owner_ref("middle", block=True))
+    cluster.kubectl("delete", "cm", "top", "--cascade=foreground")
+    assert cluster.gone("cm", "top")
+    assert cluster.gone("cm", "middle") and cluster.gone("cm", "leaf")  # each waited for the one below
 
 
 def test_an_owner_in_one_logical_cluster_never_owns_in_another(kcp: KcpServer, unique: str) -> None:

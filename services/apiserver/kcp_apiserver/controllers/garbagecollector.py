@@ -21,7 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.resources import is_established
-from kcp_apiserver.controllers.gc_graph import Graph, ObjectRef
+from kcp_apiserver.controllers.gc_graph import CLUSTER_ANNOTATION, Graph, ObjectRef
 from kcp_apiserver.controllers.gc_reconcile import Collector
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -50,15 +50,12 @@ async def supervise(name: str, run: Callable[[], Awaitable[Any]], *, backoff: Ba
 
 
 def _custom_resource(crd: Obj) -> Resource | None:
-    """Enough of an established CRD's resource to follow its objects (prefix and scope)."""
-    if not is_established(crd) or crd["metadata"].get("deletionTimestamp"):
-        return None
+    """Enough of a CRD's resource to follow its objects and find its owners (prefix and scope)."""
     spec = crd.get("spec") or {}
-    names = (crd.get("status") or {}).get("acceptedNames") or spec.get("names") or {}
-    if not names.get("plural") or not spec.get("group"):
-        return None
-    return Resource(spec["group"], "", str(names.get("kind", "")), names["plural"], "",
-                    spec.get("scope") == "Namespaced")
+    names = (crd.get("status") or {}).get("acceptedNames") or {}
+    if not names.get("plural") or not names.get("kind") or not spec.get("group"):
+        return None  # never served: nothing of it can exist
+    return Resource(spec["group"], "", str(names["kind"]), names["plural"], "", spec.get("scope") == "Namespaced")
 
 
 class GarbageCollector:
@@ -72,8 +69,10 @@ class GarbageCollector:
         self.graph = Graph()
         self.controller: Controller[ObjectRef] = Controller(NAME, self._reconcile, workers=workers,
                                                             registry=metrics, component="kcp_apiserver")
+        # custom kinds seen in CRDs, kept after the CRD goes: its objects' dependents still need collecting
+        self.custom_kinds: dict[tuple[str, str, str], Resource] = {}  # (cluster, group, kind) -> resource
         self.collector = Collector(storage, registry, catalog, self.graph, synced=self.synced,
-                                   enqueue=self.controller.enqueue)
+                                   enqueue=self.controller.enqueue, known_kinds=self.custom_kinds)
         self._followed: dict[str, asyncio.Task[None]] = {}  # prefix -> its supervised follower
         self._synced: set[str] = set()  # prefixes whose current list is fully in the graph
         self._builtins = {r.prefix: r for r in catalog.builtins}
@@ -135,11 +134,14 @@ class GarbageCollector:
                 watcher.close()
 
     def _observe(self, prefix: str, obj: Obj, deleted: bool) -> None:
-        self._enqueue(self.graph.observe(prefix, obj, deleted))
-        if prefix == CRD.prefix and not deleted:
+        if prefix == CRD.prefix:  # before the graph: a CR's dependents queued by it may need the kind
             custom = _custom_resource(obj)
             if custom is not None:
-                self.follow(custom)
+                cluster = (obj["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, "")
+                self.custom_kinds[(cluster, custom.group, custom.kind)] = custom
+                if is_established(obj):
+                    self.follow(custom)
+        self._enqueue(self.graph.observe(prefix, obj, deleted))
 
     def _enqueue(self, refs: set[ObjectRef]) -> None:
         for ref in refs:

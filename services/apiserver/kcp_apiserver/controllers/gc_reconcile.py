@@ -60,13 +60,15 @@ class Collector:
     """The reconciler: `reconcile(ref)` for every object the graph says needs a look."""
 
     def __init__(self, storage: Storage, registry: Registry, catalog: Catalog, graph: Graph, *,
-                 synced: Callable[[str], bool], enqueue: Callable[[ObjectRef], None]) -> None:
+                 synced: Callable[[str], bool], enqueue: Callable[[ObjectRef], None],
+                 known_kinds: dict[tuple[str, str, str], Resource] | None = None) -> None:
         self.storage = storage
         self.registry = registry
         self.catalog = catalog
         self.graph = graph
         self.synced = synced  # is every resource of this logical cluster in the graph?
         self.enqueue = enqueue
+        self.known_kinds = known_kinds if known_kinds is not None else {}  # custom kinds no longer served
 
     async def reconcile(self, ref: ObjectRef) -> Result | None:
         node = self.graph.node(ref.cluster, ref.uid)
@@ -109,14 +111,15 @@ class Collector:
     # -- owners ------------------------------------------------------------------------------
 
     def resolve(self, cluster: str, owner: OwnerRef) -> Resource | None:
-        """The resource an ownerReference's kind is served as in this logical cluster (its version preferred)."""
+        """Where an ownerReference's kind is stored in this logical cluster: as served (its version preferred),
+        else as a CRD that is going or gone defined it (its objects are then gone or going too)."""
         found = None
         for res in self.catalog.for_cluster(cluster):
             if res.group == owner.group and res.kind == owner.kind:
                 if res.version == owner.version:
                     return res
                 found = found or res
-        return found
+        return found or self.known_kinds.get((cluster, owner.group, owner.kind))
 
     def resource_at(self, cluster: str, prefix: str) -> Resource | None:
         return next((r for r in self.catalog.for_cluster(cluster) if r.prefix == prefix), None)
