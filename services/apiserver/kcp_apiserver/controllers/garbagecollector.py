@@ -77,6 +77,7 @@ class GarbageCollector:
         self._synced: set[str] = set()  # prefixes whose current list is fully in the graph
         self._builtins = {r.prefix: r for r in catalog.builtins}
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
 
     async def start(self) -> None:
         """Start following and working; returns at once (the workers wait for the built-ins' first lists)."""
@@ -86,6 +87,7 @@ class GarbageCollector:
             wait_for=[self.builtins_synced])), name=f"{NAME}:workers"))
 
     async def stop(self) -> None:
+        self._stopped = True  # a worker finishing its key must not start new followers
         await cancel_and_wait(*self._tasks, *self._followed.values())
         self._tasks.clear()
         self._followed.clear()
@@ -101,7 +103,7 @@ class GarbageCollector:
         return not missing
 
     def follow(self, res: Resource) -> None:
-        if res.prefix not in self._followed:
+        if res.prefix not in self._followed and not self._stopped:
             self._followed[res.prefix] = spawn(supervise(f"{NAME}:follow:{res.prefix}", lambda: self._follow(res)),
                                                name=f"{NAME}:follow:{res.prefix}")
 

@@ -174,7 +174,7 @@ class Graph:
         graph = self._clusters.setdefault(cluster, _ClusterGraph())
         old = graph.get(uid)
         api_version = str(obj.get("apiVersion", ""))
-        node = Node(cluster, prefix, sys.intern(meta.get("namespace") or ""), str(meta.get("name", "")), uid,
+        node = Node(sys.intern(cluster), prefix, sys.intern(meta.get("namespace") or ""), str(meta.get("name", "")), uid,
                     sys.intern(api_version.rpartition("/")[0]), sys.intern(str(obj.get("kind", ""))),
                     owner_refs(meta), bool(meta.get("deletionTimestamp")), _gc_finalizer(meta))
         graph.put(node)
