@@ -6,6 +6,7 @@ import asyncio
 import uuid
 
 from etcd3aio import Etcd3Client
+
 from kcp_apiserver.registry.builtin import NAMESPACE
 from kcp_apiserver.registry.clusters import LogicalClusters
 from kcp_apiserver.storage.etcd import Storage

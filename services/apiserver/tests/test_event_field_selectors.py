@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from multidict import MultiDict
+
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.endpoints.handlers import build_filter
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.resource import Obj, Resource
-from multidict import MultiDict
 
 CORE = next(r for r in BUILTINS if r.kind == "Event" and not r.group)
 EVENTS = next(r for r in BUILTINS if r.kind == "Event" and r.group == "events.k8s.io")

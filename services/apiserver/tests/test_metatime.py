@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kcp_apiserver.apimachinery.metatime import TimeParseError, normalize
 
 TIME = '"2006-01-02T15:04:05Z07:00"'

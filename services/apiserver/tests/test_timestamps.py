@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 import pytest
+
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.resource import Resource

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kcp_apiserver.apimachinery.gojson import syntax_error
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.endpoints.wire import decode_object, summarize_body

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -58,7 +58,7 @@ def _format_cell(value: Any, type_: str) -> Any:
         return None
     if type_ == "date":
         stamp = parse_time(value) if isinstance(value, str) else None
-        return human_duration((datetime.now(timezone.utc) - stamp).total_seconds()) if stamp else str(value)
+        return human_duration((datetime.now(UTC) - stamp).total_seconds()) if stamp else str(value)
     if type_ == "integer":
         return value if isinstance(value, int) and not isinstance(value, bool) else None
     if type_ == "number":

@@ -355,7 +355,7 @@ def _is_request_uri(s: str) -> bool:
             if end < 0:
                 return False
             port = host[end + 1:]
-            if port and not (port[0] == ":" and port[1:].isdigit() or port == ":"):
+            if port and not ((port[0] == ":" and port[1:].isdigit()) or port == ":"):
                 return False
         elif ":" in host:
             port = host.rpartition(":")[2]

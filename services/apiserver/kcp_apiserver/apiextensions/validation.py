@@ -178,8 +178,8 @@ def stored_versions_after(crd: Obj, old: Obj | None) -> list[str]:
 _EXPECT: dict[str, tuple[Callable[[Any], bool], str]] = {
     "string": (lambda v: isinstance(v, str), "a string"),
     "boolean": (lambda v: isinstance(v, bool), "a boolean"),
-    "integer": (lambda v: isinstance(v, int) and not isinstance(v, bool)
-                or isinstance(v, float) and v.is_integer(), "an integer"),
+    "integer": (lambda v: (isinstance(v, int) and not isinstance(v, bool))
+                or (isinstance(v, float) and v.is_integer()), "an integer"),
     "number": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
     "object": (lambda v: isinstance(v, dict), "an object"),
     "list": (lambda v: isinstance(v, list), "a list"),
@@ -1608,7 +1608,7 @@ def _go_value(value: Any) -> str:
 
 def _type_ok(value: Any, kind: str) -> bool:
     if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer()
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return json_type(value) == kind

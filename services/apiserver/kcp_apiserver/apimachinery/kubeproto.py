@@ -55,7 +55,7 @@ from typing import Any
 from kcp_apiserver.apimachinery import metatime
 from kcp_apiserver.apimachinery import status as st
 
-__all__ = ["MAGIC", "KINDS", "SCHEMAS", "decode", "encode", "message_for", "supports"]
+__all__ = ["KINDS", "MAGIC", "SCHEMAS", "decode", "encode", "message_for", "supports"]
 
 MAGIC = b"k8s\x00"
 

@@ -8,7 +8,8 @@ filters through the endpoints to the registry and admission.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from kcp_apiserver.apimachinery.deleteoptions import DeleteOptions
 
 SYSTEM_MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
@@ -58,15 +59,12 @@ class RequestContext:
     dry_run: bool = False
     field_manager: str = ""
     user_agent: str = ""
-    delete_options: dict[str, Any] = field(default_factory=dict)
+    delete_options: DeleteOptions = field(default_factory=DeleteOptions)
 
     @property
     def cluster(self) -> str:
         return self.info.cluster
 
-    @property
-    def propagation_policy(self) -> str:
-        return str(self.delete_options.get("propagationPolicy") or "")
 
 
 def system_context(cluster: str, *, namespace: str = "", verb: str = "") -> RequestContext:

@@ -16,6 +16,7 @@ from multidict import MultiMapping
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
+from kcp_apiserver.endpoints.deleteoptions import read_delete_options
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import (
     PROTOBUF,
@@ -182,11 +183,7 @@ class ResourceHandlers:
         if verb == "delete":
             return await self._delete(request, res, info, namespace, dry_run)
         if verb == "deletecollection":
-            matches, _ = build_filter(res, query)
-            deleted = await self.registry.delete_collection(res, info.cluster, namespace, matches=matches,
-                                                            dry_run=dry_run, ctx=ctx)
-            return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": {},
-                                  "items": [present(res, o) for o in deleted]})
+            return await self._delete(request, res, info, namespace, dry_run)
         raise st.method_not_allowed()
 
     @staticmethod
@@ -254,21 +251,26 @@ class ResourceHandlers:
 
     async def _delete(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
                       dry_run: bool) -> web.Response:
-        body = await read_body(request)
-        options: Obj = {}
-        if body.strip():
-            decoded = decode_object(body, request.content_type or "application/json")
-            options = decoded if isinstance(decoded, dict) else {}
-        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+        """DELETE of one object or of a collection, with kube's DeleteOptions (body, else query)."""
+        options = read_delete_options(await read_body(request), request.content_type, request.query)
+        dry_run = dry_run or options.dry_run
         ctx = request_context(request)
         ctx.delete_options = options
+        if info.verb == "deletecollection":
+            matches, _ = build_filter(res, request.query)
+            deleted = await self.registry.delete_collection(res, info.cluster, namespace, matches=matches,
+                                                            dry_run=dry_run, propagation=options.propagation, ctx=ctx)
+            return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": {},
+                                  "items": [present(res, o) for o in deleted]})
         obj, deleted_now = await self.registry.delete(res, info.cluster, namespace, info.name,
-                                                      preconditions=options.get("preconditions"), dry_run=dry_run,
-                                                      ctx=ctx)
+                                                      preconditions=options.preconditions, dry_run=dry_run,
+                                                      propagation=options.propagation, ctx=ctx)
         if deleted_now and res.group != "apiextensions.k8s.io":
             return json_response(st.success_status({"name": info.name, "group": res.group, "kind": res.plural,
                                                     "uid": obj["metadata"].get("uid", "")}))
-        return json_response(present(res, obj))
+        # kube answers 202 when a cascading delete asked for with orphanDependents=false is still under way
+        code = 202 if not deleted_now and options.propagation.orphan_dependents is False else 200
+        return json_response(present(res, obj), code)
 
     async def _scale(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str) -> web.Response:
         """GET/PUT/PATCH of autoscaling/v1 Scale, mapped onto the CRD's replica paths."""
@@ -377,7 +379,7 @@ class ResourceHandlers:
                            CLIENT_GONE_CHECK_SECONDS)
                 try:
                     await asyncio.wait_for(watcher.done.wait(), wait)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if stream.gone():
                         break
                     due = loop.time() - last_bookmark_at >= self.watch_settings.bookmark_interval

@@ -18,9 +18,11 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.deleteoptions import Propagation
 from kcp_apiserver.apimachinery.request import RequestContext, system_context
 from kcp_apiserver.apimachinery.validation import generate_name, validate_object_meta
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
+from kcp_apiserver.registry.deletion import deletion_finalizers
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.timestamps import normalize_timestamps
 from kcp_apiserver.storage.etcd import (
@@ -332,9 +334,13 @@ class Registry:
 
     async def delete(self, res: Resource, cluster: str, namespace: str, name: str, *,
                      preconditions: dict[str, str] | None = None, dry_run: bool = False,
-                     ctx: RequestContext | None = None) -> tuple[Obj, bool]:
-        """Delete or start deleting; returns (object, deleted_now)."""
+                     ctx: RequestContext | None = None, propagation: Propagation | None = None) -> tuple[Obj, bool]:
+        """Delete or start deleting; returns (object, deleted_now).
+
+        `propagation` becomes the garbage collector's finalizer (`orphan`, `foregroundDeletion`) as kube
+        records it; an object left with any finalizer is only marked deleting."""
         key = self.key(res, cluster, namespace, name)
+        propagation = propagation or Propagation()
         for _ in range(16):
             current = await self._read(res, key, name)
             await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
@@ -348,14 +354,17 @@ class Registry:
                 raise st.conflict(res.plural, name, res.group,
                                   f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
                                   f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
-            if _has_finalizers(current.obj):
-                if meta.get("deletionTimestamp"):
+            existing = list(meta.get("finalizers") or [])
+            finalizers = deletion_finalizers(res, existing, propagation)
+            pending = copy.deepcopy(current.obj)
+            if finalizers:
+                pending["metadata"]["finalizers"] = finalizers
+            else:
+                pending["metadata"].pop("finalizers", None)
+            if _has_finalizers(pending):
+                if meta.get("deletionTimestamp") and finalizers == existing:
                     return current.obj, False
-                pending = copy.deepcopy(current.obj)
-                pending["metadata"]["deletionTimestamp"] = now_rfc3339()
-                pending["metadata"]["deletionGracePeriodSeconds"] = 0
-                if res.kind == "Namespace" and not res.group:
-                    pending.setdefault("status", {})["phase"] = "Terminating"
+                _mark_deleting(res, pending)
                 if dry_run:
                     return pending, False
                 try:
@@ -377,14 +386,15 @@ class Registry:
 
     async def delete_collection(self, res: Resource, cluster: str, namespace: str, *,
                                 matches: Callable[[Obj], bool] | None = None, dry_run: bool = False,
-                                ctx: RequestContext | None = None) -> list[Obj]:
+                                ctx: RequestContext | None = None,
+                                propagation: Propagation | None = None) -> list[Obj]:
         listed = await self.list(res, cluster, namespace, matches=matches)
         deleted = []
         for obj in listed.items:
             meta = obj["metadata"]
             try:
                 gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"], dry_run=dry_run,
-                                           ctx=ctx)
+                                            ctx=ctx, propagation=propagation)
                 deleted.append(gone)
             except st.APIError as exc:
                 if exc.code != 404:
@@ -455,6 +465,19 @@ def _has_finalizers(obj: Obj) -> bool:
                                                           and obj.get("kind") == "Namespace")
 
 
+def _mark_deleting(res: Resource, obj: Obj) -> None:
+    """The first DELETE of an object that finalizers hold: deletionTimestamp now, grace 0, as kube marks it."""
+    meta = obj["metadata"]
+    if meta.get("deletionTimestamp"):
+        return
+    meta["deletionTimestamp"] = now_rfc3339()
+    meta["deletionGracePeriodSeconds"] = 0
+    if meta.get("generation"):
+        meta["generation"] = int(meta["generation"]) + 1
+    if res.kind == "Namespace" and not res.group:
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
+
 def _finalized(obj: Obj) -> bool:
     """A deleting object whose last finalizer is gone is removed, as kube does."""
     return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(obj)
@@ -470,5 +493,12 @@ def parse_resource_version(value: str) -> int:
     return rv
 
 
-__all__ = ["Registry", "ListResult", "CLUSTER_ANNOTATION", "storage_errors", "parse_key", "now_rfc3339",
-           "parse_resource_version"]
+__all__ = [
+    "CLUSTER_ANNOTATION",
+    "ListResult",
+    "Registry",
+    "now_rfc3339",
+    "parse_key",
+    "parse_resource_version",
+    "storage_errors",
+]

@@ -62,7 +62,8 @@ class APIServer:
         await self.client.connect()
         for res in self.catalog.builtins:
             await self.caches.get(res)
-        parts = ServerParts(self.storage, self.caches, self.catalog, run_controllers=config.run_controllers)
+        parts = ServerParts(self.storage, self.caches, self.catalog, run_controllers=config.run_controllers,
+                            metrics=self.metrics.registry)
         self._plugins = [await build(parts) for build in config.admission]
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
                                                   ensure_cluster=self.clusters.ensure)

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry
+
 from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
@@ -40,6 +42,7 @@ class ServerParts:
     caches: WatchCaches
     catalog: Catalog
     run_controllers: bool
+    metrics: CollectorRegistry | None = None  # the server's /metrics registry
     registry: Registry | None = None  # set once admission is built: plugins never write through it
 
 

@@ -9,6 +9,7 @@ from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.controllers.compaction import Compactor
+from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
@@ -48,6 +49,11 @@ class _CRDController:
         await self.serving.stop_controllers()
 
 
+def garbage_collector(parts: ServerParts) -> Runnable:
+    assert parts.registry is not None
+    return GarbageCollector(parts.storage, parts.caches, parts.catalog, parts.registry, metrics=parts.metrics)
+
+
 def namespace_controller(parts: ServerParts) -> Runnable:
     assert parts.registry is not None
     cache = parts.caches.caches.get(NAMESPACE.prefix)
@@ -74,7 +80,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle],
         extensions=[follow_crds],
-        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller,
+        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,

@@ -64,7 +64,7 @@ class EmbeddedEtcd:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.client_port, peer_port = free_port(), free_port()
         client_url, peer_url = f"http://127.0.0.1:{self.client_port}", f"http://127.0.0.1:{peer_port}"
-        log_file = open(self.data_dir.parent / "etcd.log", "ab")  # noqa: SIM115 - owned by the process
+        log_file = open(self.data_dir.parent / "etcd.log", "ab")
         self.process = await asyncio.create_subprocess_exec(
             etcd_binary(), "--name", "kcp", "--data-dir", str(self.data_dir),
             "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
@@ -99,7 +99,7 @@ class EmbeddedEtcd:
         proc.send_signal(signal.SIGTERM)
         try:
             await asyncio.wait_for(proc.wait(), 10)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
         log.info("embedded etcd stopped")

@@ -6,7 +6,6 @@ key's mod_revision becomes the resourceVersion, as kube-apiserver does.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -81,7 +80,7 @@ async def _call(coro: Awaitable[Any]) -> Any:
         if exc.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in (exc.details() or ""):
             raise Compacted(exc.details() or "compacted") from exc
         raise Unavailable(exc.details() or str(exc.code())) from exc
-    except (EtcdError, TimeoutError, asyncio.TimeoutError, OSError) as exc:
+    except (EtcdError, TimeoutError, OSError) as exc:
         raise Unavailable(str(exc) or type(exc).__name__) from exc
 
 

@@ -47,8 +47,18 @@ class WatchEvent:
     collector to walk.
     """
 
-    __slots__ = ("type", "revision", "key", "_raw", "_prev_raw", "_prev_revision", "_obj", "_prev",
-                 "_obj_bytes", "_encoded")
+    __slots__ = (
+        "_encoded",
+        "_obj",
+        "_obj_bytes",
+        "_prev",
+        "_prev_raw",
+        "_prev_revision",
+        "_raw",
+        "key",
+        "revision",
+        "type",
+    )
 
     def __init__(self, type_: str, revision: int, key: ObjectKey, raw: bytes, prev_raw: bytes | None = None,
                  prev_revision: int = 0) -> None:
@@ -251,7 +261,7 @@ class WatchCache:
             except grpc.aio.AioRpcError as exc:
                 log.warning("etcd watch failed, restarting", prefix=self.prefix, code=str(exc.code()))
                 await asyncio.sleep(1.0)
-            except Exception:  # noqa: BLE001 - the cache must outlive any single failure
+            except Exception:
                 log.exception("watch cache loop failed, restarting", prefix=self.prefix)
                 await asyncio.sleep(1.0)
 
