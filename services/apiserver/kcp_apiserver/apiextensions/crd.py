@@ -7,6 +7,7 @@ from kcp_apiserver.apiextensions.validation import default_crd
 from kcp_apiserver.apiextensions.validation import validate_crd as check_crd
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import CREATED_AT, NAME
 
 
@@ -23,9 +24,18 @@ def validate_crd(obj: Obj, old: Obj | None) -> list[Cause]:
     return check_crd(obj, old)
 
 
+class CRDStrategy(FunctionStrategy):
+    """kube's CRD store answers a DELETE with the object (its cleanup finalizer keeps it a while)."""
+
+    return_deleted_object = True
+
+    def __init__(self) -> None:
+        super().__init__(prepare_crd, validate_crd)
+
+
 CRD = Resource(
     "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
     "customresourcedefinition", False, short_names=("crd", "crds"), categories=("api-extensions",),
-    has_status=True, tracks_generation=True, prepare=prepare_crd, validate=validate_crd,
+    has_status=True, tracks_generation=True, strategy=CRDStrategy(),
     definition="io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
     columns=(NAME, CREATED_AT))

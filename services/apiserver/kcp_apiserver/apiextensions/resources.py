@@ -19,6 +19,7 @@ from kcp_apiserver.apiextensions.celrules import compile_rules, evaluate
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
+from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, NAME, human_duration, parse_time
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
@@ -151,7 +152,8 @@ def resources_for(crd: Obj) -> list[Resource]:
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec.get("scope") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             has_status="status" in subresources, tracks_generation=True,
-            validate=_validator(compiled.validator, compiled.rules), columns=_columns(version, spec),
+            strategy=FunctionStrategy(validate=_validator(compiled.validator, compiled.rules)),
+            columns=_columns(version, spec),
             schema=schema, schema_digest=compiled.digest, compiled=compiled.validator,
             storage_version=stored, deprecation_warning=warning,
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"],

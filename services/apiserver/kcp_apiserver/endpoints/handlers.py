@@ -29,7 +29,7 @@ from kcp_apiserver.endpoints.wire import (
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.patch import patcher
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.registry.store import Registry, parse_resource_version
+from kcp_apiserver.registry.store import Registry, parse_resource_version, strategy_of
 from kcp_apiserver.registry.tables import to_table
 from kcp_apiserver.storage.watchcache import ADDED, TooOld, WatchEvent
 
@@ -265,7 +265,7 @@ class ResourceHandlers:
         obj, deleted_now = await self.registry.delete(res, info.cluster, namespace, info.name,
                                                       preconditions=options.preconditions, dry_run=dry_run,
                                                       propagation=options.propagation, ctx=ctx)
-        if deleted_now and res.group != "apiextensions.k8s.io":
+        if deleted_now and not strategy_of(res).return_deleted_object:
             return json_response(st.success_status({"name": info.name, "group": res.group, "kind": res.plural,
                                                     "uid": obj["metadata"].get("uid", "")}))
         # kube answers 202 when a cascading delete asked for with orphanDependents=false is still under way

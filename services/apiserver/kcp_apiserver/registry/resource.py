@@ -10,12 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.storage.keys import resource_prefix
 
 Obj = dict[str, Any]
-Validator = Callable[[Obj, Obj | None], list[Cause]]
-Preparer = Callable[[Obj, Obj | None], None]
 FieldGetter = Callable[[Obj], Any]
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -49,8 +46,7 @@ class Resource:
     tracks_generation: bool = False
     name_is_dns_label: bool = False
     name_is_path_segment: bool = False
-    prepare: Preparer | None = None  # defaults and server-set fields, on create and update
-    validate: Validator | None = None
+    strategy: Any = None  # registry.strategy.Strategy (None: the generic store's defaults)
     columns: tuple[Column, ...] = ()
     field_selectors: tuple[str, ...] = ()  # selectable fields read at their own path
     # selectable fields whose value is computed, as kube's ToSelectableFields does (an Event's `source`)

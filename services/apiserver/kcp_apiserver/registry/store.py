@@ -24,6 +24,8 @@ from kcp_apiserver.apimachinery.validation import generate_name, validate_object
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.deletion import deletion_finalizers
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.strategy import DEFAULT as DEFAULT_STRATEGY
+from kcp_apiserver.registry.strategy import Strategy
 from kcp_apiserver.registry.timestamps import normalize_timestamps
 from kcp_apiserver.storage.etcd import (
     Compacted,
@@ -206,8 +208,7 @@ class Registry:
         generate = not meta.get("name") and meta.get("generateName")
         if generate:
             meta["name"] = generate_name(meta["generateName"])
-        if res.prepare is not None:
-            res.prepare(obj, None)
+        strategy_of(res).prepare_for_create(obj)
         self._validate(res, obj, None)
         if not dry_run:
             await self.ensure_cluster(cluster)
@@ -286,7 +287,7 @@ class Registry:
             if dry_run:
                 return new
             try:
-                if _finalized(new):
+                if _finalized(res, new):
                     await self.storage.delete(key, current.mod_revision)
                     return new
                 return (await self.storage.update(key, new, current.mod_revision)).obj
@@ -326,8 +327,7 @@ class Registry:
                 new.pop("status", None)
         if res.tracks_generation and _spec_view(new) != _spec_view(old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
-        if res.prepare is not None:
-            res.prepare(new, old)
+        strategy_of(res).prepare_for_update(new, old)
         return new
 
     # -- delete ------------------------------------------------------------------------------
@@ -361,7 +361,7 @@ class Registry:
                 pending["metadata"]["finalizers"] = finalizers
             else:
                 pending["metadata"].pop("finalizers", None)
-            if _has_finalizers(pending):
+            if _has_finalizers(res, pending):
                 if meta.get("deletionTimestamp") and finalizers == existing:
                     return current.obj, False
                 _mark_deleting(res, pending)
@@ -445,8 +445,8 @@ class Registry:
                                       name_is_path_segment=res.name_is_path_segment)
         if old is not None and not causes:
             causes += _immutable_meta(obj["metadata"], old["metadata"])
-        if res.validate is not None:
-            causes += res.validate(obj, old)
+        strategy = strategy_of(res)
+        causes += strategy.validate(obj) if old is None else strategy.validate_update(obj, old)
         if causes:
             raise st.invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
 
@@ -460,9 +460,12 @@ def _immutable_meta(meta: Obj, old: Obj) -> list[st.Cause]:
     return causes
 
 
-def _has_finalizers(obj: Obj) -> bool:
-    return bool(obj["metadata"].get("finalizers")) or bool((obj.get("spec") or {}).get("finalizers")
-                                                          and obj.get("kind") == "Namespace")
+def strategy_of(res: Resource) -> Strategy:
+    return res.strategy if res.strategy is not None else DEFAULT_STRATEGY
+
+
+def _has_finalizers(res: Resource, obj: Obj) -> bool:
+    return bool(strategy_of(res).finalizers(obj))
 
 
 def _mark_deleting(res: Resource, obj: Obj) -> None:
@@ -474,13 +477,12 @@ def _mark_deleting(res: Resource, obj: Obj) -> None:
     meta["deletionGracePeriodSeconds"] = 0
     if meta.get("generation"):
         meta["generation"] = int(meta["generation"]) + 1
-    if res.kind == "Namespace" and not res.group:
-        obj.setdefault("status", {})["phase"] = "Terminating"
+    strategy_of(res).prepare_for_delete(obj)
 
 
-def _finalized(obj: Obj) -> bool:
+def _finalized(res: Resource, obj: Obj) -> bool:
     """A deleting object whose last finalizer is gone is removed, as kube does."""
-    return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(obj)
+    return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(res, obj)
 
 
 def parse_resource_version(value: str) -> int:

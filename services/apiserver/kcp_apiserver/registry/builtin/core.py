@@ -13,6 +13,7 @@ from kcp_apiserver.registry.builtin.events import (
     EVENT_COLUMNS,
 )
 from kcp_apiserver.registry.resource import Column, Obj, Resource
+from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, NAME
 
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
@@ -87,6 +88,19 @@ def prepare_namespace(obj: Obj, old: Obj | None) -> None:
     obj.setdefault("metadata", {}).setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
 
+class NamespaceStrategy(FunctionStrategy):
+    """A namespace is held by its spec.finalizers too, and shows Terminating while it empties."""
+
+    def __init__(self) -> None:
+        super().__init__(prepare_namespace)
+
+    def prepare_for_delete(self, obj: Obj) -> None:
+        obj.setdefault("status", {})["phase"] = "Terminating"
+
+    def finalizers(self, obj: Obj) -> list[str]:
+        return [*super().finalizers(obj), *((obj.get("spec") or {}).get("finalizers") or [])]
+
+
 def _count(field_name: str) -> Column:
     return Column("Data", "integer", lambda o: len(o.get(field_name) or {}) + len(o.get("binaryData") or {}),
                   "Number of data entries.")
@@ -94,7 +108,7 @@ def _count(field_name: str) -> Column:
 
 NAMESPACE = Resource(
     "", "v1", "Namespace", "namespaces", "namespace", False, short_names=("ns",), has_status=True,
-    definition="io.k8s.api.core.v1.Namespace", name_is_dns_label=True, prepare=prepare_namespace,
+    definition="io.k8s.api.core.v1.Namespace", name_is_dns_label=True, strategy=NamespaceStrategy(),
     columns=(NAME, Column("Status", "string", lambda o: (o.get("status") or {}).get("phase", ""),
                           "The status of the namespace"), AGE),
     field_selectors=("status.phase",),
@@ -109,10 +123,10 @@ EVENT = Resource(
 RESOURCES: tuple[Resource, ...] = (
     NAMESPACE,
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", True, short_names=("cm",),
-             definition="io.k8s.api.core.v1.ConfigMap", validate=validate_configmap,
+             definition="io.k8s.api.core.v1.ConfigMap", strategy=FunctionStrategy(validate=validate_configmap),
              columns=(NAME, _count("data"), AGE)),
     Resource("", "v1", "Secret", "secrets", "secret", True, definition="io.k8s.api.core.v1.Secret",
-             prepare=prepare_secret, validate=validate_secret, field_selectors=("type",),
+             strategy=FunctionStrategy(prepare_secret, validate_secret), field_selectors=("type",),
              columns=(NAME, Column("Type", "string", lambda o: o.get("type", ""), "The type of secret"),
                       Column("Data", "integer", lambda o: len(o.get("data") or {}), "Number of data entries."),
                       AGE)),
