@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from kcp_apiserver.apiextensions.celrules import compile_rules, evaluate
-from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.apiextensions.celrules import compile_rules
+from kcp_apiserver.apiextensions.typeschema import CustomTypeSchema
 from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy
@@ -37,8 +37,7 @@ class CompiledSchema:
     """What serving one version's schema needs, built once per distinct schema content."""
 
     digest: str  # tells two CRDs' schemas apart where the schema itself is not compared
-    validator: Any  # crdschema.CompiledSchema: validate, prune, default
-    rules: Any  # celrules tree, or None without x-kubernetes-validations
+    type_schema: CustomTypeSchema  # walk, prune, default, validate (schema and CEL rules)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -46,7 +45,8 @@ def _compile(schema_json: bytes) -> CompiledSchema:
     from kcp_apiserver.apiextensions.schema import compile_schema
 
     schema = orjson.loads(schema_json)
-    return CompiledSchema(hashlib.sha256(schema_json).hexdigest()[:16], compile_schema(schema), compile_rules(schema))
+    type_schema = CustomTypeSchema(schema, compile_schema(schema), compile_rules(schema))
+    return CompiledSchema(hashlib.sha256(schema_json).hexdigest()[:16], type_schema)
 
 
 def compiled_schema(schema: Obj) -> CompiledSchema:
@@ -119,16 +119,6 @@ def storage_version(crd: Obj) -> str:
     return str(crd["spec"]["versions"][0]["name"])
 
 
-def _validator(compiled: Any, rules: Any):  # type: ignore[no-untyped-def]
-    """Schema validation, then (on an object the schema accepts) the CEL rules, with the old object on update."""
-    def validate(obj: Obj, old: Obj | None) -> list[Cause]:
-        causes = list(compiled.validate(obj))
-        if rules is not None and not causes:
-            causes = evaluate(rules, obj, old)
-        return causes
-    return validate
-
-
 def resources_for(crd: Obj) -> list[Resource]:
     """One Resource per served version of an established CRD (accepted names are what is served)."""
     spec = crd["spec"]
@@ -152,9 +142,8 @@ def resources_for(crd: Obj) -> list[Resource]:
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec.get("scope") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             has_status="status" in subresources, tracks_generation=True,
-            strategy=FunctionStrategy(validate=_validator(compiled.validator, compiled.rules)),
-            columns=_columns(version, spec),
-            schema=schema, schema_digest=compiled.digest, compiled=compiled.validator,
+            strategy=FunctionStrategy(validate=compiled.type_schema.validate), columns=_columns(version, spec),
+            schema=schema, schema_digest=compiled.digest, type_schema=compiled.type_schema,
             storage_version=stored, deprecation_warning=warning,
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"],
                             scale.get("labelSelectorPath", "")) if scale else None,

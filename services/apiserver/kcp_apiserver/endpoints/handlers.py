@@ -88,13 +88,13 @@ def present(res: Resource, obj: Obj) -> Obj:
         return res.from_storage(obj)
     if not res.is_custom:
         return obj
-    defaults = res.compiled is not None and res.compiled.has_defaults
+    defaults = res.type_schema is not None and res.type_schema.has_defaults
     if obj.get("apiVersion") == res.api_version and not defaults:
         return obj
     out = copy.deepcopy(obj) if defaults else dict(obj)
     out["apiVersion"] = res.api_version
-    if defaults:
-        res.compiled.apply_defaults(out)
+    if defaults and res.type_schema is not None:
+        res.type_schema.default(out)
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.jsonvalues import json_equal
-from kcp_apiserver.registry.schemas import PatchMeta
+from kcp_apiserver.registry.typeschema import SchemaNode
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -62,20 +62,20 @@ def _reject_constant(name: str) -> Any:
 Patcher = Callable[[dict[str, Any]], dict[str, Any]]  # the stored document in, the patched document out
 
 
-def patcher(content_type: str, body: bytes, meta: PatchMeta | None) -> Patcher:
+def patcher(content_type: str, body: bytes, schema: SchemaNode | None) -> Patcher:
     """The one place a PATCH's media type picks its algorithm (apply will join here).
 
-    `meta` is the type's strategic-merge metadata; without it (custom resources) a strategic merge
-    patch is 415, as kube answers."""
+    `schema` is the type's schema as strategic merge reads it; without one (custom resources) a
+    strategic merge patch is 415, as kube answers."""
     patch_body = parse_patch(content_type, body)
     media = content_type.split(";", 1)[0].strip().lower()
     if media == JSON_PATCH:
         return lambda doc: apply_json_patch(doc, patch_body)
     if media == MERGE_PATCH:
         return lambda doc: apply_merge_patch(doc, patch_body)
-    if meta is None:
+    if schema is None:
         raise st.unsupported_media_type(content_type)
-    return lambda doc: apply_strategic_merge_patch(doc, patch_body, meta)
+    return lambda doc: apply_strategic_merge_patch(doc, patch_body, schema)
 
 
 # -- RFC 6902 JSON patch -------------------------------------------------------------------------
@@ -221,32 +221,50 @@ def _merge(target: Any, patch: Any) -> Any:
 
 # -- strategic merge patch -----------------------------------------------------------------------
 
-def apply_strategic_merge_patch(doc: dict[str, Any], patch: Any, meta: PatchMeta | None = None) -> dict[str, Any]:
-    """Apply a strategic merge patch to a copy of doc, guided by the root type's patch metadata.
+def apply_strategic_merge_patch(doc: dict[str, Any], patch: Any, schema: SchemaNode | None = None) -> dict[str, Any]:
+    """Apply a strategic merge patch to a copy of doc, guided by the root type's schema.
 
-    Lists whose field says `merge` merge (by merge key, or as a set for
-    scalars), all other lists are replaced; maps merge and null deletes.
+    The schema's patch metadata decides: lists whose field says `merge` merge
+    (by merge key, or as a set for scalars), all other lists are replaced;
+    maps merge and null deletes; a `replace` field is replaced whole.
     The directives `$patch`, `$retainKeys`, `$setElementOrder/<list>` and
     `$deleteFromPrimitiveList/<list>` are applied and never kept.
     """
     if not isinstance(patch, dict):
         raise st.bad_request("a strategic merge patch must be a JSON object")
     start = copy.deepcopy(doc) if isinstance(doc, dict) else {}
-    result = _smp_map(start, copy.deepcopy(patch), meta or PatchMeta())
+    result = _smp_map(start, copy.deepcopy(patch), schema)
     return {} if result is _DELETED else result
 
 
-def _smp_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> Any:
+def _field(schema: SchemaNode | None, name: str) -> SchemaNode | None:
+    return schema.field(name) if schema is not None else None
+
+
+def _items(schema: SchemaNode | None) -> SchemaNode | None:
+    return schema.items() if schema is not None else None
+
+
+def _strategy(schema: SchemaNode | None, name: str) -> bool:
+    """Whether the field holding this value has patch strategy `name` (merge, replace, retainKeys)."""
+    return schema is not None and name in schema.patch_strategies
+
+
+def _merge_key(schema: SchemaNode | None) -> str | None:
+    return schema.patch_merge_key if schema is not None else None
+
+
+def _smp_map(original: dict[str, Any], patch: dict[str, Any], schema: SchemaNode | None) -> Any:
     """Merge patch into original in place (both are private copies); may return _DELETED."""
     if _PATCH in patch:
         directive = patch.pop(_PATCH)
         if directive == "replace":
-            return _smp_map({}, patch, meta)  # the patch, cleaned of nested directives and nulls
+            return _smp_map({}, patch, schema)  # the patch, cleaned of nested directives and nulls
         if directive == "delete":
             return _DELETED
         raise st.bad_request(f"unknown patch type {directive!r} in map {patch}")
     _apply_retain_keys(original, patch)
-    _apply_element_orders(original, patch, meta)
+    _apply_element_orders(original, patch, schema)
     deletions: list[tuple[str, Any]] = []
     for key, value in patch.items():
         if key.startswith(_DELETE_FROM):
@@ -255,10 +273,10 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -
         if value is None:
             original.pop(key, None)
             continue
-        field = meta.field(key)
+        field = _field(schema, key)
         current = original.get(key)
         if isinstance(value, dict):
-            base = current if isinstance(current, dict) and not field.replaces else {}
+            base = current if isinstance(current, dict) and not _strategy(field, "replace") else {}
             merged = _smp_map(base, value, field)
             if merged is _DELETED:
                 original.pop(key, None)
@@ -278,17 +296,17 @@ def _smp_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -
     return original
 
 
-def _smp_list(current: list[Any] | None, patch: list[Any], field: PatchMeta) -> list[Any]:
+def _smp_list(current: list[Any] | None, patch: list[Any], field: SchemaNode | None) -> list[Any]:
     """A list field: merged when its strategy says merge, otherwise replaced by the (cleaned) patch."""
-    items = field.items()
-    if not field.merges:
+    items = _items(field)
+    if not _strategy(field, "merge"):
         return _fresh_list(patch, items)
     current = current or []
     if not current and not patch:
         return current
     elements = current + patch
     if all(isinstance(e, dict) for e in elements):
-        return _merge_map_list(current, patch, field.merge_key, items)
+        return _merge_map_list(current, patch, _merge_key(field), items)
     if any(isinstance(e, (dict, list)) for e in elements):
         raise st.bad_request("a merging list must hold only objects or only scalars")
     seen: set[Any] = set()
@@ -301,7 +319,8 @@ def _smp_list(current: list[Any] | None, patch: list[Any], field: PatchMeta) -> 
     return _ordered(merged, patch, current, None)
 
 
-def _merge_map_list(current: list[Any], patch: list[Any], key: str | None, items: PatchMeta) -> list[Any]:
+def _merge_map_list(current: list[Any], patch: list[Any], key: str | None,
+                    items: SchemaNode | None) -> list[Any]:
     """Merge a list of objects by merge key: update or append, `$patch: delete|replace` elements."""
     if not key:
         raise st.bad_request("cannot merge a list of objects without a patch merge key")
@@ -339,7 +358,7 @@ def _ident_by_key(element: dict[str, Any], key: str) -> Any:
     return _ident(element, key)
 
 
-def _fresh_list(values: list[Any], items: PatchMeta) -> list[Any]:
+def _fresh_list(values: list[Any], items: SchemaNode | None) -> list[Any]:
     """Patch values with nothing to merge into: directives applied, nulls dropped."""
     out: list[Any] = []
     for value in values:
@@ -366,7 +385,7 @@ def _apply_retain_keys(original: dict[str, Any], patch: dict[str, Any]) -> None:
         del original[key]
 
 
-def _apply_element_orders(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> None:
+def _apply_element_orders(original: dict[str, Any], patch: dict[str, Any], schema: SchemaNode | None) -> None:
     """`$setElementOrder/<list>`: merge that list now, then order it as the directive says.
 
     Listed items take the directive's order; server-only items keep their
@@ -377,7 +396,7 @@ def _apply_element_orders(original: dict[str, Any], patch: dict[str, Any], meta:
         name = _directive_field(directive, _SET_ORDER)
         if not isinstance(order, list):
             raise st.bad_request(f"{directive} must be a list")
-        field = meta.field(name)
+        field = _field(schema, name)
         raw_current = original.get(name)
         current: list[Any] | None = raw_current if isinstance(raw_current, list) else None
         raw_patch = patch.get(name)
@@ -387,7 +406,7 @@ def _apply_element_orders(original: dict[str, Any], patch: dict[str, Any], meta:
             del patch[name]
         if current is None and patch_list is None:
             continue
-        key = field.merge_key
+        key = _merge_key(field)
         if key is None and any(isinstance(v, dict) for v in order):
             raise st.bad_request(f"{directive} lists objects but {name} has no patch merge key")
         _check_order(patch_list or [], order, key, directive)

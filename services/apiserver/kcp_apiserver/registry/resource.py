@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry.typeschema import TypeSchema
 from kcp_apiserver.storage.keys import resource_prefix
 
 Obj = dict[str, Any]
@@ -55,7 +57,9 @@ class Resource:
     # custom resources only
     schema: Obj | None = field(default=None, compare=False, hash=False)  # openAPIV3Schema
     schema_digest: str = ""  # tells two CRDs' schemas apart where the schema itself is not compared
-    compiled: Any = field(default=None, compare=False, hash=False)  # crdschema.CompiledSchema
+    # the one schema interface (prune, default, validate, list and map types); filled from `definition`
+    # for built-in types, by the CRD code for custom resources; one per distinct schema, shared
+    type_schema: TypeSchema | None = field(default=None, compare=False, hash=False)
     storage_version: str = ""  # objects are stored in this version (conversion None rewrites apiVersion)
     deprecation_warning: str | None = None
     scale: Any = None  # customresources.ScaleSpec
@@ -63,6 +67,10 @@ class Resource:
     # a type stored in another type's shape (events.k8s.io Events are stored as core Events)
     to_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
     from_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.type_schema is None and self.definition is not None:
+            object.__setattr__(self, "type_schema", schemas.type_schema(self.definition))
 
     @property
     def api_version(self) -> str:

