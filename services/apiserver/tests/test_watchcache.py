@@ -174,3 +174,11 @@ def test_cache_state_scans_in_key_order_through_deletes_and_recreates() -> None:
         state.put(f"/p/t{i:04}", Cached(b"{}", 10 + i))
         state.delete(f"/p/t{i:04}")
     assert [k for k, _ in state.scan("/p/")] == ["/p/a", "/p/b", "/p/c"]
+
+
+def test_cache_state_counts_a_scope_without_scanning_it() -> None:
+    state = CacheState((f"/r/c1/ns/{i:03}", Cached(b"{}", i)) for i in range(40))
+    state.put("/r/c1/nt/x", Cached(b"{}", 50))
+    state.put("/r/c2/ns/y", Cached(b"{}", 51))
+    assert state.count_hint("/r/c1/ns/") == 40
+    assert state.count_hint("/r/c1/") == 41 and state.count_hint("/r/") == 42 and state.count_hint("/s/") == 0

@@ -384,7 +384,7 @@ class ResourceHandlers:
         after = 0
         if initial:
             fresh_for = rv if send_initial else "0"  # kube serves the legacy watch from its cache's state
-            if not await self.registry.cache_is_fresh(res, cache, fresh_for):
+            if not await self.registry.cache_can_serve(res, cache, cluster, namespace, fresh_for):
                 listed = await self.registry.list(res, cluster, namespace, matches=matches, resource_version=fresh_for)
                 if name:
                     listed.items = [o for o in listed.items if o["metadata"]["name"] == name]

@@ -34,6 +34,7 @@ from kcp_apiserver.storage.keys import object_key, parse_key, scope_prefix
 from kcp_apiserver.storage.watchcache import WatchCache
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"
+CONSISTENT_FROM_CACHE_MIN = 500  # objects in scope from which a consistent read first asks if the cache is fresh
 TOO_LARGE_RV_WAIT = 3.0  # seconds a read waits for a resourceVersion the server has not reached (kube's 3 s)
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
@@ -135,7 +136,7 @@ class Registry:
         """
         prefix = scope_prefix(res.prefix, cluster, namespace if res.namespaced else None)
         if (cache is not None and not continue_token and not exact and (not limit or resource_version == "0")
-                and await self.cache_is_fresh(res, cache, resource_version)):
+                and await self.cache_can_serve(res, cache, cluster, namespace, resource_version)):
             return self.list_cached(res, cache, cluster, namespace, matches=matches)
         revision, start, wanted = 0, prefix, 0
         if continue_token:
@@ -175,19 +176,26 @@ class Registry:
         except StorageError as exc:
             raise storage_errors(res, "", exc) from exc
 
-    async def cache_is_fresh(self, res: Resource, cache: WatchCache, resource_version: str) -> bool:
-        """Whether the cache's state may answer a read at resource_version.
+    async def cache_can_serve(self, res: Resource, cache: WatchCache, cluster: str | None, namespace: str,
+                              resource_version: str) -> bool:
+        """Whether the cache's state may answer a read of a scope at resource_version.
 
         "0" accepts any state. "N" needs the cache at N or later. "" is a consistent read: the cache
         must have reached etcd's current revision, read now. kube (1.31+) makes a lagging cache catch
         up by requesting an etcd progress notification; etcd before 3.5.13 (the embedded one is
         3.5.1) may answer that request ahead of events still in flight (etcd#15220), and kube then
-        reads from etcd instead. So do we: a cache that is behind is not waited for.
+        reads from etcd instead. So do we: a cache that is behind is not waited for. Asking etcd for
+        its revision costs a round trip, wasted when the cache is behind: small scopes skip the
+        question and read etcd at once.
         """
         if resource_version == "0":
             return True
-        wanted = parse_resource_version(resource_version) if resource_version else await self.current_revision(res)
-        return cache.revision >= wanted
+        if resource_version:
+            return cache.revision >= parse_resource_version(resource_version)
+        scope = scope_prefix(res.prefix, cluster, namespace if res.namespaced else None)
+        if cache.state.count_hint(scope) < CONSISTENT_FROM_CACHE_MIN:
+            return False
+        return cache.revision >= await self.current_revision(res)
 
     def list_cached(self, res: Resource, cache: WatchCache, cluster: str | None, namespace: str, *,
                     matches: Callable[[Obj], bool] | None = None, name: str = "") -> ListResult:

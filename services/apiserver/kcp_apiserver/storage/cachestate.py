@@ -61,11 +61,21 @@ class CacheState:
             self._keys = [k for k in self._keys if k in self.items]
             self._gone.clear()
 
-    def scan(self, prefix: str) -> list[tuple[str, Cached]]:
-        """Every (key, value) under prefix, in key order; a list, so later changes do not show."""
+    def count_hint(self, prefix: str) -> int:
+        """About how many keys are under prefix (deleted keys not yet dropped count too): O(log n)."""
+        self._sort()
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else ""
+        keys = self._keys
+        return (bisect.bisect_left(keys, end) if end else len(keys)) - bisect.bisect_left(keys, prefix)
+
+    def _sort(self) -> None:
         if self._unsorted:
             self._keys.sort()
             self._unsorted = False
+
+    def scan(self, prefix: str) -> list[tuple[str, Cached]]:
+        """Every (key, value) under prefix, in key order; a list, so later changes do not show."""
+        self._sort()
         keys, items = self._keys, self.items
         out = []
         for i in range(bisect.bisect_left(keys, prefix), len(keys)):

@@ -326,18 +326,23 @@ class WatchCache:
             etcd_key = kv.key.decode()
             key = parse_key(self.prefix, etcd_key, self.namespaced)
             if ev.type == 1:  # DELETE: the last state, at the deletion's revision
-                last = ev.prev_kv.value if ev.prev_kv.key else None
-                if last is None:
-                    known = self.state.get(etcd_key)
-                    last = known.raw if known is not None else None
+                known = self.state.get(etcd_key)
+                if known is not None and (not ev.prev_kv.key or known.revision == ev.prev_kv.mod_revision):
+                    last: bytes | None = known.raw  # the state's bytes, not a second copy
+                else:
+                    last = ev.prev_kv.value if ev.prev_kv.key else None
                 self.state.delete(etcd_key)
                 event = WatchEvent(DELETED, revision, key, last) if last is not None else None
             else:
-                has_prev = bool(ev.prev_kv.key)
+                value = kv.value  # read once: each read of a protobuf field is a new bytes object
+                previous = self.state.get(etcd_key)
+                if previous is not None and previous.revision == ev.prev_kv.mod_revision:
+                    prev_raw: bytes | None = previous.raw  # the state's bytes, not a second copy
+                else:
+                    prev_raw = ev.prev_kv.value if ev.prev_kv.key else None
                 type_ = ADDED if kv.create_revision == kv.mod_revision else MODIFIED
-                self.state.put(etcd_key, Cached(kv.value, revision))
-                event = WatchEvent(type_, revision, key, kv.value, ev.prev_kv.value if has_prev else None,
-                                   ev.prev_kv.mod_revision)
+                self.state.put(etcd_key, Cached(value, revision))
+                event = WatchEvent(type_, revision, key, value, prev_raw, ev.prev_kv.mod_revision)
             self.revision = revision
             if event is None:
                 continue
