@@ -21,6 +21,7 @@ import aiohttp
 import orjson
 
 REPO = Path(__file__).resolve().parents[1]
+SECTIONS = ("create", "get", "list", "watch-start", "watch")
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from kcp_process import KcpServer, free_port  # noqa: E402
@@ -156,8 +157,29 @@ async def watch_latency(bench: Bench, ns: str, watchers: int, events: int) -> di
             "p99_ms": percentile(latencies, 99) * 1000, "samples": len(latencies), "rss_kib": rss_with_watchers}
 
 
+async def watch_start(bench: Bench, path: str, objects: int, repeats: int) -> dict[str, Any]:
+    """A watch without resourceVersion: time to the first event and to the whole initial state."""
+    first, whole = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        seen = 0
+        async with bench.session.get(f"{bench.server.url}{path}?watch=1&timeoutSeconds=60", headers=bench.headers,
+                                     ssl=bench.ssl, timeout=aiohttp.ClientTimeout(total=120)) as resp:
+            async for _line in resp.content:
+                seen += 1
+                if seen == 1:
+                    first.append(time.perf_counter() - started)
+                if seen == objects:
+                    whole.append(time.perf_counter() - started)
+                    break
+    return {"objects": objects, "first_event_best_ms": round(min(first) * 1000, 1),
+            "initial_state_best_s": round(min(whole), 3), "initial_state_median_s": round(statistics.median(whole), 3)}
+
+
 async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
+
+    wanted = set(args.only)
 
     root = Path(tempfile.mkdtemp(prefix="kcp-bench-"))
     etcd = EmbeddedEtcd(root / "external")  # one etcd for the API server and the raw puts alike
@@ -179,7 +201,7 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             results["rss_idle_kib"] = tree_rss_kib(server.process.pid)
             payload = "x" * args.payload
             create: dict[str, Any] = {}
-            for concurrency in (1, 32, 128):
+            for concurrency in (1, 32, 128) if "create" in wanted else ():
                 ns = f"create-c{concurrency}"
                 await bench.namespace(ns)
                 count = args.creates if concurrency > 1 else max(args.creates // 4, 200)
@@ -193,34 +215,51 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                 etcd_rate = await etcd_puts(etcd_endpoint, objects, concurrency)
                 create[str(concurrency)] = {"api_per_s": round(api_rate, 1), "etcd_put_per_s": round(etcd_rate, 1),
                                             "ratio": round(api_rate / etcd_rate, 3), "count": count}
-            results["create"] = create
+            if create:
+                results["create"] = create
 
-            path = "/api/v1/namespaces/create-c1/configmaps/cm-0"
-            for _ in range(50):
-                await bench.get(path)
-            samples = []
-            for _ in range(args.gets):
-                started = time.perf_counter()
-                await bench.get(path)
-                samples.append(time.perf_counter() - started)
-            results["get"] = {"p50_ms": round(percentile(samples, 50) * 1000, 3),
-                              "p99_ms": round(percentile(samples, 99) * 1000, 3), "count": len(samples)}
+            if "get" in wanted:
+                await bench.namespace("get")
+                await bench.post("/api/v1/namespaces/get/configmaps", cm("cm-0", payload))
+                path = "/api/v1/namespaces/get/configmaps/cm-0"
+                for _ in range(50):
+                    await bench.get(path)
+                samples = []
+                for _ in range(args.gets):
+                    started = time.perf_counter()
+                    await bench.get(path)
+                    samples.append(time.perf_counter() - started)
+                results["get"] = {"p50_ms": round(percentile(samples, 50) * 1000, 3),
+                                  "p99_ms": round(percentile(samples, 99) * 1000, 3), "count": len(samples)}
 
-            await bench.namespace("list10k")
-            filled = await run_concurrent(args.list_objects, 64, lambda i: bench.post(
-                "/api/v1/namespaces/list10k/configmaps", cm(f"item-{i}", payload)))
-            list_times = []
-            for _ in range(3):
-                started = time.perf_counter()
-                body = await bench.get("/api/v1/namespaces/list10k/configmaps")
-                list_times.append(time.perf_counter() - started)
-            items = len(orjson.loads(body)["items"])
-            results["list"] = {"objects": items, "best_s": round(min(list_times), 3),
-                               "median_s": round(statistics.median(list_times), 3), "fill_per_s": round(filled, 1)}
+            if {"list", "watch-start"} & wanted:
+                await bench.namespace("list10k")
+                filled = await run_concurrent(args.list_objects, 64, lambda i: bench.post(
+                    "/api/v1/namespaces/list10k/configmaps", cm(f"item-{i}", payload)))
+                path = "/api/v1/namespaces/list10k/configmaps"
+                for _ in range(100):  # measure the steady state: every object written is in the watch cache
+                    if len(orjson.loads(await bench.get(path + "?resourceVersion=0"))["items"]) == args.list_objects:
+                        break
+                    await asyncio.sleep(0.1)
+            if "list" in wanted:
+                results["list"] = {"fill_per_s": round(filled, 1)}
+                for label, query in (("consistent", ""), ("rv0", "?resourceVersion=0")):
+                    list_times = []
+                    for _ in range(args.repeats):
+                        started = time.perf_counter()
+                        body = await bench.get(path + query)
+                        list_times.append(time.perf_counter() - started)
+                    prefix = "" if label == "consistent" else "rv0_"
+                    results["list"].update({"objects": len(orjson.loads(body)["items"]),
+                                            f"{prefix}best_s": round(min(list_times), 3),
+                                            f"{prefix}median_s": round(statistics.median(list_times), 3)})
+            if "watch-start" in wanted:
+                results["watch_start"] = await watch_start(bench, path, args.list_objects, args.repeats)
             results["rss_after_objects_kib"] = tree_rss_kib(server.process.pid)
 
-            await bench.namespace("watch")
-            results["watch"] = await watch_latency(bench, "watch", args.watchers, args.watch_events)
+            if "watch" in wanted:
+                await bench.namespace("watch")
+                results["watch"] = await watch_latency(bench, "watch", args.watchers, args.watch_events)
     finally:
         server.stop()
         await etcd.stop()
@@ -229,15 +268,24 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
 
 def summary(results: dict[str, Any]) -> str:
     lines = [f"kcp-apiserver benchmark, {results['workers']} worker(s)", ""]
-    for conc, row in results["create"].items():
+    for conc, row in results.get("create", {}).items():
         lines.append(f"create c={conc:>3}: {row['api_per_s']:>8.1f}/s   raw etcd put {row['etcd_put_per_s']:>8.1f}/s"
                      f"   ratio {row['ratio']:.2f}")
-    lines.append(f"GET unloaded: p50 {results['get']['p50_ms']:.2f} ms, p99 {results['get']['p99_ms']:.2f} ms")
-    lines.append(f"LIST {results['list']['objects']} objects: best {results['list']['best_s']:.3f} s")
-    w = results["watch"]
-    lines.append(f"watch delivery, {w['watchers']} watchers: p50 {w['p50_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms")
-    lines.append(f"RSS: idle {results['rss_idle_kib'] / 1024:.0f} MiB, after objects "
-                 f"{results['rss_after_objects_kib'] / 1024:.0f} MiB, with watchers {w['rss_kib'] / 1024:.0f} MiB")
+    if "get" in results:
+        lines.append(f"GET unloaded: p50 {results['get']['p50_ms']:.2f} ms, p99 {results['get']['p99_ms']:.2f} ms")
+    if "list" in results:
+        row = results["list"]
+        lines.append(f"LIST {row['objects']} objects: best {row['best_s']:.3f} s (consistent), "
+                     f"{row['rv0_best_s']:.3f} s (resourceVersion=0)")
+    if "watch_start" in results:
+        row = results["watch_start"]
+        lines.append(f"watch start without resourceVersion, {row['objects']} objects: first event "
+                     f"{row['first_event_best_ms']:.1f} ms, whole initial state best {row['initial_state_best_s']:.3f} s")
+    w = results.get("watch")
+    if w is not None:
+        lines.append(f"watch delivery, {w['watchers']} watchers: p50 {w['p50_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms")
+    rss = f"RSS: idle {results['rss_idle_kib'] / 1024:.0f} MiB, after objects {results['rss_after_objects_kib'] / 1024:.0f} MiB"
+    lines.append(rss + (f", with watchers {w['rss_kib'] / 1024:.0f} MiB" if w is not None else ""))
     return "\n".join(lines)
 
 
@@ -254,6 +302,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1],
                         help="worker counts to measure, one after the other in this run")
     parser.add_argument("--server-args", nargs="*", default=[], help="extra kcp-apiserver flags")
+    parser.add_argument("--only", nargs="+", default=list(SECTIONS), choices=SECTIONS,
+                        help="measure only these sections")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each LIST and watch start; best is kept")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     try:  # the client side of 1,000 watches is measured too: keep its own event loop overhead small

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import subprocess
 import time
 import uuid
@@ -53,3 +55,76 @@ async def etcd(etcd_endpoint: str) -> AsyncIterator[Etcd3Client]:
 @pytest.fixture
 def prefix() -> str:
     return f"/registry/test/{uuid.uuid4().hex[:8]}/"
+
+
+class CuttableProxy:
+    """Forwards 127.0.0.1:<port> to a target; `cut()` aborts every open connection at once, and
+    while `refuse` is set new connections are dropped as they arrive."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self.target_host, self.target_port = host, int(port)
+        self.server: asyncio.Server | None = None
+        self.transports: set[asyncio.StreamWriter] = set()
+        self.connections = 0
+        self.refuse = False
+        self._pumps: set[asyncio.Task[None]] = set()
+
+    @property
+    def endpoint(self) -> str:
+        assert self.server is not None
+        return f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+
+    async def stop(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+        for task in list(self._pumps):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def cut(self) -> None:
+        for writer in list(self.transports):
+            writer.transport.abort()
+        self.transports.clear()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refuse:
+            writer.transport.abort()
+            return
+        self.connections += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.transports.update((writer, up_writer))
+        for task in (asyncio.create_task(self._pump(reader, up_writer)),
+                     asyncio.create_task(self._pump(up_reader, writer))):
+            self._pumps.add(task)
+            task.add_done_callback(self._pumps.discard)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.transport.abort()
+            self.transports.discard(writer)
+
+
+@pytest.fixture
+async def cuttable_etcd(etcd_endpoint: str) -> AsyncIterator[CuttableProxy]:
+    """etcd behind a proxy whose connections the test can cut."""
+    proxy = CuttableProxy(etcd_endpoint)
+    await proxy.start()
+    yield proxy
+    await proxy.stop()

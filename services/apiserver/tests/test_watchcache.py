@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from etcd3aio import Etcd3Client
 
+from kcp_apiserver.storage.cachestate import Cached, CacheState
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.watchcache import (
     ADDED,
@@ -138,3 +139,53 @@ async def test_a_slow_watcher_is_closed_not_the_cache(etcd: Etcd3Client, prefix:
         assert (await next_event(fresh))[1].key.name == "new"
     finally:
         await cache.stop()
+
+
+async def test_the_state_is_loaded_at_start_and_follows_every_change(etcd: Etcd3Client, prefix: str) -> None:
+    storage = Storage(etcd)
+    before = await storage.create(prefix + "c/ns/before", {"metadata": {"name": "before"}})
+    cache = WatchCache(etcd, storage, prefix, namespaced=True)
+    await cache.start()
+    try:
+        assert [(k, c.revision) for k, c in cache.snapshot(prefix)[0]] == [(before.key, before.mod_revision)]
+        watcher = cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                                  after_revision=cache.revision)
+        b = await storage.create(prefix + "c/ns/b", {"metadata": {"name": "b"}, "v": 1})
+        b2 = await storage.update(b.key, {"metadata": {"name": "b"}, "v": 2}, b.mod_revision)
+        await storage.delete(before.key, before.mod_revision)
+        a = await storage.create(prefix + "c/other/a", {"metadata": {"name": "a"}})
+        for _ in range(4):
+            await next_event(watcher)
+        entries, revision = cache.snapshot(prefix)
+        assert revision == a.mod_revision
+        assert [(k, c.revision) for k, c in entries] == [(b.key, b2.mod_revision), (a.key, a.mod_revision)]
+        assert all(type(c.raw) is bytes for _, c in entries)  # bytes, decoded only by readers
+        assert entries[0][1].decode()["v"] == 2
+        assert entries[0][1].decode()["metadata"]["resourceVersion"] == str(b2.mod_revision)
+        assert [k for k, _ in cache.snapshot(prefix + "c/other/")[0]] == [a.key]
+    finally:
+        await cache.stop()
+
+
+def test_cache_state_scans_in_key_order_through_deletes_and_recreates() -> None:
+    state = CacheState([("/p/b", Cached(b"{}", 1))])
+    for key, rev in (("/p/d", 2), ("/p/a", 3), ("/q/x", 4), ("/p/c", 5)):
+        state.put(key, Cached(b"{}", rev))
+    state.delete("/p/a")
+    state.delete("/p/nothing")
+    state.put("/p/a", Cached(b"{}", 6))  # back again: listed once
+    state.delete("/p/d")
+    assert [(k, c.revision) for k, c in state.scan("/p/")] == [("/p/a", 6), ("/p/b", 1), ("/p/c", 5)]
+    assert [k for k, _ in state.scan("/q/")] == ["/q/x"] and len(state) == 4
+    for i in range(3000):  # many deletions compact the key list without losing live keys
+        state.put(f"/p/t{i:04}", Cached(b"{}", 10 + i))
+        state.delete(f"/p/t{i:04}")
+    assert [k for k, _ in state.scan("/p/")] == ["/p/a", "/p/b", "/p/c"]
+
+
+def test_cache_state_counts_a_scope_without_scanning_it() -> None:
+    state = CacheState((f"/r/c1/ns/{i:03}", Cached(b"{}", i)) for i in range(40))
+    state.put("/r/c1/nt/x", Cached(b"{}", 50))
+    state.put("/r/c2/ns/y", Cached(b"{}", 51))
+    assert state.count_hint("/r/c1/ns/") == 40
+    assert state.count_hint("/r/c1/") == 41 and state.count_hint("/r/") == 42 and state.count_hint("/s/") == 0

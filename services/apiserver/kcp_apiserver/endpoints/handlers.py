@@ -9,15 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from aiohttp import web
 from multidict import MultiMapping
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
+from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.deleteoptions import read_delete_options
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
+from kcp_apiserver.endpoints.watchstream import ChunkedStream, TableEncoder
 from kcp_apiserver.endpoints.wire import (
     PROTOBUF,
     decode_object,
@@ -29,9 +30,22 @@ from kcp_apiserver.endpoints.wire import (
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.patch import patcher
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.registry.store import Registry, parse_resource_version, strategy_of
+from kcp_apiserver.registry.store import (
+    CLUSTER_ANNOTATION,
+    ListResult,
+    Registry,
+    parse_resource_version,
+    strategy_of,
+)
 from kcp_apiserver.registry.tables import to_table
-from kcp_apiserver.storage.watchcache import ADDED, TooOld, WatchEvent
+from kcp_apiserver.storage import watchframing
+from kcp_apiserver.storage.watchcache import (
+    ADDED,
+    TooOld,
+    WatchCache,
+    Watcher,
+    WatchEvent,
+)
 
 CLIENT_GONE_CHECK_SECONDS = 5.0
 WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
@@ -216,22 +230,34 @@ class ResourceHandlers:
 
     async def _list(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str) -> web.Response:
         query = request.query
-        matches, pinned = build_filter(res, query)
+        listoptions.validate_list(query)
+        matches, _ = build_filter(res, query)
         cluster = None if info.wildcard else info.cluster
         rv = query.get("resourceVersion", "")
-        exact = query.get("resourceVersionMatch", "") == "Exact"
+        exact = query.get("resourceVersionMatch", "") == listoptions.EXACT
         result = await self.registry.list(res, cluster, namespace, matches=matches, limit=_int_param(query, "limit"),
-                                          continue_token=query.get("continue", ""), resource_version=rv, exact=exact)
+                                          continue_token=query.get("continue", ""), resource_version=rv, exact=exact,
+                                          cache=await self.caches.get(res))
         list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
         if result.continue_token:
             list_meta["continue"] = result.continue_token
-        items = [present(res, o) for o in result.items] if res.converts else result.items
+        items = result.items
+        if res.converts:
+            show = self._presenter(res, info)
+            items = [show(_cluster_of(o), o) for o in items]
         headers = _warning_headers(res, None)
         if wants_table(request):
             return json_response(to_table(res, items, list_meta, query.get("includeObject", "Metadata")),
                                  headers=headers)
         return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta,
                               "items": items}, headers=headers)
+
+    def _presenter(self, res: Resource, info: RequestInfo) -> Callable[[str, Obj], Obj]:
+        """present() for objects of a logical cluster: across clusters (`*`), each object is shown by
+        its own cluster's definition of the resource (its CRD's schema and defaults)."""
+        if not (info.wildcard and res.is_custom):
+            return lambda _cluster, obj: present(res, obj)
+        return lambda cluster, obj: present(self.catalog.in_cluster(res, cluster), obj)
 
     async def _patch(self, request: web.Request, res: Resource, info: RequestInfo, namespace: str,
                      dry_run: bool) -> web.Response:
@@ -321,20 +347,35 @@ class ResourceHandlers:
 
     async def _watch(self, request: web.Request, res: Resource, info: RequestInfo,
                      namespace: str) -> web.StreamResponse:
+        """The initial state (when asked for), then every change from the watch cache.
+
+        Without sendInitialEvents, a watch from "" or "0" starts with the cache's current state, as
+        kube's does; from "N" it replays the cache's window after N. With sendInitialEvents=true (a
+        watch-list) the initial state is at least as new as the requested resourceVersion ("" = etcd's
+        current revision), and a BOOKMARK annotated k8s.io/initial-events-end marks its end.
+        """
         query = request.query
+        options = listoptions.validate_watch(query)
         matches, pinned = build_filter(res, query)
         name = info.name or pinned
         cluster = None if info.wildcard else info.cluster
-        rv = query.get("resourceVersion", "")
+        rv = options.resource_version
         timeout = _int_param(query, "timeoutSeconds") or self.watch_settings.min_request_timeout * (1 + random.random())
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        table = wants_table(request)
         cache = await self.caches.get(res)
-        listed = None
+        send_initial = options.send_initial_events
+        initial = rv in ("", "0") if send_initial is None else send_initial
+        listed: ListResult | None = None  # the initial state when the cache is not fresh enough for it
         after = 0
-        if rv in ("", "0"):  # the current state first, then the changes after it
-            listed = await self.registry.list(res, cluster, namespace, matches=matches)
-            after = listed.revision
+        if initial:
+            fresh_for = rv if send_initial else "0"  # kube serves the legacy watch from its cache's state
+            if not await self.registry.cache_can_serve(res, cache, cluster, namespace, fresh_for):
+                listed = await self.registry.list(res, cluster, namespace, matches=matches, resource_version=fresh_for)
+                if name:
+                    listed.items = [o for o in listed.items if o["metadata"]["name"] == name]
+        elif rv == "0":
+            after = cache.revision
+        elif rv == "":
+            after = await self.registry.current_revision(res)
         else:
             after = parse_resource_version(rv)
             if after > cache.revision:  # a watch from the future would silently skip what comes before it
@@ -343,112 +384,83 @@ class ResourceHandlers:
         response.enable_chunked_encoding()
         await response.prepare(request)
         await response.write(b"")  # send the headers now: events are written to the transport directly
-        encoder = _TableEncoder(res, query.get("includeObject", "Metadata")) if table else None
-        stream = _ChunkedStream(request)
+        encoder = TableEncoder(res, query.get("includeObject", "Metadata")) if wants_table(request) else None
+        stream = ChunkedStream(request)
+        show = self._presenter(res, info)
+        sink = self._sink(res, info, stream, encoder)
 
-        variant = (res.api_version, res.schema_digest)
-        transform = res.converts and encoder is None
-
-        def sink(type_: str, event: WatchEvent) -> bool:
-            if encoder is not None:
-                return stream.write(encoder.event(type_, present(res, event.obj)))
-            if transform:
-                return stream.write(event.encoded_as(type_, variant, lambda o: present(res, o)))
-            return stream.write(event.encoded(type_))
-
-        if listed is not None:
-            initial = [present(res, o) for o in listed.items if not name or o["metadata"]["name"] == name]
-            if initial:  # no await between these writes and subscribing: nothing can slip in between
-                stream.write(b"".join(encoder.event(ADDED, o) if encoder else _event_bytes(ADDED, o)
-                                      for o in initial))
+        # from here to subscribing, no await: the initial state and the events after it join exactly
+        if initial:
+            if listed is None:
+                listed = self.registry.list_cached(res, cache, cluster, namespace, matches=matches, name=name)
+            after = listed.revision
+            objs = [show(_cluster_of(o), o) for o in listed.items]
+            if objs:
+                stream.write(b"".join(encoder.event(ADDED, o) if encoder else watchframing.event(ADDED, o)
+                                      for o in objs))
+            if send_initial and options.allow_bookmarks:
+                stream.write(watchframing.bookmark(res.kind, res.api_version, after, initial_events_end=True))
         try:
             watcher = cache.subscribe(cluster=cluster, namespace=namespace or None, name=name or None,
                                       matches=matches, after_revision=after, sink=sink)
         except TooOld as exc:
-            stream.write(_error_event(st.gone(f"too old resource version: {exc.requested} ({exc.oldest})")))
+            stream.write(watchframing.error(st.gone(f"too old resource version: {exc.requested} ({exc.oldest})")
+                                            .to_status()))
             return response
+        await self._stream_until_done(res, cache, watcher, stream, timeout=timeout,
+                                      bookmarks=options.allow_bookmarks)
+        return response
+
+    def _sink(self, res: Resource, info: RequestInfo, stream: ChunkedStream,
+              encoder: TableEncoder | None) -> Callable[[str, WatchEvent], bool]:
+        """How one watcher writes a cache event: the shared bytes, or a converted form encoded once per variant."""
+        if encoder is not None:
+            show = self._presenter(res, info)
+            return lambda type_, event: stream.write(encoder.event(type_, show(event.key.cluster, event.obj)))
+        if not res.converts:
+            return lambda type_, event: stream.write(event.encoded(type_))
+        if info.wildcard and res.is_custom:
+            def per_cluster(type_: str, event: WatchEvent) -> bool:
+                own = self.catalog.in_cluster(res, event.key.cluster)
+                return stream.write(event.encoded_as(type_, (own.api_version, own.schema_digest),
+                                                     lambda o: present(own, o)))
+            return per_cluster
+        variant = (res.api_version, res.schema_digest)
+        return lambda type_, event: stream.write(event.encoded_as(type_, variant, lambda o: present(res, o)))
+
+    async def _stream_until_done(self, res: Resource, cache: WatchCache, watcher: Watcher, stream: ChunkedStream, *,
+                                 timeout: float, bookmarks: bool) -> None:
+        """Keep the watch open until its timeout, the client leaving, or the cache closing it (410)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        interval = self.watch_settings.bookmark_interval
         last_bookmark, last_bookmark_at = watcher.after_revision, loop.time()
         try:
             while not watcher.done.is_set():
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     break
-                wait = min(remaining, self.watch_settings.bookmark_interval if bookmarks else remaining,
-                           CLIENT_GONE_CHECK_SECONDS)
+                wait = min(remaining, interval if bookmarks else remaining, CLIENT_GONE_CHECK_SECONDS)
                 try:
                     await asyncio.wait_for(watcher.done.wait(), wait)
                 except TimeoutError:
                     if stream.gone():
                         break
-                    due = loop.time() - last_bookmark_at >= self.watch_settings.bookmark_interval
+                    due = loop.time() - last_bookmark_at >= interval
                     if bookmarks and due and cache.revision > last_bookmark and not watcher.closed:
                         last_bookmark, last_bookmark_at = cache.revision, loop.time()
-                        if not stream.write(_bookmark(res, cache.revision)):
+                        if not stream.write(watchframing.bookmark(res.kind, res.api_version, cache.revision)):
                             watcher.close("watcher too slow; the client must watch again")
             if watcher.close_reason and not stream.broken:
-                stream.write(_error_event(st.gone(watcher.close_reason)))
+                stream.write(watchframing.error(st.gone(watcher.close_reason).to_status()))
         except asyncio.CancelledError:
             pass
         finally:
             watcher.close()
-        return response
 
 
-class _ChunkedStream:
-    """Writes HTTP chunks straight to the connection's transport, synchronously.
-
-    The watch cache calls this from its dispatch loop; a client whose unsent
-    data passes MAX_PENDING cannot keep up and is cut off, as kube does.
-    """
-
-    MAX_PENDING = 32 * 1024 * 1024
-
-    def __init__(self, request: web.Request) -> None:
-        self.transport = request.transport
-        self.broken = False
-
-    def gone(self) -> bool:
-        return self.broken or self.transport is None or self.transport.is_closing()
-
-    def write(self, data: bytes) -> bool:
-        transport = self.transport
-        if self.broken or transport is None or transport.is_closing():
-            self.broken = True
-            return False
-        transport.write(b"%x\r\n%b\r\n" % (len(data), data))
-        return transport.get_write_buffer_size() < self.MAX_PENDING
-
-
-class _TableEncoder:
-    """Watch events as one-row Tables (kubectl get -w); columns only in the first."""
-
-    def __init__(self, res: Resource, include_object: str) -> None:
-        self.res = res
-        self.include_object = include_object
-        self.first = True
-
-    def event(self, type_: str, obj: Obj) -> bytes:
-        table = to_table(self.res, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
-                         self.include_object)
-        if not self.first:
-            table["columnDefinitions"] = []
-        self.first = False
-        return orjson.dumps({"type": type_, "object": table}) + b"\n"
-
-
-def _event_bytes(type_: str, obj: Obj) -> bytes:
-    return orjson.dumps({"type": type_, "object": obj}) + b"\n"
-
-
-def _error_event(error: st.APIError) -> bytes:
-    return orjson.dumps({"type": "ERROR", "object": error.to_status()}) + b"\n"
-
-
-def _bookmark(res: Resource, revision: int) -> bytes:
-    return orjson.dumps({"type": "BOOKMARK", "object": {"kind": res.kind, "apiVersion": res.api_version,
-                                                        "metadata": {"resourceVersion": str(revision)}}}) + b"\n"
+def _cluster_of(obj: Obj) -> str:
+    return str((obj.get("metadata", {}).get("annotations") or {}).get(CLUSTER_ANNOTATION, ""))
 
 
 def _warning_headers(res: Resource, warnings: list[str] | None) -> dict[str, str] | None:

@@ -31,13 +31,26 @@ class Catalog:
             return found
         if cluster == "*":
             clusters = self._clusters_serving.get(gvr)
-            return self._custom[next(iter(clusters))][gvr] if clusters else None
+            return self._custom[min(clusters)][gvr] if clusters else None
         custom = self._custom.get(cluster)
         return custom.get(gvr) if custom else None
 
+    def in_cluster(self, res: Resource, cluster: str) -> Resource:
+        """The resource as one logical cluster serves it, for objects read across clusters (`*`).
+
+        A custom resource's schema, defaults and versions are that cluster's own CRD's; built-ins
+        are the same everywhere. A cluster that no longer serves it (its CRD just went) falls back
+        to `res`, the descriptor the request was routed with.
+        """
+        if not res.is_custom:
+            return res
+        custom = self._custom.get(cluster)
+        found = custom.get((res.group, res.version, res.plural)) if custom else None
+        return found if found is not None else res
+
     def for_cluster(self, cluster: str) -> list[Resource]:
-        if cluster == "*":
-            return list(self.builtins) + [self._custom[next(iter(c))][gvr]
+        if cluster == "*":  # one descriptor per resource, the same one `lookup` picks
+            return list(self.builtins) + [self._custom[min(c)][gvr]
                                           for gvr, c in sorted(self._clusters_serving.items()) if c]
         custom = self._custom.get(cluster)
         return list(self.builtins) + list(custom.values()) if custom else list(self.builtins)

@@ -181,6 +181,24 @@ class Storage:
                 continue
         raise RevisionConflict(key)
 
+    async def list_raw(
+        self,
+        prefix: str,
+        *,
+        revision: int = 0,
+        limit: int = 0,
+        start_key: str | None = None,
+    ) -> tuple[list[tuple[str, bytes, int]], int, bool]:
+        """As `list`, undecoded: (key, etcd's bytes, mod_revision) for callers that keep bytes (the watch cache)."""
+        end = prefix_range_end(prefix.encode())
+        resp = await _call(self._kv.get(
+            start_key or prefix, end, revision=revision, limit=limit,
+            timeout=RPC_TIMEOUT * 6, max_attempts=1,
+        ))
+        items = [(kv.key.decode(), kv.value, kv.mod_revision) for kv in resp.kvs]
+        rev = revision or int(resp.header.revision)
+        return items, rev, bool(resp.more)
+
     async def list(
         self,
         prefix: str,
@@ -190,14 +208,8 @@ class Storage:
         start_key: str | None = None,
     ) -> tuple[list[Stored], int, bool]:
         """Range over a prefix at a revision; returns (items, revision, more)."""
-        end = prefix_range_end(prefix.encode())
-        resp = await _call(self._kv.get(
-            start_key or prefix, end, revision=revision, limit=limit,
-            timeout=RPC_TIMEOUT * 6, max_attempts=1,
-        ))
-        items = [Stored(kv.key.decode(), decode(kv.value, kv.mod_revision), kv.mod_revision) for kv in resp.kvs]
-        rev = revision or int(resp.header.revision)
-        return items, rev, bool(resp.more)
+        raw, rev, more = await self.list_raw(prefix, revision=revision, limit=limit, start_key=start_key)
+        return [Stored(key, decode(value, mod), mod) for key, value, mod in raw], rev, more
 
     async def count(self, prefix: str) -> int:
         end = prefix_range_end(prefix.encode())

@@ -1,8 +1,12 @@
 """One etcd watch per resource, fanned out to any number of API watchers.
 
-The cache keeps a window of recent events (across every logical cluster) so
-a watch can resume from a resourceVersion without touching etcd. Each event
-is encoded once; every watcher gets the same bytes.
+The cache keeps the current state of every object (etcd's bytes, see cachestate) and a window of
+recent events, across every logical cluster: lists and watches that accept any state are served
+from it, and a watch can resume from a resourceVersion inside the window without touching etcd.
+Each event is encoded once; every watcher gets the same bytes.
+
+The etcd watch resumes after the last revision dispatched, never after a revision etcd merely
+announced, so a restart can neither skip nor repeat an event.
 """
 
 from __future__ import annotations
@@ -19,14 +23,33 @@ import structlog
 from etcd3aio import Etcd3Client
 from etcd3aio.kv import prefix_range_end
 
+from kcp_apiserver.storage import watchframing
+from kcp_apiserver.storage.cachestate import Cached, CacheState
 from kcp_apiserver.storage.etcd import Storage, StorageError, decode
+from kcp_apiserver.storage.etcdwatch import is_progress_notify, watch_range
 from kcp_apiserver.storage.keys import ObjectKey, parse_key
+from kcp_apiserver.storage.watchframing import ADDED, DELETED, MODIFIED
 
 log = structlog.get_logger("watchcache")
 
-ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 Filter = Callable[[dict[str, Any]], bool]
 Sink = Callable[[str, "WatchEvent"], bool]  # delivers an event at once; False = the client cannot keep up
+LOAD_PAGE = 1000  # keys per etcd read when (re)loading the state: under gRPC's message size limit
+RESTART_MIN, RESTART_MAX = 0.05, 2.0  # seconds before the etcd watch is restarted (doubling while it fails)
+
+__all__ = [
+    "ADDED",
+    "DELETED",
+    "MODIFIED",
+    "Cached",
+    "Filter",
+    "Follower",
+    "Sink",
+    "TooOld",
+    "WatchCache",
+    "WatchEvent",
+    "Watcher",
+]
 
 
 class TooOld(Exception):
@@ -41,10 +64,10 @@ class TooOld(Exception):
 class WatchEvent:
     """A stored change; its JSON is built once and shared by every watcher.
 
-    It holds etcd's bytes and decodes them only when a watcher looks (an event nobody watches costs
-    no decoding). Once every watcher has seen it, `compact()` drops the decoded objects again: the
-    window then holds bytes, a fraction of the memory of the dicts and nothing for the garbage
-    collector to walk.
+    It holds etcd's bytes (the same bytes object as the cache's state, while the key is unchanged)
+    and decodes them only when a watcher looks (an event nobody watches costs no decoding). Once
+    every watcher has seen it, `compact()` drops the decoded objects again: the window then holds
+    bytes, a fraction of the memory of the dicts and nothing for the garbage collector to walk.
     """
 
     __slots__ = (
@@ -71,7 +94,7 @@ class WatchEvent:
         self._obj: dict[str, Any] | None = None
         self._prev: dict[str, Any] | None = None
         self._obj_bytes: bytes | None = None
-        self._encoded: dict[str, bytes] = {}
+        self._encoded: dict[Any, bytes] = {}
 
     @property
     def obj(self) -> dict[str, Any]:
@@ -94,10 +117,10 @@ class WatchEvent:
     def encoded_as(self, type_: str, variant: object, present: Callable[[dict[str, Any]], dict[str, Any]]) -> bytes:
         """The event as another version of the resource sees it; encoded once per variant."""
         key = (type_, variant)
-        data = self._encoded.get(key)  # type: ignore[call-overload]
+        data = self._encoded.get(key)
         if data is None:
-            data = b'{"type":"' + type_.encode() + b'","object":' + orjson.dumps(present(self.obj)) + b"}\n"
-            self._encoded[key] = data  # type: ignore[index]
+            data = watchframing.frame(type_, orjson.dumps(present(self.obj)))
+            self._encoded[key] = data
         return data
 
     def encoded(self, type_: str | None = None) -> bytes:
@@ -106,7 +129,7 @@ class WatchEvent:
         if data is None:
             if self._obj_bytes is None:
                 self._obj_bytes = orjson.dumps(self.obj)
-            data = b'{"type":"' + type_.encode() + b'","object":' + self._obj_bytes + b"}\n"
+            data = watchframing.frame(type_, self._obj_bytes)
             self._encoded[type_] = data
         return data
 
@@ -176,7 +199,7 @@ class Watcher:
 
 
 class WatchCache:
-    """Watches one resource prefix in etcd and fans events out."""
+    """Watches one resource prefix in etcd, keeps its current state and fans events out."""
 
     def __init__(self, client: Etcd3Client, storage: Storage, prefix: str, namespaced: bool,
                  *, capacity: int = 10_000, watcher_queue: int = 10_000) -> None:
@@ -186,11 +209,13 @@ class WatchCache:
         self.namespaced = namespaced
         self.capacity = capacity
         self.watcher_queue = watcher_queue
+        self.state = CacheState()  # every object as of `revision`
         self.events: deque[WatchEvent] = deque()
         self.window_start = 0  # every event with revision > window_start is in `events`
-        self.revision = 0  # everything up to here has been dispatched
+        self.revision = 0  # everything up to here has been dispatched: the state is etcd's at this revision
         self.watchers: set[Watcher] = set()
         self.ready = asyncio.Event()
+        self.restarts = 0  # etcd watches opened after the first (for tests and metrics)
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -204,6 +229,14 @@ class WatchCache:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    def snapshot(self, prefix: str) -> tuple[list[tuple[str, Cached]], int]:
+        """The objects under prefix and the revision they are the state at.
+
+        Taken synchronously: a `subscribe(after_revision=<that revision>)` with no await in between
+        continues exactly where the snapshot ends.
+        """
+        return self.state.scan(prefix), self.revision
 
     def subscribe(self, *, cluster: str | None, namespace: str | None, name: str | None,
                   matches: Filter | None, after_revision: int, sink: Sink | None = None) -> Watcher:
@@ -222,70 +255,101 @@ class WatchCache:
     def unsubscribe(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
 
-    async def _head_revision(self) -> int:
+    async def _load(self) -> tuple[CacheState, int]:
+        """The whole prefix from etcd, read in pages at one revision."""
         while True:
+            items: list[tuple[str, Cached]] = []
+            revision, start = 0, None
             try:
-                return await self.storage.current_revision()
-            except StorageError as exc:
-                log.warning("etcd unavailable, retrying", prefix=self.prefix, error=str(exc))
+                while True:
+                    chunk, revision, more = await self.storage.list_raw(self.prefix, revision=revision,
+                                                                        limit=LOAD_PAGE, start_key=start)
+                    items.extend((key, Cached(value, mod)) for key, value, mod in chunk)
+                    if not more or not chunk:
+                        return CacheState(items), revision
+                    start = chunk[-1][0] + "\x00"
+            except StorageError as exc:  # etcd down, or compacted between two pages: read again
+                log.warning("loading the watch cache failed, retrying", prefix=self.prefix, error=str(exc))
                 await asyncio.sleep(1.0)
 
     async def _reset(self, reason: str) -> None:
-        """Start over from etcd's head; watchers that relied on the old window must relist."""
-        for watcher in list(self.watchers):
+        """Start over from etcd's current state; watchers that relied on the old window must relist."""
+        state, revision = await self._load()
+        for watcher in list(self.watchers):  # including any that subscribed while etcd was read
             watcher.close(reason)
         self.events.clear()
-        head = await self._head_revision()
-        self.window_start = self.revision = head
+        self.state = state
+        self.window_start = self.revision = revision
 
     async def _run(self) -> None:
         await self._reset("")
         self.ready.set()
-        end = prefix_range_end(self.prefix.encode())
+        key = self.prefix.encode()
+        end = prefix_range_end(key)
+        delay = RESTART_MIN
         while True:
-            assert self.client.watch is not None
             try:
-                async for resp in self.client.watch.watch(
-                    self.prefix, end, start_revision=self.revision + 1, prev_kv=True, progress_notify=True,
-                ):
-                    if resp.compact_revision:
-                        log.warning("watch compacted, resetting cache", prefix=self.prefix,
-                                    compact_revision=resp.compact_revision)
-                        await self._reset("the watch cache was reset after etcd compaction")
+                async for resp in watch_range(self.client, key, end, start_revision=self.revision + 1):
+                    if resp.compact_revision:  # the revision to resume from is gone
+                        log.warning("watch resume point compacted, resetting cache", prefix=self.prefix,
+                                    resume=self.revision + 1, compact_revision=resp.compact_revision)
+                        await self._reset("too old resource version: the watch cache was reset after etcd "
+                                          "compaction")
                         break
                     if resp.canceled:
+                        log.warning("etcd canceled the watch, restarting", prefix=self.prefix,
+                                    reason=resp.cancel_reason)
                         break
                     self._dispatch(resp)
+                    delay = RESTART_MIN
             except asyncio.CancelledError:
                 raise
-            except grpc.aio.AioRpcError as exc:
-                log.warning("etcd watch failed, restarting", prefix=self.prefix, code=str(exc.code()))
-                await asyncio.sleep(1.0)
+            except (grpc.aio.AioRpcError, StorageError) as exc:
+                code = exc.code() if isinstance(exc, grpc.aio.AioRpcError) else type(exc).__name__
+                log.warning("etcd watch failed, resuming", prefix=self.prefix, resume=self.revision + 1,
+                            code=str(code))
             except Exception:
-                log.exception("watch cache loop failed, restarting", prefix=self.prefix)
-                await asyncio.sleep(1.0)
+                log.exception("watch cache loop failed, resuming", prefix=self.prefix, resume=self.revision + 1)
+            self.restarts += 1
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RESTART_MAX)
 
     def _dispatch(self, resp: Any) -> None:
+        if not resp.events:
+            # only a genuine progress notification says etcd has nothing older left to send
+            if is_progress_notify(resp) and resp.header.revision > self.revision:
+                self.revision = int(resp.header.revision)
+            return
         for ev in resp.events:
             kv = ev.kv
-            key = parse_key(self.prefix, kv.key.decode(), self.namespaced)
-            has_prev = bool(ev.prev_kv.key)
+            revision = int(kv.mod_revision)
+            etcd_key = kv.key.decode()
+            key = parse_key(self.prefix, etcd_key, self.namespaced)
             if ev.type == 1:  # DELETE: the last state, at the deletion's revision
-                if not has_prev:
-                    continue
-                event = WatchEvent(DELETED, kv.mod_revision, key, ev.prev_kv.value)
+                known = self.state.get(etcd_key)
+                if known is not None and (not ev.prev_kv.key or known.revision == ev.prev_kv.mod_revision):
+                    last: bytes | None = known.raw  # the state's bytes, not a second copy
+                else:
+                    last = ev.prev_kv.value if ev.prev_kv.key else None
+                self.state.delete(etcd_key)
+                event = WatchEvent(DELETED, revision, key, last) if last is not None else None
             else:
+                value = kv.value  # read once: each read of a protobuf field is a new bytes object
+                previous = self.state.get(etcd_key)
+                if previous is not None and previous.revision == ev.prev_kv.mod_revision:
+                    prev_raw: bytes | None = previous.raw  # the state's bytes, not a second copy
+                else:
+                    prev_raw = ev.prev_kv.value if ev.prev_kv.key else None
                 type_ = ADDED if kv.create_revision == kv.mod_revision else MODIFIED
-                event = WatchEvent(type_, kv.mod_revision, key, kv.value,
-                                   ev.prev_kv.value if has_prev else None, ev.prev_kv.mod_revision)
+                self.state.put(etcd_key, Cached(value, revision))
+                event = WatchEvent(type_, revision, key, value, prev_raw, ev.prev_kv.mod_revision)
+            self.revision = revision
+            if event is None:
+                continue
             self._append(event)
             for watcher in list(self.watchers):
                 watcher.offer(event)
             event.compact()
-        # a progress notification (no events) says etcd has nothing older to send
-        latest = resp.events[-1].kv.mod_revision if resp.events else resp.header.revision
-        if latest > self.revision:
-            self.revision = int(latest)
 
     def _append(self, event: WatchEvent) -> None:
         self.events.append(event)
@@ -296,8 +360,9 @@ class WatchCache:
 class Follower:
     """In-process list-then-watch over every logical cluster: sees each object, then every change.
 
-    After a cache reset (etcd compaction) it lists again and starts over, so
-    the observer never misses a state.
+    The list is the cache's own state, taken with the subscription in one step; after a cache
+    reset (etcd compaction) it takes the state again and starts over, so the observer never misses
+    a state.
     """
 
     def __init__(self, storage: Storage, cache: WatchCache, *, observe: Callable[[dict[str, Any], bool], None],
@@ -309,18 +374,13 @@ class Follower:
         self.name = name
 
     async def resync(self) -> Watcher:
-        while True:
-            try:
-                items, revision, _ = await self.storage.list(self.cache.prefix)
-                watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
-                                               after_revision=revision)
-                break
-            except (StorageError, TooOld) as exc:
-                log.warning("resync failed, retrying", follower=self.name, error=str(exc))
-                await asyncio.sleep(1.0)
+        await self.cache.ready.wait()
+        entries, revision = self.cache.snapshot(self.cache.prefix)
+        watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                                       after_revision=revision)
         self.reset()
-        for stored in items:
-            self.observe(stored.obj, False)
+        for _, cached in entries:
+            self.observe(cached.decode(), False)
         return watcher
 
     async def follow(self, watcher: Watcher) -> None:
