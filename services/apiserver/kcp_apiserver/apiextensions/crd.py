@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kcp_apiserver.apiextensions.defaults import default_crd
 from kcp_apiserver.apiextensions.resources import CLEANUP_FINALIZER
-from kcp_apiserver.apiextensions.validation import default_crd
 from kcp_apiserver.apiextensions.validation import validate_crd as check_crd
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.resource import Obj, Resource

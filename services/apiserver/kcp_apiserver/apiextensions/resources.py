@@ -101,8 +101,10 @@ def _columns(version: Obj, spec: Obj) -> tuple[Column, ...]:
 
 
 def condition(crd: Obj, type_: str) -> Obj | None:
-    for cond in (crd.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == type_:
+    status = crd.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for cond in conditions if isinstance(conditions, list) else []:
+        if isinstance(cond, dict) and cond.get("type") == type_:
             return cond
     return None
 
@@ -119,6 +121,12 @@ def storage_version(crd: Obj) -> str:
     return str(crd["spec"]["versions"][0]["name"])
 
 
+def version_schema(version: Obj) -> Obj:
+    """The schema a served version validates with (without one, every field is kept)."""
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    return schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}  # type: ignore[no-any-return]
+
+
 def resources_for(crd: Obj) -> list[Resource]:
     """One Resource per served version of an established CRD (accepted names are what is served)."""
     spec = crd["spec"]
@@ -129,8 +137,7 @@ def resources_for(crd: Obj) -> list[Resource]:
     for version in spec.get("versions") or []:
         if not version.get("served", True):
             continue
-        schema = (version.get("schema") or {}).get("openAPIV3Schema") or {"type": "object",
-                                                                           "x-kubernetes-preserve-unknown-fields": True}
+        schema = version_schema(version)
         compiled = compiled_schema(schema)
         subresources = version.get("subresources") or spec.get("subresources") or {}
         scale = subresources.get("scale")

@@ -4,6 +4,11 @@ Every serving process follows all CRDs through the watch cache and keeps the
 catalog current. One process (the one that runs controllers) also decides
 names (NamesAccepted), marks CRDs Established and, when a CRD is deleted,
 deletes its objects before letting the CRD go.
+
+The follower is shared by every logical cluster, so one CRD it cannot serve
+(bad data written by an older version, or around the API) must cost that CRD
+only: it is logged, left out of the catalog and marked Established=False with
+the reason, and every other CRD goes on being served.
 """
 
 from __future__ import annotations
@@ -15,12 +20,9 @@ from typing import Any
 import structlog
 
 from kcp_apiserver.apiextensions.crd import CRD
-from kcp_apiserver.apiextensions.resources import (
-    CLEANUP_FINALIZER,
-    is_established,
-    resources_for,
-    storage_version,
-)
+from kcp_apiserver.apiextensions.fields import get, get_str
+from kcp_apiserver.apiextensions.resources import CLEANUP_FINALIZER, is_established, storage_version
+from kcp_apiserver.apiextensions.servable import Unservable, servable_resources, unservable
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import CLUSTER_ANNOTATION, Registry, now_rfc3339
@@ -35,8 +37,13 @@ RETRY_SECONDS = 1.0
 NAME_FIELDS = ("plural", "singular", "kind", "listKind")
 
 
-def _cluster_of(crd: Obj) -> str:
-    return str((crd["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""))
+def _identity(crd: Obj) -> tuple[str, str] | None:
+    """(logical cluster, name) of a stored CRD; None when even that is missing."""
+    meta = crd.get("metadata")
+    name = get(meta, "name")
+    if not isinstance(name, str) or not name:
+        return None
+    return get_str(get(meta, "annotations"), CLUSTER_ANNOTATION), name
 
 
 def _names(crd: Obj) -> dict[str, Any]:
@@ -53,6 +60,7 @@ class CRDServing:
         self.registry = registry
         # per cluster and group: CRD name -> the names it asks for (for conflict checks; small on purpose)
         self.requested: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+        self.unservable: dict[tuple[str, str], Unservable] = {}  # (cluster, CRD name) -> why it is not served
         self.controller: Controller[tuple[str, str]] | None = None  # while this replica leads
         self._tasks: list[asyncio.Task[None]] = []
         self._controller_task: asyncio.Task[None] | None = None
@@ -81,6 +89,8 @@ class CRDServing:
             for names in groups.values():
                 for name in names:
                     self.controller.enqueue((cluster, name))
+        for key in self.unservable:
+            self.controller.enqueue(key)
 
     async def stop_controllers(self) -> None:
         if self._controller_task is not None:
@@ -90,27 +100,53 @@ class CRDServing:
     def _reset(self) -> None:
         self.catalog.clear_custom()
         self.requested.clear()
+        self.unservable.clear()
 
     async def stop(self) -> None:
         await self.stop_controllers()
         await cancel_and_wait(*self._tasks)
 
     def _observe(self, crd: Obj, deleted: bool) -> None:
-        cluster, name = _cluster_of(crd), crd["metadata"]["name"]
-        group = crd["spec"].get("group", "")
-        by_group = self.requested.setdefault(cluster, {}).setdefault(group, {})
+        """One CRD's state into the catalog; whatever goes wrong stays with that CRD."""
+        key = _identity(crd)
+        if key is None:
+            log.warning("skipping a stored CRD without a name")
+            return
+        try:
+            self._follow(key, crd, deleted)
+        except Exception:
+            log.exception("following a CRD failed; not serving it", cluster=key[0], name=key[1])
+            self.catalog.remove_crd(*key)
+
+    def _follow(self, key: tuple[str, str], crd: Obj, deleted: bool) -> None:
+        cluster, name = key
+        group = get_str(get(crd, "spec"), "group")
+        by_group = self.requested.get(cluster, {}).get(group, {})
         if deleted:
+            self.unservable.pop(key, None)
             by_group.pop(name, None)
             self.catalog.remove_crd(cluster, name)
             self._requeue_group(cluster, group, name)
             return
-        by_group[name] = dict(crd["spec"].get("names") or {})
+        try:
+            resources = servable_resources(crd, self.catalog.builtins)
+        except Unservable as problem:
+            by_group.pop(name, None)
+            self.catalog.remove_crd(cluster, name)
+            previous = self.unservable.get(key)
+            self.unservable[key] = problem
+            if previous is None or previous.message != problem.message:
+                log.warning("not serving a CRD", cluster=cluster, name=name, reason=problem.reason,
+                            message=problem.message)
+            self.enqueue(key)
+            return
+        self.unservable.pop(key, None)
+        self.requested.setdefault(cluster, {}).setdefault(group, {})[name] = dict(crd["spec"]["names"])
         if is_established(crd) and not crd["metadata"].get("deletionTimestamp"):
-            self.catalog.set_crd(cluster, name, resources_for(crd))
+            self.catalog.set_crd(cluster, name, resources)
         else:
             self.catalog.remove_crd(cluster, name)
-        if self.controllers:
-            self.enqueue((cluster, name))
+        self.enqueue(key)
 
     def _requeue_group(self, cluster: str, group: str, gone: str) -> None:
         """A CRD that lost a name conflict may be accepted once the other one is gone."""
@@ -149,11 +185,20 @@ class CRDServing:
         return True
 
     def _status(self, cluster: str, crd: Obj) -> Obj:
-        """acceptedNames, conditions and storedVersions as kube's CRD controllers set them."""
-        status = copy.deepcopy(crd.get("status") or {})
+        """acceptedNames, conditions and storedVersions as kube's CRD controllers set them; a CRD that
+        cannot be served only gets Established=False with the reason."""
+        stored = crd.get("status")
+        status: Obj = copy.deepcopy(stored) if isinstance(stored, dict) else {}
+        listed = status.get("conditions")
+        conditions = {c["type"]: c for c in (listed if isinstance(listed, list) else [])
+                      if isinstance(c, dict) and isinstance(c.get("type"), str)}
+        problem = unservable(crd, self.catalog.builtins)
+        if problem is not None:
+            _set(conditions, "Established", "False", problem.reason, problem.message)
+            status["conditions"] = list(conditions.values())
+            return status
         names = crd["spec"]["names"]
         conflict = self._conflict(cluster, crd)
-        conditions = {c["type"]: c for c in status.get("conditions") or []}
         if conflict:
             reason, message = conflict
             _set(conditions, "NamesAccepted", "False", reason, message)
@@ -201,9 +246,18 @@ class CRDServing:
         return self.catalog.has_crd(cluster, crd_name)
 
     async def _cleanup(self, cluster: str, current: Stored) -> bool:
-        """Delete every object of a deleted CRD, then remove its finalizer."""
+        """Delete every object of a deleted CRD, then remove its finalizer.
+
+        A CRD that cannot be served has no objects of its own to delete: its keys, if it names any,
+        may be another type's.
+        """
         crd = current.obj
-        served = resources_for(_with_names(crd)) if crd["spec"].get("versions") else []
+        try:
+            served = servable_resources(_with_names(crd), self.catalog.builtins)
+        except Unservable as problem:
+            log.info("deleting a CRD that was not served; its objects are not touched", cluster=cluster,
+                     name=crd["metadata"]["name"], reason=problem.reason)
+            served = []
         remaining = 0
         for res in served[:1]:
             await self.registry.delete_collection(res, cluster, "")
@@ -231,14 +285,19 @@ class CRDServing:
 
 def _with_names(crd: Obj) -> Obj:
     """A CRD whose accepted names are its requested ones (to address its objects during cleanup)."""
-    if (crd.get("status") or {}).get("acceptedNames", {}).get("plural"):
+    status = crd.get("status")
+    if get(get(status, "acceptedNames"), "plural"):
         return crd
-    return {**crd, "status": {**(crd.get("status") or {}), "acceptedNames": crd["spec"]["names"]}}
+    return {**crd, "status": {**(status if isinstance(status, dict) else {}),
+                              "acceptedNames": get(get(crd, "spec"), "names")}}
 
 
 def _set(conditions: dict[str, Obj], type_: str, status: str, reason: str, message: str) -> None:
+    """kube's SetCRDCondition: the transition time moves only when the status does."""
     existing = conditions.get(type_)
-    if existing and existing.get("status") == status and existing.get("reason") == reason:
+    if existing and existing.get("status") == status:
+        if (existing.get("reason"), existing.get("message")) != (reason, message):
+            conditions[type_] = {**existing, "reason": reason, "message": message}
         return
     conditions[type_] = {"type": type_, "status": status, "lastTransitionTime": now_rfc3339(),
                          "reason": reason, "message": message}

@@ -10,7 +10,7 @@ is `gc_reconcile`'s business; who owns whom is `gc_graph`'s.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import structlog
@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.resources import is_established
+from kcp_apiserver.apiextensions.servable import unservable
 from kcp_apiserver.controllers.gc_graph import CLUSTER_ANNOTATION, Graph, ObjectRef
 from kcp_apiserver.controllers.gc_reconcile import Collector
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
@@ -49,8 +50,10 @@ async def supervise(name: str, run: Callable[[], Awaitable[Any]], *, backoff: Ba
         await asyncio.sleep(backoff.next())
 
 
-def _custom_resource(crd: Obj) -> Resource | None:
+def _custom_resource(crd: Obj, builtins: Iterable[Resource]) -> Resource | None:
     """Enough of a CRD's resource to follow its objects and find its owners (prefix and scope)."""
+    if unservable(crd, builtins) is not None:
+        return None  # never served: its keys, if it names any, may be another type's or the server's
     spec = crd.get("spec") or {}
     names = (crd.get("status") or {}).get("acceptedNames") or {}
     if not names.get("plural") or not names.get("kind") or not spec.get("group"):
@@ -137,7 +140,7 @@ class GarbageCollector:
 
     def _observe(self, prefix: str, obj: Obj, deleted: bool) -> None:
         if prefix == CRD.prefix:  # before the graph: a CR's dependents queued by it may need the kind
-            custom = _custom_resource(obj)
+            custom = _custom_resource(obj, self.catalog.builtins)
             if custom is not None:
                 cluster = (obj["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, "")
                 self.custom_kinds[(cluster, custom.group, custom.kind)] = custom

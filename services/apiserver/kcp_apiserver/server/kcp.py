@@ -7,6 +7,7 @@ import socket
 
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from kcp_apiserver.apiextensions.crd import CRD
+from kcp_apiserver.apiextensions.reserved import ReservedCRDs, ReservedGroups
 from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
@@ -14,13 +15,24 @@ from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
-from kcp_apiserver.server.config import Runnable, ServerConfig, ServerParts
+from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
+
+# kcp's own CRDs, which only kcp installs: the cluster controller creates SyncTargets' CRD in a logical
+# cluster with the admin identity. Every other CRD in kcp.io and its subgroups is refused.
+SYSTEM_CRDS = frozenset({"synctargets.workload.kcp.io"})
 
 
 async def namespace_lifecycle(parts: ServerParts) -> NamespaceLifecycle:
     plugin = NamespaceLifecycle(parts.storage, await parts.caches.get(NAMESPACE))
     await plugin.start()
     return plugin
+
+
+def reserved_crds(groups: ReservedGroups) -> AdmissionFactory:
+    """No CRD on storage the server owns, nor in kcp's groups unless kcp installs it."""
+    async def build(parts: ServerParts) -> ReservedCRDs:
+        return ReservedCRDs(CRD.prefix, parts.catalog.builtins, groups)
+    return build
 
 
 class _FollowCRDs:
@@ -63,7 +75,8 @@ def namespace_controller(parts: ServerParts) -> Runnable:
 
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
-               watch: WatchSettings | None = None, identity: str = "") -> ServerConfig:
+               watch: WatchSettings | None = None, identity: str = "",
+               system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
     crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
 
     def follow_crds(parts: ServerParts) -> Runnable:
@@ -78,7 +91,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         resources=(*BUILTINS, CRD),
         authenticators=[StaticTokenAuthenticator.admin(admin_token)],
         identity=identity or socket.gethostname(),
-        admission=[namespace_lifecycle],
+        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
         extensions=[follow_crds],
         controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
