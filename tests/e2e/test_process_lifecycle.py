@@ -69,20 +69,32 @@ def test_help_documents_every_flag() -> None:
 
 
 class ExternalEtcd:
-    def __init__(self, data_dir: Path) -> None:
+    """An etcd of the test's own; with `tls` (CA, certificate, key files) it serves clients over mutual TLS."""
+
+    def __init__(self, data_dir: Path, tls: tuple[Path, Path, Path] | None = None) -> None:
         from kcp_apiserver.storage.embedded_etcd import etcd_binary
 
         self.binary = etcd_binary()
         self.data_dir = data_dir
+        self.tls = tls
         self.port, self.peer = free_port(), free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
     def start(self) -> None:
-        client, peer = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{self.peer}"
+        client, peer = self.url, f"http://127.0.0.1:{self.peer}"
+        tls_args: list[str] = []
+        if self.tls is not None:
+            ca, cert, key = self.tls
+            tls_args = ["--trusted-ca-file", str(ca), "--cert-file", str(cert), "--key-file", str(key),
+                        "--client-cert-auth"]
         self.process = subprocess.Popen(
             [self.binary, "--data-dir", str(self.data_dir), "--listen-client-urls", client,
              "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-             "--initial-cluster", f"default={peer}", "--log-level", "error"],
+             "--initial-cluster", f"default={peer}", "--log-level", "error", *tls_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while True:  # serving once it accepts connections

@@ -7,7 +7,7 @@ kubectl and helm ask for them under whatever server URL their kubeconfig names.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -20,7 +20,7 @@ from kcp_apiserver.endpoints import discovery, openapi
 from kcp_apiserver.endpoints.wire import json_response, wants_aggregated_discovery
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Resource
-from kcpcommon.health import HealthChecks
+from kcpcommon.health import Check, HealthChecks
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0+kcp", "gitCommit": "", "gitTreeState": "clean",
            "buildDate": "2026-11-22T00:00:00Z", "goVersion": "python3.11", "compiler": "cpython",
@@ -35,11 +35,12 @@ class NonResourceHandlers:
     """Serves the non-resource paths of any logical cluster from the catalog and the server's state."""
 
     def __init__(self, catalog: Catalog, *, metrics: CollectorRegistry, ping_storage: Callable[[], Awaitable[Any]],
-                 is_ready: Callable[[], bool]) -> None:
+                 is_ready: Callable[[], bool], live_checks: Mapping[str, Check] | None = None) -> None:
         self.catalog = catalog
         self.metrics = metrics
         self.ping_storage = ping_storage
         self.is_ready = is_ready
+        self.live_checks = dict(live_checks or {})
         self._openapi_cache: dict[tuple[object, ...], bytes] = {}
         self._health_checks = self._checks()
 
@@ -58,7 +59,8 @@ class NonResourceHandlers:
     # -- health -------------------------------------------------------------------------------
 
     def _checks(self) -> dict[str, HealthChecks]:
-        """kube's checks: livez only that the process answers; healthz and readyz also startup and etcd."""
+        """kube's checks: livez that the process answers (and what the server's config adds, such as the
+        embedded etcd's supervisor); healthz and readyz every livez check and also startup and etcd."""
         async def etcd() -> bool:
             try:
                 await asyncio.wait_for(self.ping_storage(), STORAGE_CHECK_TIMEOUT)
@@ -69,6 +71,8 @@ class NonResourceHandlers:
         live, ready = HealthChecks(), HealthChecks()
         for checks in (live, ready):
             checks.add("ping", lambda: True)
+            for name, check in self.live_checks.items():
+                checks.add(name, check)
         ready.add("startup", self.is_ready)
         ready.add("etcd", etcd)
         return {"livez": live, "healthz": ready, "readyz": ready}

@@ -7,7 +7,6 @@ import asyncio
 
 import structlog
 from aiohttp import web
-from etcd3aio import Etcd3Client
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
@@ -26,6 +25,7 @@ from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.server.config import Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.election import LeaderElection
 from kcp_apiserver.storage.etcd import Storage
+from kcp_apiserver.storage.etcd_client import etcd_client
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("apiserver")
@@ -40,8 +40,7 @@ class APIServer:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.metrics = Metrics()
-        self.client = Etcd3Client(config.etcd_endpoints, rpc_max_attempts=1,
-                                  watch_reconnect_backoff_seconds=0.2, watch_max_reconnect_backoff_seconds=2.0)
+        self.client = etcd_client(config.etcd_endpoints, config.etcd_tls)
         self.storage = Storage(self.client)
         self.catalog = Catalog(config.resources)
         self.caches = WatchCaches(self.client, self.storage, capacity=config.watch_cache_size)
@@ -50,7 +49,7 @@ class APIServer:
         self.handlers: ResourceHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
-                                                is_ready=lambda: self.ready)
+                                                is_ready=lambda: self.ready, live_checks=config.live_checks)
         self._plugins: list[object] = []
         self._running: list[Runnable] = []
         self.election: LeaderElection | None = None

@@ -1,4 +1,4 @@
-"""`kcp-apiserver`: flags, credentials, embedded etcd, and the serving loop."""
+"""`kcp-apiserver`: flags, credentials, the embedded etcd (mutual TLS, supervised), and the serving loop."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import structlog
@@ -17,9 +17,11 @@ from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
-from kcp_apiserver.server.pki import Credentials, ensure_credentials, write_kubeconfig
+from kcp_apiserver.server.pki import Credentials, ensure_credentials, ensure_etcd_credentials, write_kubeconfig
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
+from kcp_apiserver.storage.etcd_client import TLSFiles
+from kcpcommon.health import Check
 from kcpcommon.logs import configure_logging
 from kcpcommon.settings import parse_settings
 
@@ -43,15 +45,17 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
-async def serve(args: APIServerSettings, endpoints: list[str], creds: Credentials, *,
-                controllers: bool, on_ready: Callable[[], None] | None = None) -> None:
+async def serve(args: APIServerSettings, endpoints: list[str], creds: Credentials, *, etcd_tls: TLSFiles | None,
+                controllers: bool, on_ready: Callable[[], None] | None = None,
+                live_checks: Mapping[str, Check] | None = None) -> None:
     """One serving process: the API server on the secure port until a signal arrives."""
     server = APIServer(kcp_config(
         endpoints, creds.admin_token, run_controllers=controllers, watch_cache_size=args.watch_cache_size,
         identity=f"{socket.gethostname()}:{args.secure_port}",
         compaction_interval=args.compaction_interval,
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
-                            min_request_timeout=args.min_request_timeout)))
+                            min_request_timeout=args.min_request_timeout),
+        etcd_tls=etcd_tls, live_checks=live_checks))
     runner: web.AppRunner | None = None
     try:
         await server.start()
@@ -73,33 +77,58 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
         await server.stop()
 
 
-async def _start_workers(args: APIServerSettings, endpoints: list[str]) -> list[asyncio.subprocess.Process]:
+ETCD_FLAGS = ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile")
+
+
+def worker_argv(argv: list[str], endpoints: list[str], etcd_tls: TLSFiles | None, index: int) -> list[str]:
+    """A worker's flags: ours, with the etcd this process uses (the embedded one's, say) and its index."""
+    kept: list[str] = []
+    skip_value = False
+    for arg in argv:
+        if skip_value:
+            skip_value = False
+            continue
+        flag = arg.split("=", 1)[0]
+        if flag in (*ETCD_FLAGS, "--worker-index"):
+            skip_value = "=" not in arg
+            continue
+        kept.append(arg)
+    kept += ["--etcd-servers", ",".join(endpoints), "--worker-index", str(index)]
+    if etcd_tls is not None:
+        for flag, value in zip(ETCD_FLAGS[1:], (etcd_tls.ca_file, etcd_tls.cert_file, etcd_tls.key_file),
+                               strict=True):
+            if value:
+                kept += [flag, value]
+    return kept
+
+
+async def _start_workers(args: APIServerSettings, endpoints: list[str],
+                         etcd_tls: TLSFiles | None) -> list[asyncio.subprocess.Process]:
     """Worker processes 1..n-1 share the port through SO_REUSEPORT; this process is worker 0."""
-    argv = [a for a in sys.argv[1:] if not a.startswith(("--etcd-servers", "--worker-index"))]
     workers = []
     for index in range(1, args.workers):
         workers.append(await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kcp_apiserver.server.cli", *argv, "--etcd-servers", ",".join(endpoints),
-            "--worker-index", str(index)))
+            sys.executable, "-m", "kcp_apiserver.server.cli", *worker_argv(sys.argv[1:], endpoints, etcd_tls, index)))
     return workers
 
 
 async def run(args: APIServerSettings) -> None:
     root = Path(args.root_dir)  # made absolute by main(), before the loop starts
     creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostnames))
-    endpoints = args.etcd_endpoints
+    endpoints, etcd_tls = args.etcd_endpoints, args.etcd_tls
     if args.worker_index:
-        await serve(args, endpoints, creds, controllers=False)
+        await serve(args, endpoints, creds, etcd_tls=etcd_tls, controllers=False)
         return
     etcd: EmbeddedEtcd | None = None
     workers: list[asyncio.subprocess.Process] = []
     try:
         if not endpoints:
-            etcd = EmbeddedEtcd(root)
+            etcd_creds = ensure_etcd_credentials(root)
+            etcd = EmbeddedEtcd(root, tls=etcd_creds.server, grace_period=args.embedded_etcd_grace_period)
             await etcd.start()
-            endpoints = [etcd.endpoint]
+            endpoints, etcd_tls = [etcd.endpoint], etcd_creds.client
         if args.workers > 1:
-            workers = await _start_workers(args, endpoints)
+            workers = await _start_workers(args, endpoints, etcd_tls)
 
         def ready() -> None:
             host = "127.0.0.1" if args.bind_address in ("0.0.0.0", "::", "") else args.bind_address
@@ -108,7 +137,8 @@ async def run(args: APIServerSettings) -> None:
             write_kubeconfig(kubeconfig, url, creds)
             log.info("serving", url=url, kubeconfig=str(kubeconfig), etcd=",".join(endpoints), workers=args.workers)
 
-        await serve(args, endpoints, creds, controllers=True, on_ready=ready)
+        await serve(args, endpoints, creds, etcd_tls=etcd_tls, controllers=True, on_ready=ready,
+                    live_checks={"embedded-etcd": etcd.live} if etcd is not None else None)
     finally:
         for worker in workers:
             if worker.returncode is None:

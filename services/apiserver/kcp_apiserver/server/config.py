@@ -11,7 +11,7 @@ exist only once the server starts.
 from __future__ import annotations
 
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -24,6 +24,8 @@ from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Storage
+from kcp_apiserver.storage.etcd_client import TLSFiles
+from kcpcommon.health import Check
 
 
 class Runnable(Protocol):
@@ -63,3 +65,5 @@ class ServerConfig:
     identity: str = field(default_factory=socket.gethostname)  # this replica, in the leader election
     watch_cache_size: int = 10_000
     watch: WatchSettings = field(default_factory=WatchSettings)
+    etcd_tls: TLSFiles | None = None  # None: etcd in plain text
+    live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)

@@ -4,6 +4,7 @@ NamespaceLifecycle admission, CRD serving and the namespace controller."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from kcp_apiserver.apiextensions.crd import CRD
@@ -16,6 +17,8 @@ from kcp_apiserver.endpoints.handlers import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
 from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
+from kcp_apiserver.storage.etcd_client import TLSFiles
+from kcpcommon.health import Check
 
 # kcp's own CRDs, which only kcp installs: the cluster controller creates SyncTargets' CRD in a logical
 # cluster with the admin identity. Every other CRD in kcp.io and its subgroups is refused.
@@ -75,7 +78,8 @@ def namespace_controller(parts: ServerParts) -> Runnable:
 
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
-               watch: WatchSettings | None = None, identity: str = "",
+               watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
+               live_checks: Mapping[str, Check] | None = None,
                system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
     crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
 
@@ -98,4 +102,6 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,
         watch=watch or WatchSettings(),
+        etcd_tls=etcd_tls,
+        live_checks=live_checks or {},
     )

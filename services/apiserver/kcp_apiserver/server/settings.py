@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 
+from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcpcommon.settings import settings_config
 
 
@@ -20,9 +21,18 @@ class APIServerSettings(BaseSettings):
                                                      "embedded etcd's data")
     secure_port: int = Field(6443, ge=1, le=65535, description="HTTPS port to serve on")
     bind_address: str = Field("127.0.0.1", description="address to listen on (0.0.0.0 for all interfaces)")
-    etcd_servers: str = Field("", description="comma-separated etcd endpoints (host:port or http://host:port); "
-                                              "empty: an embedded etcd runs under --root-dir and stops with "
-                                              "the server")
+    etcd_servers: str = Field("", description="comma-separated etcd endpoints (host:port, http://host:port or "
+                                              "https://host:port); empty: an embedded etcd runs under --root-dir "
+                                              "over mutual TLS, restarted when it dies, stopped with the server")
+    etcd_cafile: str = Field("", description="CA bundle (PEM) that signs the etcd servers' certificates; with it, "
+                                             "or with https:// endpoints (then the system's CAs), etcd is reached "
+                                             "over TLS (with several endpoints, every member's certificate must "
+                                             "name the first endpoint's host)")
+    etcd_certfile: str = Field("", description="client certificate (PEM) for etcd's mutual TLS")
+    etcd_keyfile: str = Field("", description="private key (PEM) of --etcd-certfile")
+    embedded_etcd_grace_period: float = Field(60.0, gt=0, description="seconds the embedded etcd may stay down, "
+                                                                      "while it is restarted with backoff, before "
+                                                                      "/livez fails")
     external_hostname: str = Field("", description="comma-separated extra host names or IPs for the serving "
                                                    "certificate")
     watch_cache_size: int = Field(10_000, ge=10, description="events kept per resource for watch resumption")
@@ -36,6 +46,20 @@ class APIServerSettings(BaseSettings):
     worker_index: int = Field(0, ge=0, description="internal: which worker process this is (0 runs the "
                                                    "controllers)")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
+
+    @model_validator(mode="after")
+    def _client_certificate_and_key_together(self) -> APIServerSettings:
+        if bool(self.etcd_certfile) != bool(self.etcd_keyfile):
+            raise ValueError("--etcd-certfile and --etcd-keyfile must be given together")
+        return self
+
+    @property
+    def etcd_tls(self) -> TLSFiles | None:
+        """How to reach --etcd-servers over TLS; None: in plain text."""
+        https = any(item.strip().startswith("https://") for item in self.etcd_servers.split(","))
+        if not (https or self.etcd_cafile or self.etcd_certfile):
+            return None
+        return TLSFiles(self.etcd_cafile or None, self.etcd_certfile or None, self.etcd_keyfile or None)
 
     @property
     def etcd_endpoints(self) -> list[str]:

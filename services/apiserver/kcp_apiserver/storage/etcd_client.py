@@ -1,0 +1,92 @@
+"""The apiserver's etcd client: TLS when asked for, and reconnects that never wait long.
+
+gRPC backs off between connection attempts to a lost server (1 s growing by 1.6x to
+120 s), so after a long etcd outage the channel could sit out many seconds of a
+backoff while etcd was already back, and every request kept failing with 503.
+Capping that backoff, and the watch streams' own, bounds recovery by etcd's own
+start-up instead of by how long it was away: writes within a few milliseconds of
+etcd serving, watches within a quarter of a second.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from etcd3aio import Etcd3Client
+
+RECONNECT_BACKOFF_INITIAL_MS = 100
+RECONNECT_BACKOFF_MAX_MS = 500  # a refused connect is cheap: retrying twice a second costs nothing
+WATCH_RETRY_INITIAL = 0.1
+WATCH_RETRY_MAX = 0.25  # a retry against a lost etcd fails at once, without a connection attempt
+RETRY_LOG_INTERVAL = 10.0
+
+
+class _OncePer(logging.Filter):
+    """etcd3aio warns at every watch retry, for every watch: keep one such line per interval."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self._last = -seconds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        if now - self._last < self.seconds:
+            return False
+        self._last = now
+        return True
+
+
+def _quiet_watch_retries() -> None:
+    watch_log = logging.getLogger("etcd3aio.watch")
+    if not any(isinstance(f, _OncePer) for f in watch_log.filters):
+        watch_log.addFilter(_OncePer(RETRY_LOG_INTERVAL))
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """PEM files of one TLS side: the CA that signs the other side, and our certificate and key (optional)."""
+
+    ca_file: str | None = None  # None: the system's trusted CAs
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
+
+
+def _system_roots() -> bytes:
+    paths = ssl.get_default_verify_paths()
+    for candidate in (paths.cafile, paths.openssl_cafile):
+        if candidate and Path(candidate).exists():
+            return Path(candidate).read_bytes()
+    raise RuntimeError("no CA bundle found for etcd TLS: pass --etcd-cafile")
+
+
+def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> Etcd3Client:
+    """A client for `endpoints` (host:port), over TLS when `tls` is given (mutual when it has a certificate).
+
+    One gRPC channel balances over every endpoint and checks one name against the servers' certificates:
+    with several endpoints, the first one's host, which every member's certificate must then carry.
+    """
+    _quiet_watch_retries()
+    conn: dict[str, bytes | None] = {}
+    server_name = None
+    if tls is not None:
+        conn = {"ca_cert": _read(tls.ca_file) or _system_roots(), "cert_chain": _read(tls.cert_file),
+                "cert_key": _read(tls.key_file)}
+        if len(endpoints) > 1:
+            server_name = endpoints[0].rsplit(":", 1)[0].strip("[]")
+    client = Etcd3Client(endpoints, rpc_max_attempts=1, watch_reconnect_backoff_seconds=WATCH_RETRY_INITIAL,
+                         watch_max_reconnect_backoff_seconds=WATCH_RETRY_MAX, tls_server_name=server_name, **conn)
+    # etcd3aio takes no channel options; its connection manager's list is where they go
+    client._manager.grpc_options.extend([
+        ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_INITIAL_MS),
+        ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
+    ])
+    return client
