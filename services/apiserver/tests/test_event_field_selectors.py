@@ -6,7 +6,7 @@ import pytest
 from multidict import MultiDict
 
 from kcp_apiserver.apimachinery.status import APIError
-from kcp_apiserver.endpoints.handlers import build_filter
+from kcp_apiserver.endpoints.base import build_filter
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.resource import Obj, Resource
 

@@ -131,9 +131,12 @@ async def test_a_slow_watcher_is_closed_not_the_cache(etcd: Etcd3Client, prefix:
                                   after_revision=cache.revision)
         storage = Storage(etcd)
         for i in range(4):
-            await storage.create(f"{prefix}c/ns/{i}", {"metadata": {"name": str(i)}})
+            last = await storage.create(f"{prefix}c/ns/{i}", {"metadata": {"name": str(i)}})
         await asyncio.wait_for(watcher.done.wait(), 5)  # closed: it never read its queue of 2
         assert watcher.closed and watcher not in cache.watchers
+        async with asyncio.timeout(5):  # the cache has dispatched every create: `fresh` starts after them
+            while cache.revision < last.mod_revision:
+                await asyncio.sleep(0.01)
         fresh = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=cache.revision)
         await storage.create(f"{prefix}c/ns/new", {"metadata": {"name": "new"}})
         assert (await next_event(fresh))[1].key.name == "new"

@@ -95,9 +95,9 @@ def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
 
     coll: dict[str, Any] = {"get": op("list", "list", LIST_PARAMS),
                             "post": op("post", "create", WRITE_PARAMS, True),
-                            "delete": op("deletecollection", "deletecollection", LIST_PARAMS + ("dryRun",))}
+                            "delete": op("deletecollection", "deletecollection", (*LIST_PARAMS, "dryRun"))}
     one: dict[str, Any] = {"get": op("get", "read", ()), "put": op("put", "replace", WRITE_PARAMS, True),
-                           "patch": op("patch", "patch", WRITE_PARAMS + ("force",), True),
+                           "patch": op("patch", "patch", (*WRITE_PARAMS, "force"), True),
                            "delete": op("delete", "delete", ("dryRun", "gracePeriodSeconds", "propagationPolicy"))}
     if res.namespaced:
         coll["parameters"] = [param("namespace", "path")]

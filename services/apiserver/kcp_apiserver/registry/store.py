@@ -22,6 +22,7 @@ from kcp_apiserver.apimachinery.deleteoptions import Propagation
 from kcp_apiserver.apimachinery.request import RequestContext, system_context
 from kcp_apiserver.apimachinery.validation import generate_name, validate_object_meta
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
+from kcp_apiserver.registry.conversion import stored_view, to_storage
 from kcp_apiserver.registry.deletion import deletion_finalizers
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.strategy import DEFAULT as DEFAULT_STRATEGY
@@ -235,9 +236,9 @@ class Registry:
         except StorageError as exc:
             raise storage_errors(res, "", exc) from exc
 
-    async def wait_for_revision(self, res: Resource, wanted: int, timeout: float = TOO_LARGE_RV_WAIT) -> None:
+    async def wait_for_revision(self, res: Resource, wanted: int, patience: float = TOO_LARGE_RV_WAIT) -> None:
         """A read at a resourceVersion newer than etcd's waits briefly for it, then is refused, as kube does."""
-        deadline = asyncio.get_running_loop().time() + timeout
+        deadline = asyncio.get_running_loop().time() + patience
         while True:
             try:
                 current = await self.storage.current_revision()
@@ -317,7 +318,8 @@ class Registry:
                     ctx: RequestContext | None = None) -> Obj:
         async def mutate(current: Stored) -> Obj:
             base = copy.deepcopy(current.obj)
-            patched = apply_patch(res.from_storage(base) if res.from_storage is not None else base)
+            view = stored_view(res)
+            patched = apply_patch(view(base) if view is not None else base)
             if not isinstance(patched, dict):
                 raise st.bad_request("the patch did not produce an object")
             meta = patched.get("metadata")
@@ -328,9 +330,9 @@ class Registry:
                 raise st.conflict(res.plural, name, res.group)
             if meta.get("name") != name:
                 raise st.bad_request("metadata.name: the name of the object does not match the name on the URL")
-            patched["apiVersion"], patched["kind"] = res.storage_api_version, res.kind
+            patched["kind"] = res.kind
             normalize_timestamps(res, patched, patch=True)
-            return res.to_storage(patched) if res.to_storage is not None else patched
+            return to_storage(res, patched)
 
         return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx)
 
@@ -489,8 +491,7 @@ class Registry:
             raise st.bad_request(f"the API version in the data ({api_version}) does not match the expected API "
                                  f"version ({res.api_version})")
         obj["kind"] = kind
-        obj["apiVersion"] = res.storage_api_version  # conversion None: only apiVersion differs between versions
-        return res.to_storage(obj) if res.to_storage is not None else obj
+        return to_storage(res, obj)
 
     def _check_namespace(self, res: Resource, namespace: str, meta: Obj) -> None:
         if not res.namespaced:

@@ -13,7 +13,7 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
-from kcp_apiserver.endpoints.handlers import WatchSettings
+from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config

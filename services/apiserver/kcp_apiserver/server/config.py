@@ -17,7 +17,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
-from kcp_apiserver.endpoints.handlers import WatchSettings
+from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches

@@ -13,7 +13,7 @@ from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
-from kcp_apiserver.endpoints.handlers import WatchSettings
+from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
 from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts

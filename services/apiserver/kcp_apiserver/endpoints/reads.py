@@ -1,0 +1,50 @@
+"""GET and LIST."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from kcp_apiserver.apimachinery.request import RequestInfo
+from kcp_apiserver.endpoints import listoptions
+from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param, respond_object, warning_headers
+from kcp_apiserver.endpoints.wire import json_response, wants_table
+from kcp_apiserver.registry.conversion import cluster_of, presenter
+from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.store import parse_resource_version
+from kcp_apiserver.registry.tables import to_table
+
+
+async def get(ep: Endpoints, request: web.Request, res: Resource, info: RequestInfo,
+              namespace: str) -> web.Response:
+    rv = request.query.get("resourceVersion", "")
+    if rv not in ("", "0"):  # NotOlderThan: the latest will do, once reached
+        await ep.registry.wait_for_revision(res, parse_resource_version(rv))
+    return respond_object(request, res, await ep.registry.get(res, info.cluster, namespace, info.name))
+
+
+async def list_(ep: Endpoints, request: web.Request, res: Resource, info: RequestInfo,
+                namespace: str) -> web.Response:
+    query = request.query
+    listoptions.validate_list(query)
+    matches, _ = build_filter(res, query)
+    cluster = None if info.wildcard else info.cluster
+    result = await ep.registry.list(res, cluster, namespace, matches=matches, limit=int_param(query, "limit"),
+                                    continue_token=query.get("continue", ""),
+                                    resource_version=query.get("resourceVersion", ""),
+                                    exact=query.get("resourceVersionMatch", "") == listoptions.EXACT,
+                                    cache=await ep.caches.get(res))
+    list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
+    if result.continue_token:
+        list_meta["continue"] = result.continue_token
+    items = result.items
+    if res.converts:
+        show = presenter(ep.catalog, res, info.wildcard)
+        items = [show(cluster_of(o), o) for o in items]
+    headers = warning_headers(res, None)
+    if wants_table(request):
+        return json_response(to_table(res, items, list_meta, query.get("includeObject", "Metadata")),
+                             headers=headers)
+    return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta,
+                          "items": items}, headers=headers)

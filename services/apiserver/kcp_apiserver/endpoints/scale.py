@@ -1,0 +1,49 @@
+"""GET, PUT and PATCH of the autoscaling/v1 Scale subresource."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.endpoints.base import Endpoints
+from kcp_apiserver.endpoints.wire import decode_object, json_response, read_body
+from kcp_apiserver.registry.patch import patcher
+from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.scale import set_replicas, to_scale
+
+
+async def scale(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
+                namespace: str) -> web.Response:
+    info = ctx.info
+    if info.verb == "get":
+        return json_response(to_scale(res, await ep.registry.get(res, info.cluster, namespace, info.name)))
+    body = await read_body(request)
+    change: Callable[[Obj], Obj]
+    if info.verb == "update":
+        wanted = decode_object(body, request.content_type, "Scale")
+        if not isinstance(wanted, dict):
+            raise st.bad_request("the body of the request must be a Scale object")
+
+        def replace(doc: Obj) -> Obj:
+            rv = (wanted.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != doc["metadata"].get("resourceVersion"):
+                raise st.conflict(res.plural, info.name, res.group)
+            return wanted
+
+        change = replace
+    elif info.verb == "patch":
+        patch_scale = patcher(request.content_type, body, ep.fields.scale_patch_meta())
+
+        def patched(doc: Obj) -> Obj:
+            return patch_scale(to_scale(res, doc))
+
+        change = patched
+    else:
+        raise st.method_not_allowed()
+    updated = await ep.registry.patch(res, info.cluster, namespace, info.name,
+                                      lambda doc: set_replicas(res, doc, change(doc), info.name),
+                                      dry_run=ctx.dry_run, ctx=ctx)
+    return json_response(to_scale(res, updated))

@@ -1,0 +1,112 @@
+"""WATCH over HTTP: a chunked stream of events, bookmarks, and the end of the stream.
+
+Where the watch starts and what it sees first is the registry's (registry/watch.py); this module
+frames events for the wire (JSON or one-row Tables), sends bookmarks, and ends the stream at its
+timeout, when the client leaves, or with a 410 ERROR when the cache closes the watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+
+from aiohttp import web
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestInfo
+from kcp_apiserver.endpoints import listoptions
+from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param
+from kcp_apiserver.endpoints.watchstream import ChunkedStream, TableEncoder
+from kcp_apiserver.endpoints.wire import wants_table
+from kcp_apiserver.registry.conversion import cluster_of, present, presenter, variant
+from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.watch import prepare_watch
+from kcp_apiserver.storage import watchframing
+from kcp_apiserver.storage.watchcache import ADDED, WatchCache, Watcher, WatchEvent
+
+CLIENT_GONE_CHECK_SECONDS = 5.0
+
+
+async def watch(ep: Endpoints, request: web.Request, res: Resource, info: RequestInfo,
+                namespace: str) -> web.StreamResponse:
+    query = request.query
+    options = listoptions.validate_watch(query)
+    matches, pinned = build_filter(res, query)
+    timeout = int_param(query, "timeoutSeconds") or ep.watch.min_request_timeout * (1 + random.random())
+    cache = await ep.caches.get(res)
+    prepared = await prepare_watch(ep.registry, res, cache, None if info.wildcard else info.cluster, namespace,
+                                   name=info.name or pinned, matches=matches,
+                                   resource_version=options.resource_version,
+                                   send_initial_events=options.send_initial_events)
+    response = web.StreamResponse(headers={"Content-Type": "application/json", "Cache-Control": "no-cache"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    await response.write(b"")  # send the headers now: events are written to the transport directly
+    encoder = TableEncoder(res, query.get("includeObject", "Metadata")) if wants_table(request) else None
+    stream = ChunkedStream(request)
+    show = presenter(ep.catalog, res, info.wildcard)
+    end_bookmark = bool(options.send_initial_events) and options.allow_bookmarks
+
+    def emit_initial(objs: list[Obj], revision: int) -> None:
+        shown = [show(cluster_of(o), o) for o in objs]
+        if shown:
+            stream.write(b"".join(encoder.event(ADDED, o) if encoder else watchframing.event(ADDED, o)
+                                  for o in shown))
+        if end_bookmark:
+            stream.write(watchframing.bookmark(res.kind, res.api_version, revision, initial_events_end=True))
+
+    try:
+        watcher = prepared.start(emit_initial, _sink(ep, res, info, stream, encoder))
+    except st.APIError as exc:
+        stream.write(watchframing.error(exc.to_status()))
+        return response
+    await _stream_until_done(ep, res, cache, watcher, stream, duration=timeout, bookmarks=options.allow_bookmarks)
+    return response
+
+
+def _sink(ep: Endpoints, res: Resource, info: RequestInfo, stream: ChunkedStream,
+          encoder: TableEncoder | None) -> Callable[[str, WatchEvent], bool]:
+    """How one watcher writes a cache event: the shared bytes, or a converted form encoded once per variant."""
+    if encoder is not None:
+        show = presenter(ep.catalog, res, info.wildcard)
+        return lambda type_, event: stream.write(encoder.event(type_, show(event.key.cluster, event.obj)))
+    if not res.converts:
+        return lambda type_, event: stream.write(event.encoded(type_))
+    if info.wildcard and res.is_custom:
+        def per_cluster(type_: str, event: WatchEvent) -> bool:
+            own = ep.catalog.in_cluster(res, event.key.cluster)
+            return stream.write(event.encoded_as(type_, variant(own), lambda o: present(own, o)))
+        return per_cluster
+    return lambda type_, event: stream.write(event.encoded_as(type_, variant(res), lambda o: present(res, o)))
+
+
+async def _stream_until_done(ep: Endpoints, res: Resource, cache: WatchCache, watcher: Watcher,
+                             stream: ChunkedStream, *, duration: float, bookmarks: bool) -> None:
+    """Keep the watch open until its timeout, the client leaving, or the cache closing it (410)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + duration
+    interval = ep.watch.bookmark_interval
+    last_bookmark, last_bookmark_at = watcher.after_revision, loop.time()
+    try:
+        while not watcher.done.is_set():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            wait = min(remaining, interval if bookmarks else remaining, CLIENT_GONE_CHECK_SECONDS)
+            try:
+                await asyncio.wait_for(watcher.done.wait(), wait)
+            except TimeoutError:
+                if stream.gone():
+                    break
+                due = loop.time() - last_bookmark_at >= interval
+                if bookmarks and due and cache.revision > last_bookmark and not watcher.closed:
+                    last_bookmark, last_bookmark_at = cache.revision, loop.time()
+                    if not stream.write(watchframing.bookmark(res.kind, res.api_version, cache.revision)):
+                        watcher.close("watcher too slow; the client must watch again")
+        if watcher.close_reason and not stream.broken:
+            stream.write(watchframing.error(st.gone(watcher.close_reason).to_status()))
+    except asyncio.CancelledError:
+        pass
+    finally:
+        watcher.close()
