@@ -21,9 +21,7 @@ from kcp_apiserver.endpoints.watchstream import ChunkedStream, TableEncoder
 from kcp_apiserver.endpoints.wire import wants_table
 from kcp_apiserver.registry.conversion import cluster_of, present, presenter, variant
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.registry.watch import prepare_watch
-from kcp_apiserver.storage import watchframing
-from kcp_apiserver.storage.watchcache import ADDED, WatchCache, Watcher, WatchEvent
+from kcp_apiserver.registry.watch import ADDED, WatchCache, Watcher, WatchEvent, prepare_watch, watchframing
 
 CLIENT_GONE_CHECK_SECONDS = 5.0
 

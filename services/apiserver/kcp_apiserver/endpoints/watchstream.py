@@ -6,7 +6,7 @@ from aiohttp import web
 
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.tables import to_table
-from kcp_apiserver.storage import watchframing
+from kcp_apiserver.registry.watch import watchframing
 
 
 class ChunkedStream:
