@@ -19,7 +19,10 @@ from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
 from kcp_apiserver.endpoints.deleteoptions import read_delete_options
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import (
+    BUILTIN_BODY_TYPES,
+    CUSTOM_BODY_TYPES,
     PROTOBUF,
+    body_media_type,
     decode_object,
     json_response,
     read_body,
@@ -205,7 +208,8 @@ class ResourceHandlers:
 
     async def _decode(self, request: web.Request, res: Resource, *, check_fields: bool = True) -> tuple[Obj, list[str]]:
         body = await read_body(request)
-        obj = decode_object(body, request.content_type, res.kind)
+        obj = decode_object(body, body_media_type(request), res.kind,
+                            accept=CUSTOM_BODY_TYPES if res.is_custom else BUILTIN_BODY_TYPES)
         if not isinstance(obj, dict):
             raise st.bad_request("the body of the request must be an object")
         warnings: list[str] = []
@@ -279,7 +283,7 @@ class ResourceHandlers:
         dry_run = _dry_run(request.query)
         body = await read_body(request)
         if info.verb == "update":
-            wanted = decode_object(body, request.content_type, "Scale")
+            wanted = decode_object(body, body_media_type(request), "Scale", accept=BUILTIN_BODY_TYPES)
             if not isinstance(wanted, dict):
                 raise st.bad_request("the body of the request must be a Scale object")
 
