@@ -21,7 +21,8 @@ pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
 
 def registered_watchers(server: KcpServer) -> int:
-    with urllib.request.urlopen(f"{server.url}/metrics", context=server.ssl_context(), timeout=5) as resp:
+    request = urllib.request.Request(f"{server.url}/metrics", headers={"Authorization": f"Bearer {server.token}"})
+    with urllib.request.urlopen(request, context=server.ssl_context(), timeout=5) as resp:
         text = resp.read().decode()
     match = re.search(r"^apiserver_registered_watchers (\S+)$", text, re.MULTILINE)
     assert match, "the server exports no apiserver_registered_watchers gauge"

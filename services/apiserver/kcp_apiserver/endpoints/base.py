@@ -12,7 +12,16 @@ from multidict import MultiMapping
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
-from kcp_apiserver.endpoints.wire import PROTOBUF, decode_object, json_response, read_body, wants_table
+from kcp_apiserver.endpoints.wire import (
+    BUILTIN_BODY_TYPES,
+    CUSTOM_BODY_TYPES,
+    PROTOBUF,
+    body_media_type,
+    decode_object,
+    json_response,
+    read_body,
+    wants_table,
+)
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.conversion import present, stored_view
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -99,7 +108,8 @@ async def decode_body(ep: Endpoints, request: web.Request, res: Resource, *,
                       check_fields: bool = True) -> tuple[Obj, list[str]]:
     """The request's object, with unknown and duplicate fields handled by fieldValidation."""
     body = await read_body(request)
-    obj = decode_object(body, request.content_type, res.kind)
+    obj = decode_object(body, body_media_type(request), res.kind,
+                        accept=CUSTOM_BODY_TYPES if res.is_custom else BUILTIN_BODY_TYPES)
     if not isinstance(obj, dict):
         raise st.bad_request("the body of the request must be an object")
     warnings: list[str] = []

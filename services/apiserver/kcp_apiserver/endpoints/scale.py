@@ -9,7 +9,7 @@ from aiohttp import web
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.base import Endpoints
-from kcp_apiserver.endpoints.wire import decode_object, json_response, read_body
+from kcp_apiserver.endpoints.wire import BUILTIN_BODY_TYPES, body_media_type, decode_object, json_response, read_body
 from kcp_apiserver.registry.patch import patcher
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.scale import set_replicas, to_scale
@@ -23,7 +23,7 @@ async def scale(ep: Endpoints, request: web.Request, res: Resource, ctx: Request
     body = await read_body(request)
     change: Callable[[Obj], Obj]
     if info.verb == "update":
-        wanted = decode_object(body, request.content_type, "Scale")
+        wanted = decode_object(body, body_media_type(request), "Scale", accept=BUILTIN_BODY_TYPES)
         if not isinstance(wanted, dict):
             raise st.bad_request("the body of the request must be a Scale object")
 

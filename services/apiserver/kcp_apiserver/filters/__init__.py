@@ -1,5 +1,6 @@
 """HTTP filters, outermost first: observability -> errors -> request info (logical-cluster routing)
--> authentication -> authorization. Each is one aiohttp middleware with one job."""
+-> request timeout -> authentication -> in-flight limits -> authorization. Each is one aiohttp
+middleware with one job."""
 
 from __future__ import annotations
 

@@ -3,10 +3,13 @@ recognises the credentials names the user, and a request no one recognises is 40
 
 from __future__ import annotations
 
+import csv
 import hmac
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
+import structlog
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
@@ -14,8 +17,11 @@ from kcp_apiserver.apimachinery.request import AUTHENTICATED, SYSTEM_MASTERS, Us
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 
-# kube lets anyone read these (the system:public-info-viewer role); kcp serves them in every logical cluster
-PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/", "/metrics"})
+log = structlog.get_logger("apiserver")
+
+# kube lets anyone read these (the system:public-info-viewer role); kcp serves them in every logical cluster.
+# /metrics is not among them: kube serves it only to a caller authorized for it (system:monitoring).
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
 PUBLIC_PREFIXES = ("/healthz/", "/livez/", "/readyz/")
 
 
@@ -39,6 +45,29 @@ class StaticTokenAuthenticator:
     @classmethod
     def admin(cls, token: str) -> StaticTokenAuthenticator:
         return cls({token: UserInfo("kcp-admin", groups=(SYSTEM_MASTERS, AUTHENTICATED))})
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> StaticTokenAuthenticator:
+        """kube's --token-auth-file: CSV lines `token,user,uid[,"group1,group2"]`; the last line of a token wins."""
+        tokens: dict[str, UserInfo] = {}
+        with open(path, newline="") as file:
+            for number, record in enumerate(csv.reader(file), start=1):
+                if not record:
+                    continue
+                if len(record) < 3:
+                    raise ValueError(f"token file '{path}' must have at least 3 columns (token, user name, user "
+                                     f"uid), found {len(record)}")
+                token, name, uid = record[:3]
+                if not token:
+                    log.warning("empty token in token file", path=str(path), record=number)
+                    continue
+                if token in tokens:
+                    log.warning("duplicate token in token file", path=str(path), record=number)
+                groups = tuple(record[3].split(",")) if len(record) > 3 else ()
+                if AUTHENTICATED not in groups:
+                    groups += (AUTHENTICATED,)
+                tokens[token] = UserInfo(name, uid=uid, groups=groups)
+        return cls(tokens)
 
     async def authenticate(self, request: web.Request) -> UserInfo | None:
         token = bearer_token(request).encode()

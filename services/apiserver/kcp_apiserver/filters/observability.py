@@ -25,6 +25,9 @@ class Metrics:
                                   ["verb", "resource"], registry=self.registry,
                                   buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.watchers = Gauge("apiserver_registered_watchers", "Open watch requests.", registry=self.registry)
+        self.inflight = Gauge("apiserver_current_inflight_requests", "Requests being served now by kind "
+                              "(readOnly, mutating); long-running ones are not counted.", ["request_kind"],
+                              registry=self.registry)
 
 
 def observe(metrics: Metrics) -> web.middleware:  # type: ignore[valid-type]

@@ -4,6 +4,7 @@ the generic registry, the HTTP filters and endpoints, and the in-process control
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 import structlog
 from aiohttp import web
@@ -16,8 +17,10 @@ from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters.authentication import authentication
 from kcp_apiserver.filters.authorization import authorization
 from kcp_apiserver.filters.errors import errors_to_status
+from kcp_apiserver.filters.inflight import max_inflight
 from kcp_apiserver.filters.observability import Metrics, observe
 from kcp_apiserver.filters.requestinfo import request_info
+from kcp_apiserver.filters.timeout import request_timeout
 from kcp_apiserver.registry.admission import AdmissionChain
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, LogicalClusters
@@ -32,6 +35,17 @@ log = structlog.get_logger("apiserver")
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 CONTROLLERS_ELECTION = "kcp-apiserver-controllers"
+RESOURCE_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    """kube-apiserver's defaults: --max-requests-inflight, --max-mutating-requests-inflight (0: no limit)
+    and --request-timeout (seconds) for requests that are not long-running."""
+
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    request_timeout: float = 60.0
 
 
 class APIServer:
@@ -114,10 +128,16 @@ class APIServer:
 
     # -- HTTP -------------------------------------------------------------------------------
 
-    def app(self) -> web.Application:
-        """Filters outermost first: observe, errors as Status, request info, authentication, authorization."""
+    def app(self, limits: RequestLimits | None = None) -> web.Application:
+        """Filters outermost first, in kube's order: observe, errors as Status, request info, the request
+        timeout, authentication, the in-flight limits, authorization."""
+        limits = limits or RequestLimits()
         app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info,
+                                           request_timeout(limits.request_timeout),
                                            authentication(self.config.authenticators),
+                                           max_inflight(limits.max_requests_inflight,
+                                                        limits.max_mutating_requests_inflight,
+                                                        gauge=self.metrics.inflight),
                                            authorization(self.config.authorizer)],
                               client_max_size=MAX_REQUEST_BYTES)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
@@ -128,6 +148,8 @@ class APIServer:
         info = ctx.info
         if not info.is_resource:
             return await self.non_resource.handle(request, info)
+        if request.method not in RESOURCE_METHODS:  # TRACE, OPTIONS, ...: kube's router has no route for them
+            raise st.method_not_allowed()
         assert self.handlers is not None
         if info.verb == "watch":
             self.metrics.watchers.inc()

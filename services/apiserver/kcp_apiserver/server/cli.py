@@ -14,7 +14,9 @@ import structlog
 from aiohttp import web
 
 from kcp_apiserver.endpoints.base import WatchSettings
-from kcp_apiserver.server.app import APIServer
+from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.server.app import APIServer, RequestLimits
+from kcp_apiserver.server.connections import DeadlineSite
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
 from kcp_apiserver.server.pki import Credentials, ensure_credentials, ensure_etcd_credentials, write_kubeconfig
@@ -56,15 +58,22 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
                             min_request_timeout=args.min_request_timeout),
         etcd_tls=etcd_tls, live_checks=live_checks))
+    if args.token_auth_file:
+        server.config.authenticators = [*server.config.authenticators,
+                                        StaticTokenAuthenticator.from_file(args.token_auth_file)]
+    limits = RequestLimits(max_requests_inflight=args.max_requests_inflight,
+                           max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                           request_timeout=args.request_timeout)
     runner: web.AppRunner | None = None
     try:
         await server.start()
         ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ssl_ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
-        runner = web.AppRunner(server.app(), access_log=None, handle_signals=False, shutdown_timeout=2.0)
+        runner = web.AppRunner(server.app(limits), access_log=None, handle_signals=False, shutdown_timeout=2.0,
+                               keepalive_timeout=args.idle_connection_timeout)
         await runner.setup()
-        site = web.TCPSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx, reuse_address=True,
-                           reuse_port=args.workers > 1)
+        site = DeadlineSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx,
+                            read_header_timeout=args.read_header_timeout, reuse_port=args.workers > 1)
         await site.start()
         freeze_startup_objects()
         if on_ready is not None:

@@ -42,6 +42,22 @@ class APIServerSettings(BaseSettings):
                                                                    "that allow them")
     min_request_timeout: float = Field(1800.0, gt=0, description="a watch without timeoutSeconds ends after "
                                                                  "between this and twice this many seconds")
+    max_requests_inflight: int = Field(400, ge=0, description="read-only requests served at once before more "
+                                                              "are refused with 429 (0: no limit), as "
+                                                              "kube-apiserver; watches are not counted")
+    max_mutating_requests_inflight: int = Field(200, ge=0, description="mutating requests served at once before "
+                                                                       "more are refused with 429 (0: no limit), as "
+                                                                       "kube-apiserver")
+    request_timeout: float = Field(60.0, gt=0, description="seconds a request that is not a watch may take before "
+                                                           "it is answered 504 Timeout, as kube-apiserver")
+    read_header_timeout: float = Field(32.0, gt=0, description="seconds a new connection has to finish its TLS "
+                                                               "handshake, and then its first request's headers, "
+                                                               "as kube-apiserver's server")
+    idle_connection_timeout: float = Field(90.0, gt=0, description="seconds a kept-alive connection may wait for "
+                                                                   "its next request before it is closed, as "
+                                                                   "kube-apiserver's server")
+    token_auth_file: str = Field("", description="CSV file of bearer tokens (token,user,uid,\"group1,group2\"), "
+                                                 "as kube-apiserver's --token-auth-file")
     workers: int = Field(1, ge=1, description="serving processes sharing the port through SO_REUSEPORT")
     worker_index: int = Field(0, ge=0, description="internal: which worker process this is (0 runs the "
                                                    "controllers)")
