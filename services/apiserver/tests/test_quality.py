@@ -1,4 +1,4 @@
-"""Quality gates that `make test` enforces: the layers of the request path."""
+"""Quality gates that `make test` enforces: the layers of the request path, types and lint."""
 
 from __future__ import annotations
 
@@ -15,3 +15,16 @@ def test_imports_keep_to_the_layers_of_the_request_path() -> None:
                             timeout=120, cwd=SERVICE)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
+
+
+def test_the_package_type_checks(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(SERVICE / "pyproject.toml"),
+                             "--cache-dir", str(tmp_path / "mypy"), str(SERVICE / "kcp_apiserver")],
+                            capture_output=True, text=True, timeout=300, cwd=SERVICE)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_package_and_its_tests_are_ruff_clean() -> None:
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(SERVICE)],
+                            capture_output=True, text=True, timeout=120, cwd=SERVICE)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -228,8 +228,9 @@ class CRDServing:
         for other, theirs in self.requested.get(cluster, {}).get(crd["spec"]["group"], {}).items():
             if other == name or (other > name and not self._accepted_elsewhere(cluster, other)):
                 continue
-            taken_resources |= {theirs.get("plural"), theirs.get("singular"), *(theirs.get("shortNames") or [])}
-            taken_kinds |= {theirs.get("kind"), theirs.get("listKind") or f"{theirs.get('kind')}List"}
+            taken_resources |= {str(theirs.get("plural")), str(theirs.get("singular")),
+                                *(theirs.get("shortNames") or [])}
+            taken_kinds |= {str(theirs.get("kind")), theirs.get("listKind") or f"{theirs.get('kind')}List"}
         checks = [("PluralConflict", [names.get("plural")], taken_resources),
                   ("SingularConflict", [names.get("singular")], taken_resources),
                   ("ShortNamesConflict", names.get("shortNames") or [], taken_resources),

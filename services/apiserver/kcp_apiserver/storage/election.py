@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import structlog
 from etcd3aio import Etcd3Client
@@ -42,7 +43,7 @@ class LeaderElection:
         self.retry_period = retry_period
         self.is_leader = False
 
-    async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
+    async def run(self, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
         while True:
             lease = await self._acquire()
             log.info("leading", key=self.key, identity=self.identity)

@@ -75,15 +75,15 @@ def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> Etcd3Clien
     with several endpoints, the first one's host, which every member's certificate must then carry.
     """
     _quiet_watch_retries()
-    conn: dict[str, bytes | None] = {}
+    ca_cert = cert_chain = cert_key = None
     server_name = None
     if tls is not None:
-        conn = {"ca_cert": _read(tls.ca_file) or _system_roots(), "cert_chain": _read(tls.cert_file),
-                "cert_key": _read(tls.key_file)}
+        ca_cert, cert_chain, cert_key = _read(tls.ca_file) or _system_roots(), _read(tls.cert_file), _read(tls.key_file)
         if len(endpoints) > 1:
             server_name = endpoints[0].rsplit(":", 1)[0].strip("[]")
     client = Etcd3Client(endpoints, rpc_max_attempts=1, watch_reconnect_backoff_seconds=WATCH_RETRY_INITIAL,
-                         watch_max_reconnect_backoff_seconds=WATCH_RETRY_MAX, tls_server_name=server_name, **conn)
+                         watch_max_reconnect_backoff_seconds=WATCH_RETRY_MAX, tls_server_name=server_name,
+                         ca_cert=ca_cert, cert_key=cert_key, cert_chain=cert_chain)
     # etcd3aio takes no channel options; its connection manager's list is where they go
     client._manager.grpc_options.extend([
         ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_INITIAL_MS),
