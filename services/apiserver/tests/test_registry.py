@@ -38,7 +38,7 @@ def seen() -> Seen:
 
 @pytest.fixture
 def registry(seen: Seen) -> Registry:
-    return Registry(MemoryStorage(), admit=AdmissionChain([seen]), ensure_cluster=_no_cluster_setup)  # type: ignore[arg-type]
+    return Registry(MemoryStorage(), admit=AdmissionChain([seen]), ensure_cluster=_no_cluster_setup)
 
 
 def cm(name: str = "c", **data: str) -> dict[str, Any]:

@@ -4,7 +4,6 @@ where a real etcd adds nothing but time. End-to-end tests keep the real one."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kcp_apiserver.storage.etcd import (
@@ -12,16 +11,20 @@ from kcp_apiserver.storage.etcd import (
     KeyExists,
     KeyNotFound,
     RevisionConflict,
+    Storage,
     Stored,
     decode,
     encode,
 )
 
 
-class MemoryStorage:
-    """`Storage`'s interface over a dict; every write takes the next revision, as one etcd member does."""
+class MemoryStorage(Storage):
+    """`Storage` over a dict; every write takes the next revision, as one etcd member does.
 
-    def __init__(self) -> None:
+    It overrides the primitives only; what is built on them (`guaranteed_update`) is Storage's own."""
+
+    def __init__(self) -> None:  # no etcd client: every primitive is overridden
+
         self.revision = 1
         self.compacted = 0
         self._data: dict[str, tuple[bytes, int]] = {}  # key -> (value, mod_revision)
@@ -75,19 +78,6 @@ class MemoryStorage:
         self._keys.remove(key)
         self.revision += 1
         return self.revision
-
-    async def guaranteed_update(self, key: str, mutate: Callable[[Stored], Awaitable[dict[str, Any] | None]], *,
-                                attempts: int = 16) -> Stored:
-        for _ in range(attempts):
-            current = await self.get(key)
-            updated = await mutate(current)
-            if updated is None:
-                return current
-            try:
-                return await self.update(key, updated, current.mod_revision)
-            except RevisionConflict:
-                continue
-        raise RevisionConflict(key)
 
     async def list(self, prefix: str, *, revision: int = 0, limit: int = 0,
                    start_key: str | None = None) -> tuple[list[Stored], int, bool]:
