@@ -360,11 +360,18 @@ def _int64(value: Any) -> bool:
     return (not isinstance(value, float) or value.is_integer()) and -(2**63) <= value < 2**63
 
 
+def _decodes_as(value: Any, types: tuple[type, ...]) -> bool:
+    """Go's view: a bool is no string or number, and nothing but a bool is a bool (Python's bool is an int)."""
+    if value is None:
+        return True
+    if bool in types:
+        return isinstance(value, bool)
+    return isinstance(value, types) and not isinstance(value, bool)
+
+
 def _struct_list(value: Any, fields: dict[str, tuple[type, ...]]) -> bool:
     return isinstance(value, list) and all(
-        item is None or (isinstance(item, dict) and all(
-            item.get(k) is None or (isinstance(item[k], types) and not (bool in types) ^ isinstance(item[k], bool))
-            for k, types in fields.items()))
+        item is None or (isinstance(item, dict) and all(_decodes_as(item.get(k), t) for k, t in fields.items()))
         for item in value)
 
 
