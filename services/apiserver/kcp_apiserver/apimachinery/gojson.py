@@ -8,7 +8,11 @@ tests match on that text. Only the error path runs this (a body orjson accepted 
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
+
+from kcp_apiserver.apimachinery.jsonvalues import exceeds_depth
 
 _WHITESPACE = b" \t\r\n"
 _DIGITS = b"0123456789"
@@ -215,4 +219,53 @@ def type_name(value: Any) -> str:
     return "object"
 
 
-__all__ = ["END_OF_INPUT", "TYPE_META_STRUCT", "syntax_error", "type_name"]
+class DecodeError(ValueError):
+    """JSON that Go reads but kube refuses to decode (too deep, a number no float64 holds)."""
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def go_string(value: str) -> str:
+    """A string as Go decodes it: a lone UTF-16 surrogate escape (`"\\ud800"`) becomes U+FFFD."""
+    return _LONE_SURROGATE.sub("\ufffd", value)
+
+
+def _go_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise DecodeError(f"json: cannot unmarshal number {text} into Go value of type float64")
+    return value
+
+
+def _go_int(text: str) -> int | float:
+    """Integers beyond int64 decode as float64, as kube's decoders (and orjson) do."""
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else _go_float(text)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _go_values(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {go_string(k): _go_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_go_values(v) for v in value]
+    return go_string(value) if isinstance(value, str) else value
+
+
+def loads(text: str | bytes, max_depth: int) -> Any:
+    """Decode JSON that orjson refuses but Go reads (lone surrogates, huge numbers) into values orjson can
+    encode again. Raises DecodeError (too deep, out of range) or ValueError (not JSON)."""
+    try:
+        value = json.loads(text, parse_int=_go_int, parse_float=_go_float, parse_constant=_not_json)
+    except RecursionError:
+        raise DecodeError("exceeded max depth") from None
+    if exceeds_depth(value, max_depth):
+        raise DecodeError("exceeded max depth")
+    return _go_values(value)
+
+
+__all__ = ["END_OF_INPUT", "TYPE_META_STRUCT", "DecodeError", "go_string", "loads", "syntax_error", "type_name"]

@@ -35,3 +35,26 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
         return False
     return bool(a == b)
+
+
+# kube's JSON decoders refuse nesting deeper than 10000 ("exceeded max depth"). orjson, which every
+# response, stored object and watch event goes through, refuses to encode deeper than 254 containers;
+# a list, a watch event or a Table row adds up to 4 around an object. So the server stores nothing
+# deeper than 250: it answers deeper bodies with kube's own "exceeded max depth" refusal, at this limit.
+MAX_DEPTH = 250
+
+
+def exceeds_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether value nests more than `limit` objects and arrays (the value itself counts as one).
+
+    Iterative, so it answers for any depth without recursing."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, level = stack.pop()
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return False

@@ -345,6 +345,56 @@ def validate_object_meta(meta: dict[str, Any], *, namespaced: bool, name_is_dns_
     return causes
 
 
+# -- decoding custom resources' metadata --------------------------------------------------------
+
+_STR, _INT, _BOOL = (str,), (int,), (bool,)
+_OWNER_REF = {"apiVersion": _STR, "kind": _STR, "name": _STR, "uid": _STR, "controller": _BOOL,
+              "blockOwnerDeletion": _BOOL}
+_MANAGED_FIELDS = {"manager": _STR, "operation": _STR, "apiVersion": _STR, "time": _STR, "fieldsType": _STR,
+                   "fieldsV1": (dict,), "subresource": _STR}
+
+
+def _int64(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return (not isinstance(value, float) or value.is_integer()) and -(2**63) <= value < 2**63
+
+
+def _decodes_as(value: Any, types: tuple[type, ...]) -> bool:
+    """Go's view: a bool is no string or number, and nothing but a bool is a bool (Python's bool is an int)."""
+    if value is None:
+        return True
+    if bool in types:
+        return isinstance(value, bool)
+    return isinstance(value, types) and not isinstance(value, bool)
+
+
+def _struct_list(value: Any, fields: dict[str, tuple[type, ...]]) -> bool:
+    return isinstance(value, list) and all(
+        item is None or (isinstance(item, dict) and all(_decodes_as(item.get(k), t) for k, t in fields.items()))
+        for item in value)
+
+
+_META_FIELDS: dict[str, Any] = {
+    **dict.fromkeys(("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+                     "creationTimestamp", "deletionTimestamp"), lambda v: isinstance(v, str)),
+    "generation": _int64, "deletionGracePeriodSeconds": _int64,
+    "labels": lambda v: isinstance(v, dict) and all(x is None or isinstance(x, str) for x in v.values()),
+    "annotations": lambda v: isinstance(v, dict) and all(x is None or isinstance(x, str) for x in v.values()),
+    "finalizers": lambda v: isinstance(v, list) and all(x is None or isinstance(x, str) for x in v),
+    "ownerReferences": lambda v: _struct_list(v, _OWNER_REF),
+    "managedFields": lambda v: _struct_list(v, _MANAGED_FIELDS),
+}
+
+
+def drop_malformed_meta(meta: dict[str, Any]) -> None:
+    """Drop metadata fields that do not decode into ObjectMeta, as kube's CRD handler does on every request
+    (schemaobjectmeta.Coerce with DropMalformedFields): a custom resource's bad metadata field is ignored."""
+    for key, decodes in _META_FIELDS.items():
+        if key in meta and meta[key] is not None and not decodes(meta[key]):
+            del meta[key]
+
+
 # -- generateName -----------------------------------------------------------------------------
 
 def generate_name_suffix() -> str:

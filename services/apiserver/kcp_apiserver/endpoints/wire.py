@@ -12,6 +12,7 @@ from aiohttp import hdrs, web
 
 from kcp_apiserver.apimachinery import gojson
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.jsonvalues import MAX_DEPTH, exceeds_depth
 from kcp_apiserver.apimachinery.request import RequestContext
 
 MAX_BODY = 3 * 1024 * 1024
@@ -22,11 +23,24 @@ YAML = "application/yaml"
 BUILTIN_BODY_TYPES = (JSON, YAML, PROTOBUF)  # what kube decodes a built-in type's body from
 CUSTOM_BODY_TYPES = (JSON, YAML)  # custom resources have no protobuf
 _LENIENT_YAML_TYPES = (YAML, "application/x-yaml", "text/yaml")
+TOO_DEEP = "couldn't get version/kind; json parse error: exceeded max depth"  # kube's, at our MAX_DEPTH
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json",
-                        headers=headers)
+    return web.Response(body=dumps(data), status=status, content_type="application/json", headers=headers)
+
+
+def dumps(data: Any) -> bytes:
+    """JSON bytes of a response. Objects stored before the depth limit may still nest deeper than orjson
+    encodes (254): the standard library encodes those, so a list holding one still answers."""
+    try:
+        return orjson.dumps(data)
+    except TypeError as exc:
+        if "Recursion limit" not in str(exc):
+            raise
+    import json
+
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def raw_json_response(body: bytes, status: int = 200) -> web.Response:
@@ -190,12 +204,15 @@ def _load_yaml(body: bytes) -> Any:
 
 
 def _string_keys(value: Any) -> Any:
-    """YAML allows any key; JSON, and so kube after converting, has strings (`true`, `1`)."""
+    """YAML allows any key; JSON, and so kube after converting, has strings (`true`, `1`); strings as Go reads them."""
     if isinstance(value, dict):
-        return {(k if isinstance(k, str) else orjson.dumps(k).decode() if isinstance(k, (bool, int, float))
-                 else str(k)): _string_keys(v) for k, v in value.items()}
+        return {gojson.go_string(k if isinstance(k, str) else orjson.dumps(k).decode()
+                                 if isinstance(k, (bool, int, float)) else str(k)): _string_keys(v)
+                for k, v in value.items()}
     if isinstance(value, list):
         return [_string_keys(v) for v in value]
+    if isinstance(value, str):
+        return gojson.go_string(value)
     return value
 
 
@@ -227,15 +244,20 @@ def _type_meta_error(obj: Any) -> str | None:
 
 def _load_json(body: bytes) -> Any:
     try:
-        return orjson.loads(body)
+        obj = orjson.loads(body)
     except orjson.JSONDecodeError:
         syntax = gojson.syntax_error(body)
         if syntax is not None:
             raise _Unreadable(f"couldn't get version/kind; json parse error: {syntax}") from None
+    else:
+        if exceeds_depth(obj):
+            raise _Unreadable(TOO_DEEP)
+        return obj
     # valid for Go, not for orjson (invalid UTF-8, lone surrogates, huge numbers): read it as Go does
-    import json
-
-    return json.loads(body.decode(errors="replace"))
+    try:
+        return gojson.loads(body.decode(errors="replace"), MAX_DEPTH)
+    except gojson.DecodeError as exc:
+        raise _Unreadable(f"couldn't get version/kind; json parse error: {exc}") from None
 
 
 def decode_object(body: bytes, content_type: str, kind: str = "", *, accept: Sequence[str] | None = None) -> Any:
@@ -257,9 +279,14 @@ def decode_object(body: bytes, content_type: str, kind: str = "", *, accept: Seq
     try:
         if ctype in _LENIENT_YAML_TYPES:
             try:
-                obj = _string_keys(_load_yaml(body))
+                obj = _load_yaml(body)
             except yaml.YAMLError as exc:
                 raise _Unreadable(_yaml_message(exc)) from exc
+            except RecursionError:
+                raise _Unreadable(TOO_DEEP) from None
+            if exceeds_depth(obj):
+                raise _Unreadable(TOO_DEEP)
+            obj = _string_keys(obj)
         else:
             obj = _load_json(body)
         problem = _type_meta_error(obj) if kind else None
@@ -281,7 +308,7 @@ def duplicate_fields(body: bytes, parsed: Any = None) -> list[str]:
     """
     import json
 
-    if parsed is not None and orjson.dumps(parsed) == body.strip():
+    if parsed is not None and dumps(parsed) == body.strip():
         return []
 
     duplicates: list[str] = []
@@ -296,7 +323,7 @@ def duplicate_fields(body: bytes, parsed: Any = None) -> list[str]:
 
     try:
         json.loads(body, object_pairs_hook=hook)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     return duplicates
 

@@ -13,8 +13,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from kcp_apiserver.apimachinery import gojson
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.jsonvalues import json_equal
+from kcp_apiserver.apimachinery.jsonvalues import MAX_DEPTH, json_equal
 from kcp_apiserver.registry.typeschema import SchemaNode
 
 JSON_PATCH = "application/json-patch+json"
@@ -41,7 +42,7 @@ def parse_patch(content_type: str, body: bytes) -> Any:
     if not body.strip():
         raise st.bad_request(f"the {kind} patch body is empty")
     try:
-        value = json.loads(body, parse_constant=_reject_constant)
+        value = gojson.loads(body, MAX_DEPTH)
     except ValueError as err:
         raise st.bad_request(f"the {kind} patch is not valid JSON: {err}") from None
     if media == JSON_PATCH:
@@ -53,10 +54,6 @@ def parse_patch(content_type: str, body: bytes) -> Any:
     elif not isinstance(value, dict):
         raise st.bad_request(f"a {kind} patch must be a JSON object")
     return value
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
 
 
 Patcher = Callable[[dict[str, Any]], dict[str, Any]]  # the stored document in, the patched document out

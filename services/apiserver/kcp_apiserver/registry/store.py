@@ -7,7 +7,6 @@ descriptor. Errors leave as `APIError` (a kube Status).
 from __future__ import annotations
 
 import asyncio
-import base64
 import copy
 import random
 import time
@@ -19,9 +18,12 @@ import orjson
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.deleteoptions import Propagation
+from kcp_apiserver.apimachinery.jsonvalues import exceeds_depth
 from kcp_apiserver.apimachinery.request import RequestContext, system_context
-from kcp_apiserver.apimachinery.validation import generate_name, validate_object_meta
+from kcp_apiserver.apimachinery.validation import drop_malformed_meta, generate_name, validate_object_meta
+from kcp_apiserver.apimachinery.validation import invalid as invalid_value
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
+from kcp_apiserver.registry.continuetoken import decode_continue, encode_continue
 from kcp_apiserver.registry.conversion import stored_view, to_storage
 from kcp_apiserver.registry.deletion import deletion_finalizers
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -91,19 +93,6 @@ class ListResult:
     revision: int
     continue_token: str = ""
     remaining: int | None = None
-
-
-def encode_continue(revision: int, start_key: str) -> str:
-    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": start_key})
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def decode_continue(token: str) -> tuple[int, str]:
-    try:
-        data = orjson.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
-        raise st.bad_request(f"continue key is not valid: {exc}") from exc
 
 
 def _spec_view(obj: Obj) -> Obj:
@@ -257,9 +246,7 @@ class Registry:
                      ctx: RequestContext | None = None) -> Obj:
         obj = self._check_kind(res, obj)
         normalize_timestamps(res, obj)
-        meta = obj.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise st.bad_request("metadata must be an object")
+        meta = _metadata(res, obj)
         self._check_namespace(res, namespace, meta)
         for field_name in (*SERVER_SET_META, "resourceVersion"):
             meta.pop(field_name, None)
@@ -298,9 +285,7 @@ class Registry:
                      subresource: str = "", dry_run: bool = False, ctx: RequestContext | None = None) -> Obj:
         obj = self._check_kind(res, obj)
         normalize_timestamps(res, obj)
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict):
-            raise st.bad_request("metadata must be an object")
+        meta = _metadata(res, obj)
         if meta.get("name") and meta["name"] != name:
             raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
         meta["name"] = name
@@ -323,9 +308,9 @@ class Registry:
             patched = apply_patch(view(base) if view is not None else base)
             if not isinstance(patched, dict):
                 raise st.bad_request("the patch did not produce an object")
-            meta = patched.get("metadata")
-            if not isinstance(meta, dict):
-                raise st.bad_request("metadata must be an object")
+            if exceeds_depth(patched):
+                raise _undecodable_patch(patched)
+            meta = _metadata(res, patched)
             rv = meta.get("resourceVersion")
             if rv and rv != str(current.mod_revision):
                 raise st.conflict(res.plural, name, res.group)
@@ -514,6 +499,33 @@ class Registry:
         causes += strategy.validate(obj) if old is None else strategy.validate_update(obj, old)
         if causes:
             raise st.invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
+
+
+def _metadata(res: Resource, obj: Obj) -> Obj:
+    """obj's metadata, null fields dropped: kube decodes null into the zero value, which it omits.
+
+    A custom resource's malformed metadata fields are dropped too, as kube's CRD handler drops them."""
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = obj["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise st.bad_request("metadata must be an object")
+    if res.is_custom:
+        drop_malformed_meta(meta)
+    for field_name in [k for k, v in meta.items() if v is None]:
+        del meta[field_name]
+    return meta
+
+
+def _undecodable_patch(patched: Obj) -> st.APIError:
+    """kube's answer when the patched object does not decode: 422 on the field `patch`, with the decoder's error."""
+    import json
+
+    try:
+        text = json.dumps(patched, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        text = "{...}"
+    return st.invalid("", "", [invalid_value("patch", text, "exceeded max depth")])
 
 
 def _immutable_meta(meta: Obj, old: Obj) -> list[st.Cause]:
