@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from kcp_apiserver.apimachinery.status import Cause
@@ -369,7 +370,7 @@ def _decodes_as(value: Any, types: tuple[type, ...]) -> bool:
     return isinstance(value, types) and not isinstance(value, bool)
 
 
-def _struct_list(value: Any, fields: dict[str, tuple[type, ...]]) -> bool:
+def _struct_list(value: Any, fields: Mapping[str, tuple[type, ...]]) -> bool:
     return isinstance(value, list) and all(
         item is None or (isinstance(item, dict) and all(_decodes_as(item.get(k), t) for k, t in fields.items()))
         for item in value)
