@@ -34,6 +34,7 @@ from kcp_apiserver.storage.etcd import (
     Compacted,
     KeyExists,
     KeyNotFound,
+    RequestTooLarge,
     RevisionConflict,
     Storage,
     StorageError,
@@ -84,6 +85,8 @@ def storage_errors(res: Resource, name: str, exc: StorageError) -> st.APIError:
         return st.gone("The resourceVersion for the provided list is too old.")
     if isinstance(exc, Unavailable):
         return st.unavailable()
+    if isinstance(exc, RequestTooLarge):  # kube passes etcd's error through: a 500 that no client retries
+        return st.APIError(500, "", str(exc))
     return st.internal(str(exc))
 
 
