@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("create", "get", "list", "watch-start", "watch")
+SECTIONS = ("create", "get", "list", "watch-start", "watch", "list-big")
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from kcp_process import KcpServer, free_port  # noqa: E402
@@ -47,7 +47,7 @@ def tree_rss_kib(pid: int) -> int:
 
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
 
 
 def cm(name: str, payload: str) -> dict[str, Any]:
@@ -176,6 +176,56 @@ async def watch_start(bench: Bench, path: str, objects: int, repeats: int) -> di
             "initial_state_best_s": round(min(whole), 3), "initial_state_median_s": round(statistics.median(whole), 3)}
 
 
+async def peak_rss_growth(pid: int, work) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+    """Run `work()` while sampling the server's RSS every 5 ms: (peak growth over the start in KiB, seconds)."""
+    before = peak = tree_rss_kib(pid)
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_kib(pid))
+            await asyncio.sleep(0.005)
+
+    sampler = asyncio.create_task(sample())
+    started = time.perf_counter()
+    try:
+        await work()
+    finally:
+        elapsed = time.perf_counter() - started
+        done.set()
+        await sampler
+    return max(peak, tree_rss_kib(pid)) - before, elapsed
+
+
+async def list_big(bench: Bench, pid: int, objects: int, payload: str) -> dict[str, Any]:
+    """An unpaged LIST of `objects` ConfigMaps, once and then 4 at once: the server's peak RSS growth and time."""
+    await bench.namespace("list-big")
+    path = "/api/v1/namespaces/list-big/configmaps"
+    await run_concurrent(objects, 64, lambda i: bench.post(path, cm(f"item-{i}", payload)))
+    for _ in range(300):  # every object written is in the watch cache: what a consistent list serves
+        if len(orjson.loads(await bench.get(path + "?resourceVersion=0"))["items"]) == objects:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.0)  # let the fill's garbage settle before the baseline
+    sizes: list[int] = []
+
+    async def one() -> None:
+        body = await bench.get(path)
+        sizes.append(len(body))
+        assert len(orjson.loads(body)["items"]) == objects
+
+    async def four() -> None:
+        await asyncio.gather(*(one() for _ in range(4)))
+
+    single_kib, single_s = await peak_rss_growth(pid, one)
+    await asyncio.sleep(1.0)
+    four_kib, four_s = await peak_rss_growth(pid, four)
+    return {"objects": objects, "body_bytes": sizes[0], "peak_rss_growth_mib": round(single_kib / 1024, 1),
+            "time_s": round(single_s, 3), "four_at_once_peak_rss_growth_mib": round(four_kib / 1024, 1),
+            "four_at_once_time_s": round(four_s, 3)}
+
+
 async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 
@@ -260,6 +310,9 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             if "watch" in wanted:
                 await bench.namespace("watch")
                 results["watch"] = await watch_latency(bench, "watch", args.watchers, args.watch_events)
+
+            if "list-big" in wanted:
+                results["list_big"] = await list_big(bench, server.process.pid, args.big_list_objects, payload)
     finally:
         server.stop()
         await etcd.stop()
@@ -284,6 +337,11 @@ def summary(results: dict[str, Any]) -> str:
     w = results.get("watch")
     if w is not None:
         lines.append(f"watch delivery, {w['watchers']} watchers: p50 {w['p50_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms")
+    big = results.get("list_big")
+    if big is not None:
+        lines.append(f"LIST {big['objects'] // 1000}k unpaged: peak RSS growth {big['peak_rss_growth_mib']:.0f} MiB, "
+                     f"{big['time_s']:.2f} s; 4 at once {big['four_at_once_peak_rss_growth_mib']:.0f} MiB, "
+                     f"{big['four_at_once_time_s']:.2f} s ({big['body_bytes'] / 2**20:.0f} MiB each)")
     rss = f"RSS: idle {results['rss_idle_kib'] / 1024:.0f} MiB, after objects {results['rss_after_objects_kib'] / 1024:.0f} MiB"
     lines.append(rss + (f", with watchers {w['rss_kib'] / 1024:.0f} MiB" if w is not None else ""))
     return "\n".join(lines)
@@ -294,6 +352,7 @@ def main() -> None:
     parser.add_argument("--creates", type=int, default=3000)
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--list-objects", type=int, default=10_000)
+    parser.add_argument("--big-list-objects", type=int, default=50_000, help="ConfigMaps in the unpaged LIST")
     parser.add_argument("--watchers", type=int, default=1000)
     parser.add_argument("--watch-events", type=int, default=100,
                         help="objects written while watched; p99 is over every delivery of every one")
@@ -302,7 +361,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1],
                         help="worker counts to measure, one after the other in this run")
     parser.add_argument("--server-args", nargs="*", default=[], help="extra kcp-apiserver flags")
-    parser.add_argument("--only", nargs="+", default=list(SECTIONS), choices=SECTIONS,
+    parser.add_argument("--only", nargs="+", default=[s for s in SECTIONS if s != "list-big"], choices=SECTIONS,
                         help="measure only these sections")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each LIST and watch start; best is kept")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")

@@ -44,6 +44,8 @@ class APIError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # StatusReasonUnknown is omitted, as kube encodes it
+            del status["reason"]
         if self.details:
             status["details"] = self.details
         return status

@@ -9,8 +9,10 @@ from aiohttp import web
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param, respond_object, warning_headers
+from kcp_apiserver.endpoints.liststream import stream_list
 from kcp_apiserver.endpoints.wire import json_response, wants_table
 from kcp_apiserver.registry.conversion import cluster_of, presenter
+from kcp_apiserver.registry.listing import Entry, items_json
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.store import parse_resource_version
 from kcp_apiserver.registry.tables import to_table
@@ -25,7 +27,7 @@ async def get(ep: Endpoints, request: web.Request, res: Resource, info: RequestI
 
 
 async def list_(ep: Endpoints, request: web.Request, res: Resource, info: RequestInfo,
-                namespace: str) -> web.Response:
+                namespace: str) -> web.StreamResponse:
     query = request.query
     listoptions.validate_list(query)
     matches, _ = build_filter(res, query)
@@ -38,13 +40,19 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
     list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
     if result.continue_token:
         list_meta["continue"] = result.continue_token
-    items = result.items
-    if res.converts:
-        show = presenter(ep.catalog, res, info.wildcard)
-        items = [show(cluster_of(o), o) for o in items]
+        if result.remaining is not None:
+            list_meta["remainingItemCount"] = result.remaining
     headers = warning_headers(res, None)
-    if wants_table(request):
-        return json_response(to_table(res, items, list_meta, query.get("includeObject", "Metadata")),
-                             headers=headers)
-    return json_response({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta,
-                          "items": items}, headers=headers)
+    if res.converts or wants_table(request):
+        items = result.items
+        if res.converts:
+            show = presenter(ep.catalog, res, info.wildcard)
+            items = [show(cluster_of(o), o) for o in items]
+        if wants_table(request):
+            return json_response(to_table(res, items, list_meta, query.get("includeObject", "Metadata")),
+                                 headers=headers)
+        entries: list[Entry] = list(items)
+    else:
+        entries = result.entries
+    head = {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta}
+    return await stream_list(request, head, items_json(entries), headers)

@@ -26,19 +26,23 @@ from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.continuetoken import decode_continue, encode_continue
 from kcp_apiserver.registry.conversion import stored_view, to_storage
 from kcp_apiserver.registry.deletion import deletion_finalizers
+from kcp_apiserver.registry.listing import Entry, decoded
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.strategy import DEFAULT as DEFAULT_STRATEGY
 from kcp_apiserver.registry.strategy import Strategy
 from kcp_apiserver.registry.timestamps import normalize_timestamps
+from kcp_apiserver.storage.cachestate import Cached
 from kcp_apiserver.storage.etcd import (
     Compacted,
     KeyExists,
     KeyNotFound,
+    RequestTooLarge,
     RevisionConflict,
     Storage,
     StorageError,
     Stored,
     Unavailable,
+    decode,
 )
 from kcp_apiserver.storage.keys import object_key, parse_key, scope_prefix
 from kcp_apiserver.storage.watchcache import WatchCache
@@ -84,15 +88,27 @@ def storage_errors(res: Resource, name: str, exc: StorageError) -> st.APIError:
         return st.gone("The resourceVersion for the provided list is too old.")
     if isinstance(exc, Unavailable):
         return st.unavailable()
+    if isinstance(exc, RequestTooLarge):  # kube passes etcd's error through: a 500 that no client retries
+        return st.APIError(500, "", str(exc))
     return st.internal(str(exc))
 
 
 @dataclass
 class ListResult:
-    items: list[Obj]
+    """A list's items (objects, or etcd's bytes where nothing needed decoding: see listing) and metadata."""
+
+    entries: list[Entry]
     revision: int
     continue_token: str = ""
-    remaining: int | None = None
+    remaining: int | None = None  # kube's remainingItemCount: set only when exact (an unfiltered page)
+
+    @property
+    def items(self) -> list[Obj]:
+        return [decoded(entry) for entry in self.entries]
+
+    @items.setter
+    def items(self, objs: list[Obj]) -> None:
+        self.entries = list(objs)
 
 
 def _spec_view(obj: Obj) -> Obj:
@@ -146,26 +162,34 @@ class Registry:
             if exact:  # etcd refuses to read at a revision it has not reached
                 await self.wait_for_revision(res, wanted)
                 revision = wanted
-        items: list[Obj] = []
-        # bounded etcd reads at one pinned revision: consistent, and under gRPC's message size limit
-        batch = min(max(limit + 1, 100), 1000) if limit else 1000
+        entries: list[Entry] = []
+        # etcd read in pages (bounded in keys and bytes) at one pinned revision: consistent, and each answer
+        # under gRPC's message size limit
+        page = min(max(limit + 1, 100), 1000) if limit else 1000
+        total: int | None = None  # keys from the first page's start to the end of the range
         try:
             while True:
-                chunk, revision, more = await self.storage.list(prefix, revision=revision, limit=batch,
-                                                                  start_key=start)
-                if revision < wanted:  # NotOlderThan a revision etcd has not reached (first read only)
-                    await self.wait_for_revision(res, wanted)
-                    revision = 0
-                    continue
-                for stored in chunk:
-                    if matches is not None and not matches(stored.obj):
-                        continue
-                    if limit and len(items) == limit:
-                        return ListResult(items, revision, encode_continue(revision, stored.key))
-                    items.append(stored.obj)
-                if not more or not chunk:
-                    return ListResult(items, revision)
-                start = chunk[-1].key + "\x00"
+                entries.clear()
+                async for chunk, read_at, count, _ in self.storage.scan_raw(prefix, revision=revision,
+                                                                            start_key=start, page=page):
+                    revision = read_at
+                    if revision < wanted:  # NotOlderThan a revision etcd has not reached (first read only)
+                        break
+                    total = count if total is None else total
+                    for key, raw, mod in chunk:
+                        entry: Entry = Cached(raw, mod)
+                        if matches is not None:
+                            entry = decode(raw, mod)
+                            if not matches(entry):
+                                continue
+                        if limit and len(entries) == limit:
+                            remaining = total - limit if matches is None else None
+                            return ListResult(entries, revision, encode_continue(revision, key), remaining)
+                        entries.append(entry)
+                else:
+                    return ListResult(entries, revision)
+                await self.wait_for_revision(res, wanted)
+                revision, total = 0, None
         except Compacted as exc:
             if continue_token:
                 raise st.gone("The provided continue parameter is too old to display a consistent list result. "
@@ -212,10 +236,12 @@ class Registry:
                                                             namespace if res.namespaced else None))
             if name:
                 entries = [(key, c) for key, c in entries if key.endswith("/" + name)]
-        items = []
+        if matches is None:
+            return ListResult([cached for _, cached in entries], revision)
+        items: list[Entry] = []
         for _, cached in entries:
             obj = cached.decode()
-            if matches is None or matches(obj):
+            if matches(obj):
                 items.append(obj)
         return ListResult(items, revision)
 

@@ -6,9 +6,9 @@ key's mod_revision becomes the resourceVersion, as kube-apiserver does.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 import orjson
@@ -18,6 +18,10 @@ from etcd3aio.errors import EtcdError
 from etcd3aio.kv import KVService, prefix_range_end
 
 RPC_TIMEOUT = 5.0
+PAGE_KEYS = 1000  # most keys one range read asks for
+FIRST_PAGE_KEYS = 100  # keys the first read of a scan asks for, before the objects' size is known
+PAGE_BYTES = 2 * 1024 * 1024  # about how many bytes of values one range read aims at
+TOO_LARGE = "etcdserver: request is too large"  # etcd's answer to a write over --max-request-bytes
 
 
 class StorageError(Exception):
@@ -44,6 +48,14 @@ class Unavailable(StorageError):
     """etcd did not answer."""
 
 
+class RequestTooLarge(StorageError):
+    """etcd refused a write bigger than its --max-request-bytes: retrying cannot help."""
+
+
+class ResponseTooLarge(StorageError):
+    """A read's answer exceeded the client's gRPC message limit: ask for fewer keys."""
+
+
 @dataclass(slots=True)
 class Stored:
     """One object as read from etcd."""
@@ -51,6 +63,16 @@ class Stored:
     key: str
     obj: dict[str, Any]
     mod_revision: int
+
+
+class Page(NamedTuple):
+    """One range read: (key, etcd's bytes, mod_revision) items, the revision read at, how many keys the range
+    held from its start (at that revision), and whether more follow this page."""
+
+    items: list[tuple[str, bytes, int]]
+    revision: int
+    count: int
+    more: bool
 
 
 def decode(value: bytes, mod_revision: int) -> dict[str, Any]:
@@ -72,14 +94,23 @@ def _mod_revision_is(key: str, revision: int) -> Compare:
     return Compare(result=Compare.EQUAL, target=Compare.MOD, key=key.encode(), mod_revision=revision)
 
 
-async def _call(coro: Awaitable[Any]) -> Any:
+async def _call(coro: Awaitable[Any], *, read: bool = False) -> Any:
     """Run one etcd RPC, mapping transport failures to storage errors."""
     try:
         return await coro
     except grpc.aio.AioRpcError as exc:
-        if exc.code() == grpc.StatusCode.OUT_OF_RANGE or "compacted" in (exc.details() or ""):
-            raise Compacted(exc.details() or "compacted") from exc
-        raise Unavailable(exc.details() or str(exc.code())) from exc
+        code, details = exc.code(), exc.details() or ""
+        if code == grpc.StatusCode.OUT_OF_RANGE or "compacted" in details:
+            raise Compacted(details or "compacted") from exc
+        if TOO_LARGE in details:  # etcd's own check (InvalidArgument)
+            raise RequestTooLarge(TOO_LARGE) from exc
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            # gRPC's message limits: a read's answer over our client's, a write over etcd's request limit plus
+            # its gRPC overhead (etcd's server refuses it before its own check)
+            if read:
+                raise ResponseTooLarge(details) from exc
+            raise RequestTooLarge(f"rpc error: code = ResourceExhausted desc = {details}") from exc
+        raise Unavailable(details or str(code)) from exc
     except (EtcdError, TimeoutError, OSError) as exc:
         raise Unavailable(str(exc) or type(exc).__name__) from exc
 
@@ -97,7 +128,7 @@ class Storage:
         return self.client.kv
 
     async def get(self, key: str) -> Stored:
-        resp = await _call(self._kv.get(key, timeout=RPC_TIMEOUT, max_attempts=1))
+        resp = await _call(self._kv.get(key, timeout=RPC_TIMEOUT, max_attempts=1), read=True)
         if not resp.kvs:
             raise KeyNotFound(key)
         kv = resp.kvs[0]
@@ -189,15 +220,48 @@ class Storage:
         limit: int = 0,
         start_key: str | None = None,
     ) -> tuple[list[tuple[str, bytes, int]], int, bool]:
-        """As `list`, undecoded: (key, etcd's bytes, mod_revision) for callers that keep bytes (the watch cache)."""
+        """One page of a range, undecoded: (key, etcd's bytes, mod_revision), the revision, and whether more follow."""
+        page = await self._page(prefix, revision, limit, start_key)
+        return page.items, page.revision, page.more
+
+    async def _page(self, prefix: str, revision: int, limit: int, start_key: str | None) -> Page:
+        """At most `limit` keys (0: PAGE_KEYS), fewer when so many would not fit in one gRPC message: an
+        answer over the client's limit is asked again for half as many keys, down to one."""
         end = prefix_range_end(prefix.encode())
-        resp = await _call(self._kv.get(
-            start_key or prefix, end, revision=revision, limit=limit,
-            timeout=RPC_TIMEOUT * 6, max_attempts=1,
-        ))
+        limit = limit or PAGE_KEYS
+        while True:
+            try:
+                resp = await _call(self._kv.get(
+                    start_key or prefix, end, revision=revision, limit=limit,
+                    timeout=RPC_TIMEOUT * 6, max_attempts=1,
+                ), read=True)
+                break
+            except ResponseTooLarge:
+                if limit == 1:
+                    raise
+                limit //= 2
         items = [(kv.key.decode(), kv.value, kv.mod_revision) for kv in resp.kvs]
-        rev = revision or int(resp.header.revision)
-        return items, rev, bool(resp.more)
+        return Page(items, revision or int(resp.header.revision), int(resp.count), bool(resp.more))
+
+    async def scan_raw(
+        self, prefix: str, *, revision: int = 0, start_key: str | None = None, page: int = PAGE_KEYS,
+    ) -> AsyncIterator[Page]:
+        """Every key under prefix from start_key on, page after page at one revision (the first page's,
+        unless given).
+
+        Pages hold at most `page` keys and about PAGE_BYTES of values: each page's key count follows the
+        sizes the last one had, so neither many small objects nor a few huge ones make one answer too big
+        for a gRPC message, nor keep more than a few MiB in flight."""
+        keys = min(page, FIRST_PAGE_KEYS)
+        while True:
+            current = await self._page(prefix, revision, keys, start_key)
+            revision = current.revision
+            yield current
+            if not current.more or not current.items:
+                return
+            start_key = current.items[-1][0] + "\x00"
+            size = sum(len(value) for _, value, _ in current.items)
+            keys = max(1, min(page, len(current.items) * PAGE_BYTES // max(size, 1)))
 
     async def list(
         self,
@@ -207,7 +271,7 @@ class Storage:
         limit: int = 0,
         start_key: str | None = None,
     ) -> tuple[list[Stored], int, bool]:
-        """Range over a prefix at a revision; returns (items, revision, more)."""
+        """One page of a range over a prefix at a revision; returns (items, revision, more)."""
         raw, rev, more = await self.list_raw(prefix, revision=revision, limit=limit, start_key=start_key)
         return [Stored(key, decode(value, mod), mod) for key, value, mod in raw], rev, more
 

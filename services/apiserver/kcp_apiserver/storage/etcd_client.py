@@ -22,6 +22,10 @@ RECONNECT_BACKOFF_INITIAL_MS = 100
 RECONNECT_BACKOFF_MAX_MS = 500  # a refused connect is cheap: retrying twice a second costs nothing
 WATCH_RETRY_INITIAL = 0.1
 WATCH_RETRY_MAX = 0.25  # a retry against a lost etcd fails at once, without a connection attempt
+# etcd sends answers of any size (its server's send limit is 2 GiB), and etcd's Go client accepts them: gRPC's
+# default 4 MiB receive limit failed every range, and every watch batch, over 4 MiB of values. Range reads
+# are paged by size anyway (Storage.scan_raw); watch responses cannot be.
+MAX_RECEIVE_BYTES = 2**31 - 1
 RETRY_LOG_INTERVAL = 10.0
 
 
@@ -88,5 +92,6 @@ def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> Etcd3Clien
     client._manager.grpc_options.extend([
         ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_INITIAL_MS),
         ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
+        ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
     ])
     return client

@@ -34,7 +34,7 @@ log = structlog.get_logger("watchcache")
 
 Filter = Callable[[dict[str, Any]], bool]
 Sink = Callable[[str, "WatchEvent"], bool]  # delivers an event at once; False = the client cannot keep up
-LOAD_PAGE = 1000  # keys per etcd read when (re)loading the state: under gRPC's message size limit
+LOAD_PAGE = 1000  # most keys per etcd read when (re)loading the state (fewer when objects are large)
 RESTART_MIN, RESTART_MAX = 0.05, 2.0  # seconds before the etcd watch is restarted (doubling while it fails)
 
 __all__ = [
@@ -256,18 +256,15 @@ class WatchCache:
         self.watchers.discard(watcher)
 
     async def _load(self) -> tuple[CacheState, int]:
-        """The whole prefix from etcd, read in pages at one revision."""
+        """The whole prefix from etcd, read in pages (bounded in keys and bytes) at one revision."""
         while True:
             items: list[tuple[str, Cached]] = []
-            revision, start = 0, None
+            revision = 0
             try:
-                while True:
-                    chunk, revision, more = await self.storage.list_raw(self.prefix, revision=revision,
-                                                                        limit=LOAD_PAGE, start_key=start)
-                    items.extend((key, Cached(value, mod)) for key, value, mod in chunk)
-                    if not more or not chunk:
-                        return CacheState(items), revision
-                    start = chunk[-1][0] + "\x00"
+                async for page in self.storage.scan_raw(self.prefix, page=LOAD_PAGE):
+                    items.extend((key, Cached(value, mod)) for key, value, mod in page.items)
+                    revision = page.revision
+                return CacheState(items), revision
             except StorageError as exc:  # etcd down, or compacted between two pages: read again
                 log.warning("loading the watch cache failed, retrying", prefix=self.prefix, error=str(exc))
                 await asyncio.sleep(1.0)

@@ -17,6 +17,18 @@ from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, NAME
 
 CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+MAX_DATA_BYTES = 1024 * 1024  # kube's MaxSecretSize: the total of a ConfigMap's or a Secret's values
+TOO_LONG = f"Too long: may not be more than {MAX_DATA_BYTES} bytes"
+
+
+def _base64_size(value: object) -> int:
+    """The decoded length of a base64 string, without decoding it."""
+    text = str(value)
+    return len(text) * 3 // 4 - text[-2:].count("=")
+
+
+def _too_long(field_path: str) -> Cause:
+    return Cause("FieldValueTooLong", TOO_LONG, field_path)
 
 
 def _data_keys(obj: Obj, fields: tuple[str, ...]) -> list[Cause]:
@@ -52,6 +64,10 @@ def validate_configmap(obj: Obj, old: Obj | None) -> list[Cause]:
     for key in set(obj.get("data") or {}) & set(obj.get("binaryData") or {}):
         causes.append(Cause("FieldValueInvalid", f'Invalid value: "{key}": duplicate of key present in binaryData',
                             "data"))
+    size = sum(len(str(v).encode()) for v in (obj.get("data") or {}).values())
+    size += sum(_base64_size(v) for v in (obj.get("binaryData") or {}).values())
+    if size > MAX_DATA_BYTES:
+        causes.append(_too_long("[]"))  # kube reports the whole object, whose empty path prints as []
     return causes
 
 
@@ -73,6 +89,8 @@ def validate_secret(obj: Obj, old: Obj | None) -> list[Cause]:
             base64.b64decode(str(value), validate=True)
         except (binascii.Error, ValueError):
             causes.append(Cause("FieldValueInvalid", f'Invalid value: "{key}": illegal base64 data', f"data[{key}]"))
+    if sum(_base64_size(v) for v in (obj.get("data") or {}).values()) > MAX_DATA_BYTES:
+        causes.append(_too_long("data"))
     if old is not None and old.get("type") != obj.get("type"):
         causes.append(Cause("FieldValueInvalid", f'Invalid value: "{obj.get("type")}": field is immutable', "type"))
     return causes
