@@ -65,7 +65,7 @@ class KcpServer:
 
     def start(self, timeout: float = 60.0) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        log = open(self.root / "apiserver.log", "ab")  # noqa: SIM115 - closed with the process
+        log = open(self.root / "apiserver.log", "ab")
         self.process = subprocess.Popen(
             [apiserver_binary(), "--root-dir", str(self.root), "--secure-port", str(self.port), *self.extra_args],
             stdout=log, stderr=log, start_new_session=True)

@@ -388,7 +388,7 @@ def test_kubectl_patch_label_annotate_scale_wait_and_delete(kubectl_crd: tuple[s
     kubectl(config, "patch", "widget", "k2", "--type=merge", "-p", '{"spec":{"size":5}}')
     kubectl(config, "patch", "widget", "k2", "--type=json", "-p", '[{"op":"replace","path":"/spec/color","value":"blue"}]')
     smp = kubectl(config, "patch", "widget", "k2", "-p", '{"spec":{"size":6}}', check=False)
-    assert smp.returncode != 0 and "415" in smp.stderr or "not supported" in smp.stderr.lower()
+    assert (smp.returncode != 0 and "415" in smp.stderr) or "not supported" in smp.stderr.lower()
     kubectl(config, "label", "widget", "k2", "tier=gold")
     kubectl(config, "annotate", "widget", "k2", "note=hi")
     kubectl(config, "scale", "widget", "k2", "--replicas=3")

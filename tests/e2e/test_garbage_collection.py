@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from api import Api
 from kcp_process import KcpServer, run_kubectl
 

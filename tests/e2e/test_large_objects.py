@@ -93,7 +93,7 @@ async def test_an_object_over_etcds_request_limit_is_refused_with_etcds_error(ap
     await served(api, path)
     for size in (1700 * 1024, 2600 * 1024):  # over etcd's 1.5 MiB; over that and gRPC's overhead too
         reply = await api.post(path, widget("w", group=group, blob="z" * size))
-        assert reply.status == 500, reply.body
-        assert reply.body["kind"] == "Status" and "reason" not in reply.body
+        assert reply.status == 413, reply.body
+        assert reply.body["kind"] == "Status" and reply.body["reason"] == "RequestEntityTooLarge"
         assert "request is too large" in reply.body["message"] or "larger than max" in reply.body["message"]
     assert (await api.get(f"{path}/w")).status == 404

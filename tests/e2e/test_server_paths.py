@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import aiohttp
+
 from api import Api
 from kcp_process import KcpServer, run_kubectl
 

@@ -7,8 +7,9 @@ import asyncio
 import time
 from typing import Any
 
-from api import Api, configmap
 from test_crds import CRD_PATH, served, wait_established, widget, widget_crd
+
+from api import Api, configmap
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
 

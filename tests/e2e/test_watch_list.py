@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+
 from api import Api, configmap
 from kcp_process import REPO, KcpServer, run_kubectl
 

@@ -88,8 +88,10 @@ def storage_errors(res: Resource, name: str, exc: StorageError) -> st.APIError:
         return st.gone("The resourceVersion for the provided list is too old.")
     if isinstance(exc, Unavailable):
         return st.unavailable()
-    if isinstance(exc, RequestTooLarge):  # kube passes etcd's error through: a 500 that no client retries
-        return st.APIError(500, "", str(exc))
+    if isinstance(exc, RequestTooLarge):
+        # kube passes etcd's error through as a bare 500; a client's too-large object is no server fault,
+        # so it is 413 (no client retries it), with etcd's words
+        return st.too_large(f"Request entity too large: {exc}")
     return st.internal(str(exc))
 
 

@@ -71,7 +71,7 @@ class Page(NamedTuple):
 
     items: list[tuple[str, bytes, int]]
     revision: int
-    count: int
+    total: int  # not `count`: a tuple has a method of that name
     more: bool
 
 
