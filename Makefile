@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver
 
-.PHONY: install tools run test unit e2e bench-apiserver bench-crds bench-kcpcommon clean
+.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ unit: install
 
 e2e: install tools
 	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/e2e
+
+## test-faults: kill -9 etcd and the apiserver under writers and watchers; no acked write lost or seen twice
+test-faults: install
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider tests/faults
 
 ## bench-apiserver: throughput and latency figures, printed and written to bench/results/
 bench-apiserver: install
