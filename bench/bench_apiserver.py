@@ -190,6 +190,14 @@ async def write_at_rate(bench: Bench, path: str, count: int, rate: float, payloa
     return acks
 
 
+async def registered_watchers(bench: Bench) -> int:
+    """The server's open watch requests, from its /metrics."""
+    for line in (await bench.get("/metrics")).decode().splitlines():
+        if line.startswith("apiserver_registered_watchers "):
+            return int(float(line.split()[1]))
+    raise RuntimeError("apiserver_registered_watchers not in /metrics")
+
+
 class WatcherProcess:
     """fanout_watchers.py in a process of its own: `watchers` watches, reading or never reading."""
 
@@ -205,6 +213,24 @@ class WatcherProcess:
         line = await asyncio.get_running_loop().run_in_executor(None, self.proc.stdout.readline)
         if line.strip() != "ready":
             raise RuntimeError(f"watcher process failed: {line!r}")
+
+    async def ask(self, message: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(message + "\n")
+        self.proc.stdin.flush()
+        return await asyncio.get_running_loop().run_in_executor(None, self.proc.stdout.readline)
+
+    async def delivered(self, expected: int, patience: float = 20.0, most: float = 60.0) -> int:
+        """Wait until `expected` deliveries, none for `patience` seconds, or `most` seconds; returns the count."""
+        last, last_change = -1, time.monotonic()
+        give_up = last_change + most
+        while True:
+            count = int(await self.ask("count"))
+            if count != last:
+                last, last_change = count, time.monotonic()
+            if count >= expected or time.monotonic() - last_change > patience or time.monotonic() > give_up:
+                return count
+            await asyncio.sleep(0.5)
 
     async def finish(self, message: str = "done") -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -235,8 +261,11 @@ async def fanout(bench: Bench, args: argparse.Namespace, out_dir: Path) -> dict[
     await readers.ready()
     rss_watching = tree_rss_kib(pid)
     cpu_before = cpu_seconds(pid)
+    started = time.monotonic()
     acks = await write_at_rate(bench, path, count, args.fanout_rate, payload)
-    await asyncio.sleep(2.0)  # the last deliveries
+    write_seconds = time.monotonic() - started
+    await readers.delivered(count * args.fanout_watchers)  # the CPU is counted until the last delivery
+    drain_seconds = time.monotonic() - started - write_seconds
     server_cpu = cpu_seconds(pid) - cpu_before
     rss_after = tree_rss_kib(pid)
     acks_file = out_dir / "fanout-acks.bin"
@@ -251,27 +280,37 @@ async def fanout(bench: Bench, args: argparse.Namespace, out_dir: Path) -> dict[
     rss_before_idle = tree_rss_kib(pid)
     idle = WatcherProcess(bench, "idle", idle_path, rv, args.fanout_watchers)
     await idle.ready()
-    peak = tree_rss_kib(pid)
-    writer = asyncio.create_task(write_at_rate(bench, idle_path, args.idle_events, args.fanout_rate * 5,
-                                               "y" * args.idle_payload, prefix="i"))
-    while not writer.done():
-        peak = max(peak, tree_rss_kib(pid))
-        await asyncio.sleep(0.2)
-    await writer
-    await asyncio.sleep(2.0)
-    peak = max(peak, tree_rss_kib(pid))
+    probe = WatcherProcess(bench, "read", idle_path, rv, 1)  # tells when every event has been dispatched
+    await probe.ready()
+    peaks = [tree_rss_kib(pid)]
+
+    async def sample() -> None:
+        while True:
+            peaks.append(tree_rss_kib(pid))
+            await asyncio.sleep(0.2)
+
+    sampler = asyncio.create_task(sample())
+    await write_at_rate(bench, idle_path, args.idle_events, args.fanout_rate * 5, "y" * args.idle_payload)
+    await probe.delivered(args.idle_events, patience=60.0)
+    await asyncio.sleep(1.0)
+    sampler.cancel()
+    peak, rss_end = max(peaks), tree_rss_kib(pid)
+    open_watches = await registered_watchers(bench)  # the probe's and any never-reading watch not closed
     idle_got = await idle.finish()
+    await probe.finish()
     return {"watchers": args.fanout_watchers, "rate_per_s": args.fanout_rate, "seconds": args.fanout_seconds,
             "writes": count, "deliveries": deliveries, "expected": count * args.fanout_watchers,
             "p50_ms": round(got["p50_ms"], 1), "p99_ms": round(got["p99_ms"], 1), "max_ms": round(got["max_ms"], 1),
+            "write_s": round(write_seconds, 1), "drain_s": round(drain_seconds, 1),
             "server_cpu_s": round(server_cpu, 2),
             "server_us_per_delivery": round(server_cpu / deliveries * 1e6, 2),
             "server_us_per_delivery_net_of_writes": round((server_cpu - cpu_per_write * count) / deliveries * 1e6, 2),
             "client_cpu_s": round(got["cpu_s"], 2), "rss_watching_kib": rss_watching, "rss_after_kib": rss_after,
             "readers_closed": got["closed_by_server"],
             "idle": {"watchers": args.fanout_watchers, "events": args.idle_events, "payload": args.idle_payload,
-                     "rss_before_kib": rss_before_idle, "rss_peak_kib": peak,
-                     "closed_by_server": idle_got["closed_by_server"]}}
+                     "rss_before_kib": rss_before_idle, "rss_peak_kib": peak, "rss_end_kib": rss_end,
+                     "closed_by_server": args.fanout_watchers + 1 - open_watches,
+                     "seen_closed_by_client": idle_got["closed_by_server"]}}
 
 
 async def watch_start(bench: Bench, path: str, objects: int, repeats: int) -> dict[str, Any]:
@@ -408,14 +447,16 @@ def summary(results: dict[str, Any]) -> str:
     f = results.get("fanout")
     if f is not None:
         lines.append(f"fan-out, {f['watchers']} watchers, {f['rate_per_s']:.0f} writes/s for {f['seconds']:.0f} s: "
-                     f"delivered {f['deliveries']}/{f['expected']}, p50 {f['p50_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms")
+                     f"delivered {f['deliveries']}/{f['expected']} ({f['drain_s']:.1f} s after the last write), "
+                     f"p50 {f['p50_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms")
         lines.append(f"  server CPU {f['server_us_per_delivery']:.2f} us/delivery "
                      f"({f['server_us_per_delivery_net_of_writes']:.2f} net of the writes), "
                      f"{f['server_cpu_s']:.1f} s server CPU, {f['client_cpu_s']:.1f} s client CPU; "
                      f"RSS {f['rss_watching_kib'] / 1024:.0f} MiB watching, {f['rss_after_kib'] / 1024:.0f} MiB after")
         i = f["idle"]
         lines.append(f"  {i['watchers']} never-reading watchers, {i['events']} events of {i['payload']} B: RSS peak "
-                     f"{i['rss_peak_kib'] / 1024:.0f} MiB (before {i['rss_before_kib'] / 1024:.0f} MiB), "
+                     f"{i['rss_peak_kib'] / 1024:.0f} MiB (before {i['rss_before_kib'] / 1024:.0f} MiB, "
+                     f"after {i['rss_end_kib'] / 1024:.0f} MiB), "
                      f"{i['closed_by_server']} closed by the server")
     rss = f"RSS: idle {results['rss_idle_kib'] / 1024:.0f} MiB, after objects {results['rss_after_objects_kib'] / 1024:.0f} MiB"
     lines.append(rss + (f", with watchers {w['rss_kib'] / 1024:.0f} MiB" if w is not None else ""))

@@ -5,7 +5,8 @@ uvloop (no HTTP client library: a chunk of bytes is scanned once for the names o
 carries and every receipt is stamped with the monotonic clock, shared by every process of the
 machine). Modes:
 
-- `read`: read everything; on "done <acks file>" on stdin, print delivery-latency figures as JSON.
+- `read`: read everything; on "count" on stdin, print the deliveries so far; on "done <acks file>",
+  print delivery-latency figures as JSON.
 - `idle`: never read after the response headers (the kernel's receive buffer is kept small); on
   "done", print how many of the watches the server closed.
 
@@ -105,10 +106,11 @@ async def main_async(args: argparse.Namespace) -> None:
     await asyncio.wait_for(headers.wait(), 120)
     print("ready", flush=True)
     cpu_start = cpu_seconds()
-    line = await loop.run_in_executor(None, sys.stdin.readline)
+    while (line := await loop.run_in_executor(None, sys.stdin.readline)).startswith("count"):
+        print(len(indexes), flush=True)  # deliveries so far
     cpu = cpu_seconds() - cpu_start
     closed = sum(w.closed_by_server for w in watches)
-    if args.mode == "idle":
+    if args.mode == "idle" or len(line.split()) < 2:
         print(json.dumps({"closed_by_server": closed, "cpu_s": cpu}), flush=True)
         return
     result = latency(Path(line.split(maxsplit=1)[1].strip()), indexes, stamps)
