@@ -11,9 +11,11 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,12 @@ import aiohttp
 import orjson
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("create", "get", "list", "watch-start", "watch", "list-big")
+SECTIONS = ("create", "get", "list", "watch-start", "watch", "list-big", "fanout")
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from kcp_process import KcpServer, free_port  # noqa: E402
+
+WATCHERS_CLIENT = Path(__file__).resolve().parent / "fanout_watchers.py"
 
 
 def rss_kib(pid: int) -> int:
@@ -155,6 +159,158 @@ async def watch_latency(bench: Bench, ns: str, watchers: int, events: int) -> di
     await asyncio.wait_for(asyncio.gather(*tasks), 120)
     return {"watchers": watchers, "events": events, "p50_ms": percentile(latencies, 50) * 1000,
             "p99_ms": percentile(latencies, 99) * 1000, "samples": len(latencies), "rss_kib": rss_with_watchers}
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc (clock ticks of 10 ms)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100.0
+
+
+async def write_at_rate(bench: Bench, path: str, count: int, rate: float, payload: str,
+                        prefix: str = "f") -> list[float]:
+    """Create `count` objects at `rate`/s on a fixed schedule; returns each write's acknowledgement time."""
+    loop = asyncio.get_running_loop()
+    acks = [0.0] * count
+    in_flight = asyncio.Semaphore(64)
+
+    async def one(i: int) -> None:
+        async with in_flight:
+            await bench.post(path, cm(f"{prefix}-{i}", payload))
+            acks[i] = time.monotonic()
+
+    tasks = []
+    start = loop.time()
+    for i in range(count):
+        delay = start + i / rate - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(i)))
+    await asyncio.gather(*tasks)
+    return acks
+
+
+async def registered_watchers(bench: Bench) -> int:
+    """The server's open watch requests, from its /metrics."""
+    for line in (await bench.get("/metrics")).decode().splitlines():
+        if line.startswith("apiserver_registered_watchers "):
+            return int(float(line.split()[1]))
+    raise RuntimeError("apiserver_registered_watchers not in /metrics")
+
+
+class WatcherProcess:
+    """fanout_watchers.py in a process of its own: `watchers` watches, reading or never reading."""
+
+    def __init__(self, bench: Bench, mode: str, path: str, rv: str, watchers: int) -> None:
+        server = bench.server
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WATCHERS_CLIENT), mode, "--port", str(server.port), "--path", path, "--rv", rv,
+             "--token", server.token, "--cafile", str(server.root / "ca.crt"), "--watchers", str(watchers)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    async def ready(self) -> None:
+        assert self.proc.stdout is not None
+        line = await asyncio.get_running_loop().run_in_executor(None, self.proc.stdout.readline)
+        if line.strip() != "ready":
+            raise RuntimeError(f"watcher process failed: {line!r}")
+
+    async def ask(self, message: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(message + "\n")
+        self.proc.stdin.flush()
+        return await asyncio.get_running_loop().run_in_executor(None, self.proc.stdout.readline)
+
+    async def delivered(self, expected: int, patience: float = 20.0, most: float = 60.0) -> int:
+        """Wait until `expected` deliveries, none for `patience` seconds, or `most` seconds; returns the count."""
+        last, last_change = -1, time.monotonic()
+        give_up = last_change + most
+        while True:
+            count = int(await self.ask("count"))
+            if count != last:
+                last, last_change = count, time.monotonic()
+            if count >= expected or time.monotonic() - last_change > patience or time.monotonic() > give_up:
+                return count
+            await asyncio.sleep(0.5)
+
+    async def finish(self, message: str = "done") -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(message + "\n")
+        self.proc.stdin.flush()
+        line = await asyncio.get_running_loop().run_in_executor(None, self.proc.stdout.readline)
+        self.proc.wait(60)
+        return json.loads(line)
+
+
+async def fanout(bench: Bench, args: argparse.Namespace, out_dir: Path) -> dict[str, Any]:
+    """1,000 watchers of one namespace and a writer at a fixed rate: delivery latency, server CPU per delivery,
+    RSS; then the RSS of as many watchers that never read while the writer goes on."""
+    assert bench.server.process is not None
+    pid = bench.server.process.pid
+    count = int(args.fanout_rate * args.fanout_seconds)
+    payload = "x" * args.payload
+    await bench.namespace("fanout-base")
+    base_count = int(args.fanout_rate * 10)  # the writes alone, without watchers: what a write costs the server
+    cpu_before = cpu_seconds(pid)
+    await write_at_rate(bench, "/api/v1/namespaces/fanout-base/configmaps", base_count, args.fanout_rate, payload)
+    cpu_per_write = (cpu_seconds(pid) - cpu_before) / base_count
+
+    await bench.namespace("fanout")
+    path = "/api/v1/namespaces/fanout/configmaps"
+    rv = orjson.loads(await bench.get(path))["metadata"]["resourceVersion"]
+    readers = WatcherProcess(bench, "read", path, rv, args.fanout_watchers)
+    await readers.ready()
+    rss_watching = tree_rss_kib(pid)
+    cpu_before = cpu_seconds(pid)
+    started = time.monotonic()
+    acks = await write_at_rate(bench, path, count, args.fanout_rate, payload)
+    write_seconds = time.monotonic() - started
+    await readers.delivered(count * args.fanout_watchers)  # the CPU is counted until the last delivery
+    drain_seconds = time.monotonic() - started - write_seconds
+    server_cpu = cpu_seconds(pid) - cpu_before
+    rss_after = tree_rss_kib(pid)
+    acks_file = out_dir / "fanout-acks.bin"
+    acks_file.write_bytes(memoryview(array("d", acks)).tobytes())
+    got = await readers.finish(f"done {acks_file}")
+    acks_file.unlink()
+    deliveries = got["deliveries"]
+
+    await bench.namespace("fanout-idle")
+    idle_path = "/api/v1/namespaces/fanout-idle/configmaps"
+    rv = orjson.loads(await bench.get(idle_path))["metadata"]["resourceVersion"]
+    rss_before_idle = tree_rss_kib(pid)
+    idle = WatcherProcess(bench, "idle", idle_path, rv, args.fanout_watchers)
+    await idle.ready()
+    probe = WatcherProcess(bench, "read", idle_path, rv, 1)  # tells when every event has been dispatched
+    await probe.ready()
+    peaks = [tree_rss_kib(pid)]
+
+    async def sample() -> None:
+        while True:
+            peaks.append(tree_rss_kib(pid))
+            await asyncio.sleep(0.2)
+
+    sampler = asyncio.create_task(sample())
+    await write_at_rate(bench, idle_path, args.idle_events, args.fanout_rate * 5, "y" * args.idle_payload)
+    await probe.delivered(args.idle_events, patience=60.0)
+    await asyncio.sleep(1.0)
+    sampler.cancel()
+    peak, rss_end = max(peaks), tree_rss_kib(pid)
+    open_watches = await registered_watchers(bench)  # the probe's and any never-reading watch not closed
+    idle_got = await idle.finish()
+    await probe.finish()
+    return {"watchers": args.fanout_watchers, "rate_per_s": args.fanout_rate, "seconds": args.fanout_seconds,
+            "writes": count, "deliveries": deliveries, "expected": count * args.fanout_watchers,
+            "p50_ms": round(got["p50_ms"], 1), "p99_ms": round(got["p99_ms"], 1), "max_ms": round(got["max_ms"], 1),
+            "write_s": round(write_seconds, 1), "drain_s": round(drain_seconds, 1),
+            "server_cpu_s": round(server_cpu, 2),
+            "server_us_per_delivery": round(server_cpu / deliveries * 1e6, 2),
+            "server_us_per_delivery_net_of_writes": round((server_cpu - cpu_per_write * count) / deliveries * 1e6, 2),
+            "client_cpu_s": round(got["cpu_s"], 2), "rss_watching_kib": rss_watching, "rss_after_kib": rss_after,
+            "readers_closed": got["closed_by_server"],
+            "idle": {"watchers": args.fanout_watchers, "events": args.idle_events, "payload": args.idle_payload,
+                     "rss_before_kib": rss_before_idle, "rss_peak_kib": peak, "rss_end_kib": rss_end,
+                     "closed_by_server": args.fanout_watchers + 1 - open_watches,
+                     "seen_closed_by_client": idle_got["closed_by_server"]}}
 
 
 async def watch_start(bench: Bench, path: str, objects: int, repeats: int) -> dict[str, Any]:
@@ -313,6 +469,9 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
 
             if "list-big" in wanted:
                 results["list_big"] = await list_big(bench, server.process.pid, args.big_list_objects, payload)
+            if "fanout" in wanted:
+                args.out.mkdir(parents=True, exist_ok=True)
+                results["fanout"] = await fanout(bench, args, args.out)
     finally:
         server.stop()
         await etcd.stop()
@@ -342,6 +501,20 @@ def summary(results: dict[str, Any]) -> str:
         lines.append(f"LIST {big['objects'] // 1000}k unpaged: peak RSS growth {big['peak_rss_growth_mib']:.0f} MiB, "
                      f"{big['time_s']:.2f} s; 4 at once {big['four_at_once_peak_rss_growth_mib']:.0f} MiB, "
                      f"{big['four_at_once_time_s']:.2f} s ({big['body_bytes'] / 2**20:.0f} MiB each)")
+    f = results.get("fanout")
+    if f is not None:
+        lines.append(f"fan-out, {f['watchers']} watchers, {f['rate_per_s']:.0f} writes/s for {f['seconds']:.0f} s: "
+                     f"delivered {f['deliveries']}/{f['expected']} ({f['drain_s']:.1f} s after the last write), "
+                     f"p50 {f['p50_ms']:.1f} ms, p99 {f['p99_ms']:.1f} ms")
+        lines.append(f"  server CPU {f['server_us_per_delivery']:.2f} us/delivery "
+                     f"({f['server_us_per_delivery_net_of_writes']:.2f} net of the writes), "
+                     f"{f['server_cpu_s']:.1f} s server CPU, {f['client_cpu_s']:.1f} s client CPU; "
+                     f"RSS {f['rss_watching_kib'] / 1024:.0f} MiB watching, {f['rss_after_kib'] / 1024:.0f} MiB after")
+        i = f["idle"]
+        lines.append(f"  {i['watchers']} never-reading watchers, {i['events']} events of {i['payload']} B: RSS peak "
+                     f"{i['rss_peak_kib'] / 1024:.0f} MiB (before {i['rss_before_kib'] / 1024:.0f} MiB, "
+                     f"after {i['rss_end_kib'] / 1024:.0f} MiB), "
+                     f"{i['closed_by_server']} closed by the server")
     rss = f"RSS: idle {results['rss_idle_kib'] / 1024:.0f} MiB, after objects {results['rss_after_objects_kib'] / 1024:.0f} MiB"
     lines.append(rss + (f", with watchers {w['rss_kib'] / 1024:.0f} MiB" if w is not None else ""))
     return "\n".join(lines)
@@ -356,6 +529,12 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=1000)
     parser.add_argument("--watch-events", type=int, default=100,
                         help="objects written while watched; p99 is over every delivery of every one")
+    parser.add_argument("--fanout-watchers", type=int, default=1000)
+    parser.add_argument("--fanout-rate", type=float, default=200.0, help="writes/s while the fan-out is measured")
+    parser.add_argument("--fanout-seconds", type=float, default=30.0)
+    parser.add_argument("--idle-events", type=int, default=2500,
+                        help="objects written (at 5x the fan-out rate) while the never-reading watchers are open")
+    parser.add_argument("--idle-payload", type=int, default=1500, help="bytes of data per object of that phase")
     parser.add_argument("--payload", type=int, default=256, help="bytes of data per ConfigMap")
     parser.add_argument("--log-level", default="info")
     parser.add_argument("--workers", type=int, nargs="+", default=[1],

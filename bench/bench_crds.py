@@ -24,8 +24,8 @@ import random
 import sys
 import tempfile
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_apiserver import Bench, percentile, run_concurrent, tree_rss_kib  # noqa: E402
+
 from kcp_process import KcpServer, free_port  # noqa: E402
 
 GROUP = "bench.example.com"

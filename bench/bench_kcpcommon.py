@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from bench_apiserver import Bench, cm, rss_kib, run_concurrent  # noqa: E402
+
 from kcp_process import KcpServer, free_port  # noqa: E402
 
 NAMESPACE = "informer-bench"
@@ -109,8 +110,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             payload = "x" * 256
             await run_concurrent(args.objects, 64, lambda i: bench.post(
                 f"/api/v1/namespaces/{NAMESPACE}/configmaps", cm(f"item-{i}", payload)))
-        child = subprocess.run([sys.executable, __file__, "--informer-child", str(server.kubeconfig)],
-                               capture_output=True, text=True, timeout=600, check=True)
+        child = await asyncio.to_thread(  # the informer runs in a process of its own, as a controller would
+            subprocess.run, [sys.executable, __file__, "--informer-child", str(server.kubeconfig)],
+            capture_output=True, text=True, timeout=600, check=True)
         results["informer"] = json.loads(child.stdout.strip().splitlines()[-1])
     finally:
         server.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
 
 from aiohttp import web
 
@@ -17,11 +16,19 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param
-from kcp_apiserver.endpoints.watchstream import ChunkedStream, TableEncoder
+from kcp_apiserver.endpoints.watchstream import ChunkedStream, EventSink, TableEncoder
 from kcp_apiserver.endpoints.wire import wants_table
 from kcp_apiserver.registry.conversion import cluster_of, present, presenter, variant
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.registry.watch import ADDED, WatchCache, Watcher, WatchEvent, prepare_watch, watchframing
+from kcp_apiserver.registry.watch import (
+    ADDED,
+    TOO_SLOW,
+    WatchCache,
+    Watcher,
+    WatchEvent,
+    prepare_watch,
+    watchframing,
+)
 
 CLIENT_GONE_CHECK_SECONDS = 5.0
 
@@ -42,14 +49,14 @@ async def watch(ep: Endpoints, request: web.Request, res: Resource, info: Reques
     await response.prepare(request)
     await response.write(b"")  # send the headers now: events are written to the transport directly
     encoder = TableEncoder(res, query.get("includeObject", "Metadata")) if wants_table(request) else None
-    stream = ChunkedStream(request)
+    stream = ChunkedStream(request, too_slow=watchframing.error(st.gone(TOO_SLOW).to_status()))
     show = presenter(ep.catalog, res, info.wildcard)
     end_bookmark = bool(options.send_initial_events) and options.allow_bookmarks
 
     def emit_initial(objs: list[Obj], revision: int) -> None:
         shown = [show(cluster_of(o), o) for o in objs]
         if shown:
-            stream.write(b"".join(encoder.event(ADDED, o) if encoder else watchframing.event(ADDED, o)
+            stream.write_initial(b"".join(encoder.event(ADDED, o) if encoder else watchframing.event(ADDED, o)
                                   for o in shown))
         if end_bookmark:
             stream.write(watchframing.bookmark(res.kind, res.api_version, revision, initial_events_end=True))
@@ -64,19 +71,24 @@ async def watch(ep: Endpoints, request: web.Request, res: Resource, info: Reques
 
 
 def _sink(ep: Endpoints, res: Resource, info: RequestInfo, stream: ChunkedStream,
-          encoder: TableEncoder | None) -> Callable[[str, WatchEvent], bool]:
-    """How one watcher writes a cache event: the shared bytes, or a converted form encoded once per variant."""
+          encoder: TableEncoder | None) -> EventSink:
+    """How one watcher encodes a cache event: the shared bytes, or a converted form encoded once per variant.
+
+    The encoding key says which watchers get the same bytes (Tables are each watcher's own).
+    """
     if encoder is not None:
         show = presenter(ep.catalog, res, info.wildcard)
-        return lambda type_, event: stream.write(encoder.event(type_, show(event.key.cluster, event.obj)))
+        return EventSink(stream, lambda type_, event: encoder.event(type_, show(event.key.cluster, event.obj)), None)
     if not res.converts:
-        return lambda type_, event: stream.write(event.encoded(type_))
+        return EventSink(stream, lambda type_, event: event.encoded(type_), "stored")
     if info.wildcard and res.is_custom:
-        def per_cluster(type_: str, event: WatchEvent) -> bool:
+        def per_cluster(type_: str, event: WatchEvent) -> bytes:
             own = ep.catalog.in_cluster(res, event.key.cluster)
-            return stream.write(event.encoded_as(type_, variant(own), lambda o: present(own, o)))
-        return per_cluster
-    return lambda type_, event: stream.write(event.encoded_as(type_, variant(res), lambda o: present(res, o)))
+            return event.encoded_as(type_, variant(own), lambda o: present(own, o))
+        return EventSink(stream, per_cluster, ("per-cluster", variant(res)))
+    shown = variant(res)
+    return EventSink(stream, lambda type_, event: event.encoded_as(type_, shown, lambda o: present(res, o)),
+                     ("as", shown))
 
 
 async def _stream_until_done(ep: Endpoints, res: Resource, cache: WatchCache, watcher: Watcher,
@@ -97,11 +109,16 @@ async def _stream_until_done(ep: Endpoints, res: Resource, cache: WatchCache, wa
             except TimeoutError:
                 if stream.gone():
                     break
+                if stream.behind():  # no event came to find it: free its buffer now all the same
+                    stream.cut()
+                    watcher.close(TOO_SLOW)
+                    break
                 due = loop.time() - last_bookmark_at >= interval
-                if bookmarks and due and cache.revision > last_bookmark and not watcher.closed:
-                    last_bookmark, last_bookmark_at = cache.revision, loop.time()
-                    if not stream.write(watchframing.bookmark(res.kind, res.api_version, cache.revision)):
-                        watcher.close("watcher too slow; the client must watch again")
+                delivered = cache.delivered_revision  # never ahead of an event still in a batch
+                if bookmarks and due and delivered > last_bookmark and not watcher.closed:
+                    last_bookmark, last_bookmark_at = delivered, loop.time()
+                    if not stream.write(watchframing.bookmark(res.kind, res.api_version, delivered)):
+                        watcher.close(TOO_SLOW)
         if watcher.close_reason and not stream.broken:
             stream.write(watchframing.error(st.gone(watcher.close_reason).to_status()))
     except asyncio.CancelledError:
