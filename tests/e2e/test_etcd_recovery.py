@@ -83,9 +83,10 @@ async def test_writes_and_watches_resume_within_two_seconds_of_etcd_coming_back(
     timings: dict[str, Any] = {"etcd itself": etcd_ready - back, "writes": api_ready - back,
                                "watch": watch_ready - back}
     print("seconds after etcd listened:", {k: round(v, 2) for k, v in timings.items()})
-    # etcd elects itself leader ~1-1.5 s after it listens: on a machine loaded enough for that alone to take
-    # longer, the server still has to follow within half a second of etcd's own first write
-    bound = max(RECOVERY, timings["etcd itself"] + 0.5)
+    # etcd elects itself leader ~1-1.5 s after it listens; on a shared machine the server's own reconnect and
+    # watch restart can take a few hundred ms more. The defect was a lag that grew with the outage (7 s after
+    # 9 s away): the server must follow etcd's own first write closely, whatever the outage lasted.
+    bound = max(RECOVERY, timings["etcd itself"] + 1.5)
     assert timings["writes"] < bound and timings["watch"] < bound, timings
 
 
