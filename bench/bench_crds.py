@@ -111,7 +111,7 @@ def schema_costs(n: int) -> dict[str, Any]:
     custom_us = (time.perf_counter() - started) / n * 1e6
 
     res = next(r for r in BUILTINS if r.kind == "ConfigMap")
-    assert res.validate is not None
+    strategy = res.strategy
     checker = FieldValidator()
     one = dict(configmap("c"), metadata={"name": "c", "namespace": "ns"})
     configmaps = [copy.deepcopy(one) for _ in range(n)]
@@ -119,7 +119,7 @@ def schema_costs(n: int) -> dict[str, Any]:
     started = time.perf_counter()
     for obj in configmaps:
         checker.check(res, obj, None, "Strict")
-        if res.validate(obj, None):
+        if strategy.validate(obj):
             raise RuntimeError("the benchmark's ConfigMap does not validate")
     configmap_us = (time.perf_counter() - started) / n * 1e6
 

@@ -28,3 +28,12 @@ def test_the_package_and_its_tests_are_ruff_clean() -> None:
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(SERVICE)],
                             capture_output=True, text=True, timeout=120, cwd=SERVICE)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_in_process_benchmark_still_runs(tmp_path: Path) -> None:
+    """The benchmarks reach into the package; a refactor that breaks them must fail here, not at bench time."""
+    script = SERVICE.parents[1] / "bench" / "bench_crds.py"
+    result = subprocess.run([sys.executable, str(script), "--schema-only", "--schema-objects", "20",
+                             "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert list(tmp_path.glob("crds-*.json"))
