@@ -12,13 +12,14 @@ import argparse
 import json
 import typing
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .leaderelection import LeaderElectionConfig
+if TYPE_CHECKING:  # leaderelection pulls in kubernetes_asyncio (~50 MiB): only daemons that elect pay for it
+    from .leaderelection import LeaderElectionConfig
 
 S = TypeVar("S", bound=BaseSettings)
 
@@ -59,6 +60,8 @@ class DaemonSettings(BaseSettings):
 
     def leader_election(self, component: str) -> LeaderElectionConfig:
         """The leader election config these settings describe (lease named after the component by default)."""
+        from .leaderelection import LeaderElectionConfig
+
         return LeaderElectionConfig(lease_name=self.leader_elect_resource_name or component,
                                     namespace=self.lease_namespace,
                                     lease_duration=self.leader_elect_lease_duration,
