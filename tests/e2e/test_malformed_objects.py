@@ -185,7 +185,6 @@ def _with_field(base: dict[str, Any], field: str, value: str, *, meta: bool) -> 
 
 
 async def test_malformed_objects_never_get_a_server_error(api: Api, namespace: str, things) -> None:
-    started = time.monotonic()
     prefix, group = things
     kinds = [
         (f"/api/v1/namespaces/{namespace}/configmaps", {"apiVersion": "v1", "kind": "ConfigMap"}, CONFIGMAP_FIELDS),
@@ -223,4 +222,3 @@ async def test_malformed_objects_never_get_a_server_error(api: Api, namespace: s
                for *_, r in replies)
     for path, *_ in kinds:  # whatever was accepted, the collection still lists
         assert (await api.get(path)).status == 200
-    assert time.monotonic() - started < 20
