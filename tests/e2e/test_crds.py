@@ -337,10 +337,8 @@ async def test_tables_use_additional_printer_columns(api: Api, crd_cluster) -> N
 # --- the real kubectl --------------------------------------------------------------------------
 
 
-@pytest.fixture
-def kubectl_crd(kcp: KcpServer, unique: str) -> tuple[str, str]:
-    """A logical cluster context for kubectl with the widgets CRD; returns (kubeconfig path, group)."""
-    cluster, group = f"kc-crd-{unique}", f"kc{unique}.example.com"
+def cluster_kubeconfig(kcp: KcpServer, cluster: str, unique: str) -> Path:
+    """The admin kubeconfig with one more context, current, for logical cluster `cluster`."""
     config = yaml.safe_load(kcp.kubeconfig.read_text())
     base = config["clusters"][0]["cluster"]["server"]
     config["clusters"].append({"name": cluster, "cluster": {**config["clusters"][0]["cluster"],
@@ -349,6 +347,14 @@ def kubectl_crd(kcp: KcpServer, unique: str) -> tuple[str, str]:
     config["current-context"] = cluster
     path = kcp.root / f"kubeconfig-{unique}"
     path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.fixture
+def kubectl_crd(kcp: KcpServer, unique: str) -> tuple[str, str]:
+    """A logical cluster context for kubectl with the widgets CRD; returns (kubeconfig path, group)."""
+    cluster, group = f"kc-crd-{unique}", f"kc{unique}.example.com"
+    path = cluster_kubeconfig(kcp, cluster, unique)
     kubectl(path, "apply", "-f", "-", input_text=yaml.safe_dump(widget_crd(group)))
     kubectl(path, "wait", "--for", "condition=Established", f"crd/widgets.{group}", "--timeout=10s")
     return str(path), group
@@ -489,14 +495,7 @@ def test_kubectl_apply_of_a_list_keeps_fields_under_preserve_unknown_nodes(kcp: 
     """A `kind: List` file is validated by kubectl itself against /openapi/v2, which must not list
     properties where the server keeps unknown fields (nor type a nullable field)."""
     cluster, group = f"kc-list-{unique}", f"list{unique}.example.com"
-    config = yaml.safe_load(kcp.kubeconfig.read_text())
-    base = config["clusters"][0]["cluster"]["server"]
-    config["clusters"].append({"name": cluster, "cluster": {**config["clusters"][0]["cluster"],
-                                                            "server": f"{base}/clusters/{cluster}"}})
-    config["contexts"].append({"name": cluster, "context": {"cluster": cluster, "user": "admin"}})
-    config["current-context"] = cluster
-    path = kcp.root / f"kubeconfig-{unique}"
-    path.write_text(yaml.safe_dump(config))
+    path = cluster_kubeconfig(kcp, cluster, unique)
     extra = {"settings": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
                           "properties": {"known": {"type": "string"}}},
              "note": {"type": "string", "nullable": True}}
