@@ -27,6 +27,7 @@ from kcp_apiserver.filters import Handler
 log = structlog.get_logger("audit")
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"  # the logical cluster the request addressed
+AUDIT_ID = "audit_id"  # the request's key for its audit ID, which kube returns in the Audit-Id header
 FLUSH_SECONDS = 0.2
 MAX_QUEUED = 100_000  # beyond this the disk cannot keep up: drop and count, never block requests
 
@@ -76,7 +77,7 @@ def event(request: web.Request, ctx: RequestContext | None, received: float, cod
           error: st.APIError | None) -> dict[str, Any]:
     """The ResponseComplete Event of one request."""
     ev: dict[str, Any] = {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
-                          "auditID": request.headers.get("Audit-ID") or str(uuid.uuid4()),
+                          "auditID": request.get(AUDIT_ID) or audit_id(request),
                           "stage": "ResponseComplete", "requestURI": request.path_qs,
                           "verb": (ctx.info.verb if ctx is not None and ctx.info.verb else request.method.lower()),
                           "user": user_info(ctx.user) if ctx is not None and code != 401 else {},
@@ -96,6 +97,17 @@ def event(request: web.Request, ctx: RequestContext | None, received: float, cod
     if annotations:
         ev["annotations"] = dict(sorted(annotations.items()))  # Go writes a map's keys in order
     return ev
+
+
+def audit_id(request: web.Request) -> str:
+    """The caller's Audit-ID if it sent one (kube keeps it, to correlate), else a new UUID."""
+    return request.headers.get("Audit-ID") or str(uuid.uuid4())
+
+
+async def add_audit_id_header(request: web.Request, response: web.StreamResponse) -> None:
+    """An `on_response_prepare` hook: every answer names its audit event, as kube's does."""
+    if AUDIT_ID in request:
+        response.headers["Audit-Id"] = request[AUDIT_ID]
 
 
 def source_ips(request: web.Request) -> list[str]:
@@ -181,6 +193,7 @@ def audit(sink: AuditLog) -> web.middleware:  # type: ignore[valid-type]
     @web.middleware
     async def audited(request: web.Request, handler: Handler) -> web.StreamResponse:
         received = time.time()
+        request[AUDIT_ID] = audit_id(request)
         code, error = 500, None
         try:
             response = await handler(request)

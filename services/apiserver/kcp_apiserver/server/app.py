@@ -14,7 +14,7 @@ from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
 from kcp_apiserver.endpoints.wire import request_context
-from kcp_apiserver.filters.audit import AuditLog, audit
+from kcp_apiserver.filters.audit import AuditLog, add_audit_id_header, audit
 from kcp_apiserver.filters.authentication import authentication
 from kcp_apiserver.filters.authorization import authorization
 from kcp_apiserver.filters.errors import errors_to_status
@@ -148,6 +148,8 @@ class APIServer:
                                                         gauge=self.metrics.inflight),
                                            authorization(self.config.authorizer)],
                               client_max_size=MAX_REQUEST_BYTES)
+        if self.audit is not None:
+            app.on_response_prepare.append(add_audit_id_header)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 
