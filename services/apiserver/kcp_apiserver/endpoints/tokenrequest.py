@@ -57,7 +57,9 @@ def validate(request: Obj, name: str, namespace: str) -> tuple[list[str], int]:
 
 async def create_token(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
                        namespace: str) -> web.Response:
-    if ep.tokens is None or ctx.info.verb != "create":
+    if ep.tokens is None:  # this server issues no tokens
+        raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+    if ctx.info.verb != "create":
         raise st.method_not_allowed()
     info = ctx.info
     body = await read_body(request)
