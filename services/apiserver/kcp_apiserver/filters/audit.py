@@ -78,7 +78,7 @@ def event(request: web.Request, ctx: RequestContext | None, received: float, cod
     """The ResponseComplete Event of one request."""
     ev: dict[str, Any] = {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
                           "auditID": request.get(AUDIT_ID) or audit_id(request),
-                          "stage": "ResponseComplete", "requestURI": request.path_qs,
+                          "stage": "ResponseComplete", "requestURI": request.raw_path,
                           "verb": (ctx.info.verb if ctx is not None and ctx.info.verb else request.method.lower()),
                           "user": user_info(ctx.user) if ctx is not None and code != 401 else {},
                           "sourceIPs": source_ips(request)}
