@@ -1,5 +1,6 @@
 """The service-account controller: every active namespace of every logical cluster has a `default`
-ServiceAccount, as kube's serviceaccounts-controller ensures (and it comes back when deleted).
+ServiceAccount, as kube's serviceaccounts-controller ensures (and it comes back when deleted). A logical
+cluster's system namespaces are born with theirs; this adds them to namespaces made later.
 
 Driven by events only: a namespace appearing, or a `default` ServiceAccount going away. Each check
 is two watch-cache lookups, so following 10,000 logical clusters costs a dict lookup per namespace;
@@ -16,6 +17,7 @@ import structlog
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.builtin import NAMESPACE, SERVICE_ACCOUNT
+from kcp_apiserver.registry.clusters import DEFAULT_SERVICE_ACCOUNT
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Storage
@@ -27,7 +29,6 @@ from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 log = structlog.get_logger("serviceaccounts")
 
-DEFAULT_NAME = "default"
 RETRY_SECONDS = 1.0  # etcd unavailable: try again this soon
 
 
@@ -75,7 +76,7 @@ class ServiceAccountsController:
 
     def _account(self, account: Obj, deleted: bool) -> None:
         meta = account["metadata"]
-        if deleted and meta["name"] == DEFAULT_NAME:
+        if deleted and meta["name"] == DEFAULT_SERVICE_ACCOUNT:
             self.controller.enqueue((_cluster(account), meta.get("namespace", "")))
 
     def needs_default(self, cluster: str, namespace: str) -> bool:
@@ -83,7 +84,7 @@ class ServiceAccountsController:
         ns = self.namespaces.state.get(object_key(NAMESPACE.prefix, cluster, "", namespace))
         if ns is None:
             return False
-        if self.accounts.state.get(object_key(SERVICE_ACCOUNT.prefix, cluster, namespace, DEFAULT_NAME)):
+        if self.accounts.state.get(object_key(SERVICE_ACCOUNT.prefix, cluster, namespace, DEFAULT_SERVICE_ACCOUNT)):
             return False
         return not ns.decode()["metadata"].get("deletionTimestamp")
 
@@ -92,7 +93,7 @@ class ServiceAccountsController:
         if not cluster or not self.needs_default(cluster, namespace):
             return None
         account = {"apiVersion": "v1", "kind": "ServiceAccount",
-                   "metadata": {"name": DEFAULT_NAME, "namespace": namespace}}
+                   "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}}
         try:
             await self.registry.create(SERVICE_ACCOUNT, cluster, namespace, account)
         except st.APIError as exc:
