@@ -20,7 +20,7 @@ from kcp_apiserver.registry.builtin import NAMESPACE, SERVICE_ACCOUNT
 from kcp_apiserver.registry.clusters import DEFAULT_SERVICE_ACCOUNT
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import Registry
-from kcp_apiserver.storage.etcd import Storage
+from kcp_apiserver.storage.etcd import Storage, StorageError
 from kcp_apiserver.storage.keys import object_key
 from kcp_apiserver.storage.watchcache import Follower, WatchCache, Watcher
 from kcpcommon.controller import Controller, Result
@@ -95,7 +95,14 @@ class ServiceAccountsController:
         account = {"apiVersion": "v1", "kind": "ServiceAccount",
                    "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace}}
         try:
+            # the accounts' cache may lag the namespaces' (a logical cluster is born with both at once):
+            # a read settles that more cheaply than a create etcd would refuse
+            if await self.storage.exists(object_key(SERVICE_ACCOUNT.prefix, cluster, namespace,
+                                                    DEFAULT_SERVICE_ACCOUNT)):
+                return None
             await self.registry.create(SERVICE_ACCOUNT, cluster, namespace, account)
+        except StorageError:
+            return Result(requeue_after=RETRY_SECONDS)
         except st.APIError as exc:
             if exc.code in (403, 404, 409):  # namespace going away or gone, or the account exists already
                 return None
