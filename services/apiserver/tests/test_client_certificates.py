@@ -46,3 +46,22 @@ async def test_the_authenticator_reads_the_verified_peer_certificate_of_the_conn
     assert user is not None and user.name == "alice" and user.groups == ("dev", "ops", AUTHENTICATED)
     without = make_mocked_request("GET", "/api", transport=FakeTransport({"peercert": None}))
     assert await authenticator.authenticate(without) is None
+
+
+def test_the_serving_context_asks_for_certificates_of_the_servers_ca_and_the_client_ca_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import ssl
+
+    from kcp_apiserver.server.cli import external_url, serving_context
+    from kcp_apiserver.server.pki import ensure_credentials
+    from kcp_apiserver.server.settings import APIServerSettings
+
+    creds = ensure_credentials(tmp_path / "a", ["127.0.0.1"])
+    other = ensure_credentials(tmp_path / "b", ["127.0.0.1"])
+    ctx = serving_context(APIServerSettings(root_dir=str(tmp_path / "a")), creds)
+    assert ctx.verify_mode == ssl.CERT_OPTIONAL  # asked for, not required: tokens still work
+    assert len(ctx.get_ca_certs()) == 1
+    with_file = serving_context(APIServerSettings(client_ca_file=str(other.ca_cert)), creds)
+    assert len(with_file.get_ca_certs()) == 2
+    assert external_url(APIServerSettings(bind_address="0.0.0.0", secure_port=7443)) == "https://127.0.0.1:7443"
+    assert external_url(APIServerSettings(external_hostname="kcp.example,10.0.0.1")) == "https://kcp.example:6443"
+    assert external_url(APIServerSettings(bind_address="::1")) == "https://[::1]:6443"
