@@ -10,7 +10,7 @@ from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.scale import BuiltinScale
 from kcp_sim_cluster.api import defaults
 from kcp_sim_cluster.api import validation as v
-from kcp_sim_cluster.api.strategy import KubeStrategy, spec
+from kcp_sim_cluster.api.strategy import KubeStrategy, member, spec
 
 SCALE = BuiltinScale()
 STATEFUL_SET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
@@ -26,13 +26,13 @@ def validate_deployment(obj: Obj) -> list[Cause]:
     causes = v.replicas(s) + v.selector_and_template(s, "deployment")
     for name in ("revisionHistoryLimit", "progressDeadlineSeconds", "minReadySeconds"):
         causes += v._non_negative(f"spec.{name}", s.get(name))
-    strategy = s.get("strategy") if isinstance(s.get("strategy"), dict) else {}
+    strategy = member(s, "strategy")
     if strategy.get("type") not in ("RollingUpdate", "Recreate"):
         causes.append(v.unsupported("spec.strategy.type", strategy.get("type"), ("Recreate", "RollingUpdate")))
     elif strategy.get("type") == "Recreate" and strategy.get("rollingUpdate"):
         causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when strategy `type` is "
                                                    "'Recreate'", "spec.strategy.rollingUpdate"))
-    rolling = strategy.get("rollingUpdate") if isinstance(strategy.get("rollingUpdate"), dict) else {}
+    rolling = member(strategy, "rollingUpdate")
     if rolling and _zero(rolling.get("maxUnavailable")) and _zero(rolling.get("maxSurge")):
         causes.append(v.invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.get("maxUnavailable"),
                                 "may not be 0 when `maxSurge` is 0"))
