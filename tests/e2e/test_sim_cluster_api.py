@@ -503,6 +503,7 @@ def test_an_older_release_and_several_clusters_in_one_process(tmp_path: Path, cl
         assert version["gitVersion"].startswith("v1.25.")
         err = fails(old, "create", "-f", "-", input_text=NEWEST_ONLY_POD, kubeconfig=first)
         assert 'unknown field "spec.schedulingGates"' in err
+        assert "kube-node-lease" in kubectl(old, "get", "namespaces", kubeconfig=second)  # there before any write
         kubectl(old, "create", "deployment", "only-in-first", "--image", "nginx", kubeconfig=first)
         assert "only-in-first" in kubectl(old, "get", "deployments", kubeconfig=first)
         assert "only-in-first" not in run_kubectl(old, "get", "deployments", kubeconfig=second).stdout
