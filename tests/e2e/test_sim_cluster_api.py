@@ -463,6 +463,7 @@ def test_discovery_lists_kubes_subresources(cluster: KcpServer) -> None:
     names = {r["name"]: r for r in doc["resources"]}
     assert names["deployments/scale"]["kind"] == "Scale"
     assert "daemonsets/scale" not in names  # as kube
+    assert "controllerrevisions" in names
 
 
 # -- a restart keeps everything -----------------------------------------------------------------
