@@ -70,7 +70,12 @@ async def bind(call: ActionCall) -> ActionResult:
     if not call.dry_run and bound:
         await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, scheduled,
                                   subresource="status", ctx=call.ctx)
-    return ActionResult(201, st.success_status())
+    return created()
+
+
+def created() -> ActionResult:
+    """What kube answers a binding or an eviction: 201 and a Success Status that carries the code."""
+    return ActionResult(201, {**st.success_status(), "code": 201})
 
 
 BINDING = Action("binding", ("create",), bind, ("", "v1", "Binding"))
@@ -123,7 +128,7 @@ def eviction(pdbs: Resource) -> Action:
         preconditions = member(options, "preconditions") or None
         await call.registry.delete(call.resource, call.cluster, call.namespace, call.name,
                                    preconditions=preconditions, dry_run=call.dry_run, ctx=call.ctx)
-        return ActionResult(201, st.success_status())
+        return created()
 
     return Action("eviction", ("create",), evict, ("policy", "v1", "Eviction"))
 
