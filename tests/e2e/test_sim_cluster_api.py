@@ -275,7 +275,7 @@ spec:
     assert (spec["serviceAccountName"], spec["priority"], spec["enableServiceLinks"]) == ("default", 0, True)
     assert {t["key"] for t in spec["tolerations"]} == {"node.kubernetes.io/not-ready",
                                                        "node.kubernetes.io/unreachable"}
-    assert pod["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+    assert (pod["status"]["phase"], pod["status"]["qosClass"]) == ("Pending", "Guaranteed")
 
 
 def test_kubectl_create_deployment_sends_protobuf_and_is_served(cluster: KcpServer) -> None:
