@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+
 from kcp_sim_cluster.controlplane.cron import CronError, parse
 
 T0 = dt.datetime(2026, 11, 24, 10, 7, 30, tzinfo=dt.UTC)  # a Tuesday

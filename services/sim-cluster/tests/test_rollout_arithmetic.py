@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kcp_sim_cluster.controlplane.hashing import (
     SAFE_ALPHABET,
     pod_template_hash,

@@ -44,6 +44,7 @@ class Resource:
     categories: tuple[str, ...] = ()
     has_status: bool = False
     definition: str | None = None  # OpenAPI definition name of the kind
+    release: str = schemas.DEFAULT_RELEASE  # the Kubernetes release whose schema `definition` names
     storage_group: str | None = None  # where it is stored when not under its own group
     tracks_generation: bool = False
     name_is_dns_label: bool = False
@@ -70,7 +71,7 @@ class Resource:
 
     def __post_init__(self) -> None:
         if self.type_schema is None and self.definition is not None:
-            object.__setattr__(self, "type_schema", schemas.type_schema(self.definition))
+            object.__setattr__(self, "type_schema", schemas.type_schema(self.definition, self.release))
 
     @property
     def api_version(self) -> str:

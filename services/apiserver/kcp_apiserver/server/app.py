@@ -63,7 +63,8 @@ class APIServer:
         self.handlers: ResourceHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
-                                                is_ready=lambda: self.ready, live_checks=config.live_checks)
+                                                is_ready=lambda: self.ready, live_checks=config.live_checks,
+                                                version=config.version)
         self._plugins: list[object] = []
         self._running: list[Runnable] = []
         self.election: LeaderElection | None = None

@@ -67,3 +67,4 @@ class ServerConfig:
     watch: WatchSettings = field(default_factory=WatchSettings)
     etcd_tls: TLSFiles | None = None  # None: etcd in plain text
     live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)
+    version: Mapping[str, str] | None = None  # what /version answers (None: kcp's own)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
-
 import structlog
 
 from kcp_apiserver.registry.catalog import WatchCaches

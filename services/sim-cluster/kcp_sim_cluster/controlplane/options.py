@@ -1,4 +1,4 @@
-"""What shapes the simulated control plane (placeholder until sim-api's skeleton lands)."""
+"""What the simulated control plane is told by the command line."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ControlPlaneOptions:
-    nodes: int = 3
-    node_capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "4", "memory": "16Gi", "pods": "110"})
-    ready_delay: float = 0.0
-    eviction_toleration: float = 300.0
-    clusters: tuple[str, ...] = ("root",)
+    nodes: int  # Node objects per simulated cluster
+    node_capacity: dict[str, str]  # each node's capacity and allocatable, e.g. {"cpu": "4", "pods": "110"}
+    ready_delay: float  # seconds from a pod's containers starting to the pod being Ready
+    eviction_toleration: float  # seconds a NotReady node's pods stay before they are evicted
+    clusters: tuple[str, ...] = field(default=())  # logical clusters the control plane runs in
