@@ -102,3 +102,13 @@ def test_pod_template_hash_is_stable_safe_and_ignores_its_own_label() -> None:
     assert pod_template_hash(changed) != first
     assert not templates_equal_ignoring_hash(template, changed)
     assert pod_template_hash(template, collision_count=1) != first
+
+
+def test_templates_compare_as_kube_decodes_them() -> None:
+    # kubectl rollout undo sends back the template with `resources: {}` and `creationTimestamp: null`
+    stored = {"metadata": {"labels": {"app": "web", "pod-template-hash": "abc"}},
+              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    sent = {"metadata": {"creationTimestamp": None, "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {}}]}}
+    assert templates_equal_ignoring_hash(stored, sent)
+    assert pod_template_hash(stored) == pod_template_hash(sent)

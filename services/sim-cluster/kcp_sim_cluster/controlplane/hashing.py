@@ -32,12 +32,23 @@ def safe_encode(text: str) -> str:
     return "".join(SAFE_ALPHABET[ord(c) % len(SAFE_ALPHABET)] for c in text)
 
 
+def _prune(value: Any) -> Any:
+    """Drop null, empty objects, empty lists and empty strings, as decoding into kube's Go types does
+    (`resources: {}` and `creationTimestamp: null` are the same template as neither)."""
+    if isinstance(value, dict):
+        pruned = {k: _prune(v) for k, v in value.items()}
+        return {k: v for k, v in pruned.items() if v is not None and v != {} and v != [] and v != ""}
+    if isinstance(value, list):
+        return [_prune(v) for v in value]
+    return value
+
+
 def _canonical(template: dict[str, Any]) -> bytes:
-    """The template as sorted JSON, without its own hash label."""
+    """The template as sorted JSON, without its own hash label and without empty values."""
     labels = dict((template.get("metadata") or {}).get("labels") or {})
     labels.pop(HASH_LABEL, None)
     meta = {**(template.get("metadata") or {}), "labels": labels}
-    return orjson.dumps({**template, "metadata": meta}, option=orjson.OPT_SORT_KEYS)
+    return orjson.dumps(_prune({**template, "metadata": meta}), option=orjson.OPT_SORT_KEYS)
 
 
 def pod_template_hash(template: dict[str, Any], collision_count: int | None = None) -> str:

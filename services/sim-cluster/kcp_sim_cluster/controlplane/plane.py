@@ -22,11 +22,13 @@ log = structlog.get_logger("sim.controlplane")
 
 
 def _controller_types() -> list[type[SimController]]:
+    from kcp_sim_cluster.controlplane.deployment import DeploymentController
     from kcp_sim_cluster.controlplane.kubelet import Kubelet
     from kcp_sim_cluster.controlplane.nodes import NodeController
+    from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
 
-    return [NodeController, Scheduler, Kubelet]
+    return [NodeController, Scheduler, Kubelet, ReplicaSetController, DeploymentController]
 
 
 class ControlPlane:
