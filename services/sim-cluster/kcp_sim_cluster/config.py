@@ -1,5 +1,6 @@
 """The simulated cluster's `ServerConfig`: kube's workload API of one release, the admin token,
-NamespaceLifecycle, and the controllers (the apiserver's own plus the simulated control plane)."""
+NamespaceLifecycle and Service IP allocation, and the controllers (the apiserver's own plus the
+simulated control plane)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.server.cli import Backend, token_file_authenticators, watch_settings
-from kcp_apiserver.server.config import ControllerFactory, ServerConfig, ServerParts
+from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, ServerConfig, ServerParts
 from kcp_apiserver.server.kcp import garbage_collector, namespace_controller, namespace_lifecycle
-from kcp_sim_cluster.api import resources
+from kcp_sim_cluster.api import resource, resources
+from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
 from kcp_sim_cluster.settings import SimClusterSettings
 
@@ -19,6 +21,14 @@ from kcp_sim_cluster.settings import SimClusterSettings
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...]) -> ControlPlaneOptions:
     return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
                                eviction_toleration=args.eviction_toleration, clusters=clusters)
+
+
+def service_ips(release: str) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> ServiceIPs:
+        plugin = ServiceIPs(parts.storage, await parts.caches.get(resource(release, "", "services")))
+        await plugin.start()
+        return plugin
+    return build
 
 
 def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tuple[str, ...]) -> ServerConfig:
@@ -34,7 +44,7 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
         resources=resources(args.release),
         authenticators=[StaticTokenAuthenticator.admin(backend.creds.admin_token), *token_file_authenticators(args)],
         identity=f"{socket.gethostname()}:{args.secure_port}",
-        admission=[namespace_lifecycle],
+        admission=[namespace_lifecycle, service_ips(args.release)],
         controllers=[*defaults, *control_plane(options)],
         run_controllers=backend.controllers,
         watch_cache_size=args.watch_cache_size,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry.actions import Action
 from kcp_apiserver.registry.typeschema import TypeSchema
 from kcp_apiserver.storage.keys import resource_prefix
 
@@ -68,6 +69,8 @@ class Resource:
     # a type stored in another type's shape (events.k8s.io Events are stored as core Events)
     to_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
     from_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
+    # subresources with handlers of their own (a pod's binding, eviction, log), beside status and scale
+    actions: tuple[Action, ...] = field(default=(), compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.type_schema is None and self.definition is not None:
@@ -103,6 +106,9 @@ class Resource:
     @property
     def group_resource(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def action(self, subresource: str) -> Action | None:
+        return next((a for a in self.actions if a.name == subresource), None)
 
     @property
     def selectable_fields(self) -> dict[str, FieldGetter | None]:
