@@ -87,3 +87,13 @@ def test_node_selector_taints_and_tolerations() -> None:
 
 def test_no_nodes_at_all() -> None:
     assert schedule(_pod(), []).message == "no nodes available to schedule pods"
+
+
+def test_pods_without_requests_spread_over_the_nodes() -> None:
+    nodes = [_node("a"), _node("b"), _node("c")]
+    placed = []
+    for _ in range(6):
+        node = schedule(_pod(), nodes).node
+        placed.append(node)
+        next(n for n in nodes if n.name == node).add(Requests())
+    assert sorted(placed) == ["a", "a", "b", "b", "c", "c"]

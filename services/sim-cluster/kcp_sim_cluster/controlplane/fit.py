@@ -76,6 +76,7 @@ class NodeState:
     taints: Sequence[Obj] = ()
     requested: Requests = field(default_factory=Requests)
     pods: int = 0
+    scored: Requests = field(default_factory=Requests)  # requests with kube's non-zero defaults, for scoring
 
     @classmethod
     def from_node(cls, node: Obj) -> NodeState:
@@ -89,11 +90,18 @@ class NodeState:
 
     def add(self, requests: Requests) -> None:
         self.requested = self.requested + requests
+        self.scored = self.scored + _non_zero(requests)
         self.pods += 1
 
     def remove(self, requests: Requests) -> None:
         self.requested = self.requested - requests
+        self.scored = self.scored - _non_zero(requests)
         self.pods -= 1
+
+
+def _non_zero(requests: Requests) -> Requests:
+    """kube scores a pod without requests as if it asked for 100m cpu and 200Mi memory."""
+    return Requests(requests.milli_cpu or DEFAULT_MILLI_CPU, requests.memory or DEFAULT_MEMORY)
 
 
 def tolerates(tolerations: Iterable[Obj], taint: Obj) -> bool:
@@ -143,13 +151,13 @@ def check(pod: Obj, requests: Requests, node: NodeState) -> NodeVerdict:
 
 def score(requests: Requests, node: NodeState) -> float:
     """Least allocated: the mean free share of cpu and memory once the pod is placed."""
-    cpu = requests.milli_cpu or DEFAULT_MILLI_CPU
-    memory = requests.memory or DEFAULT_MEMORY
+    wanted = _non_zero(requests)
     shares = []
     if node.allocatable.milli_cpu:
-        shares.append((node.allocatable.milli_cpu - node.requested.milli_cpu - cpu) / node.allocatable.milli_cpu)
+        shares.append((node.allocatable.milli_cpu - node.scored.milli_cpu - wanted.milli_cpu)
+                      / node.allocatable.milli_cpu)
     if node.allocatable.memory:
-        shares.append((node.allocatable.memory - node.requested.memory - memory) / node.allocatable.memory)
+        shares.append((node.allocatable.memory - node.scored.memory - wanted.memory) / node.allocatable.memory)
     return sum(shares) / len(shares) if shares else 0.0
 
 

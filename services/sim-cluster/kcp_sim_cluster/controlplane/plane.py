@@ -23,12 +23,15 @@ log = structlog.get_logger("sim.controlplane")
 
 def _controller_types() -> list[type[SimController]]:
     from kcp_sim_cluster.controlplane.deployment import DeploymentController
+    from kcp_sim_cluster.controlplane.endpoints import EndpointsController
     from kcp_sim_cluster.controlplane.kubelet import Kubelet
+    from kcp_sim_cluster.controlplane.nodelifecycle import NodeLifecycleController
     from kcp_sim_cluster.controlplane.nodes import NodeController
     from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
 
-    return [NodeController, Scheduler, Kubelet, ReplicaSetController, DeploymentController]
+    return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
+            EndpointsController]
 
 
 class ControlPlane:
