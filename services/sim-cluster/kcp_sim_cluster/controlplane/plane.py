@@ -22,16 +22,20 @@ log = structlog.get_logger("sim.controlplane")
 
 
 def _controller_types() -> list[type[SimController]]:
+    from kcp_sim_cluster.controlplane.cronjob import CronJobController
+    from kcp_sim_cluster.controlplane.daemonset import DaemonSetController
     from kcp_sim_cluster.controlplane.deployment import DeploymentController
     from kcp_sim_cluster.controlplane.endpoints import EndpointsController
+    from kcp_sim_cluster.controlplane.job import JobController
     from kcp_sim_cluster.controlplane.kubelet import Kubelet
     from kcp_sim_cluster.controlplane.nodelifecycle import NodeLifecycleController
     from kcp_sim_cluster.controlplane.nodes import NodeController
     from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
+    from kcp_sim_cluster.controlplane.statefulset import StatefulSetController
 
     return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
-            EndpointsController]
+            EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController]
 
 
 class ControlPlane:

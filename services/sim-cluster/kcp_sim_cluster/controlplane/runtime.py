@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.deleteoptions import Propagation
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.store import Registry
@@ -92,12 +93,14 @@ class Sim:
                 return None
             raise
 
-    async def delete(self, res: Resource, obj: Obj, *, precondition_uid: bool = True) -> bool:
+    async def delete(self, res: Resource, obj: Obj, *, precondition_uid: bool = True,
+                     propagation: str | None = None) -> bool:
         """Delete through the registry (graceful for pods; finalizers hold); False if already gone."""
         meta = obj["metadata"]
         try:
             await self.registry.delete(res, cluster_of(obj), meta.get("namespace", ""), meta["name"],
-                                       preconditions={"uid": meta["uid"]} if precondition_uid else None)
+                                       preconditions={"uid": meta["uid"]} if precondition_uid else None,
+                                       propagation=Propagation(policy=propagation) if propagation else None)
         except st.APIError as exc:
             if exc.code in (404, 409):
                 return False
