@@ -26,7 +26,17 @@ def validate_pod_update(pod: Obj, old: Obj) -> list[Cause]:
     return v.pod_update(spec(pod), spec(old))
 
 
-POD_STRATEGY = KubeStrategy(defaults.pod, validate_pod, validate_update=validate_pod_update, on_create=_pod_status)
+class PodStrategy(KubeStrategy):
+    """A pod's spec is fixed once created, but binding sets its nodeName (kube's binding REST writes it
+    without the update validation)."""
+
+    def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
+        if subresource == "binding":
+            return self.validate(obj)
+        return super().validate_subresource_update(subresource, obj, old)
+
+
+POD_STRATEGY = PodStrategy(defaults.pod, validate_pod, validate_update=validate_pod_update, on_create=_pod_status)
 
 # -- services -----------------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ async def bind(call: ActionCall) -> ActionResult:
         return pod
 
     bound = await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, assign,
-                                      dry_run=call.dry_run, ctx=call.ctx)
+                                      subresource="binding", dry_run=call.dry_run, ctx=call.ctx)
 
     def scheduled(pod: Obj) -> Obj:
         status = pod.setdefault("status", {})
