@@ -28,7 +28,7 @@ NOT_READY_ANNOTATION = "sim.kcp.io/not-ready"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
-KUBELET_VERSION = "v1.34.0"
+DEFAULT_RELEASE = "1.34"
 NODE_PREFIX = "sim-node-"
 
 
@@ -71,6 +71,8 @@ class NodeController(SimController):
         self.lease_res: Resource = sim.resource("leases")  # type: ignore[assignment]
         self.ns_res: Resource = sim.resource("namespaces")  # type: ignore[assignment]
         self.names = set(node_names(sim.options.nodes))
+        release = getattr(sim.resource("pods"), "release", "") or DEFAULT_RELEASE
+        self.kubelet_version = f"v{release}.0"  # the kubelets run the release the API serves
 
     def wire(self) -> None:
         self.sim.informer("nodes").add_handler(lambda old, new: self.enqueue(new if new is not None else old))
@@ -120,7 +122,7 @@ class NodeController(SimController):
         status["nodeInfo"] = {
             "machineID": f"sim-{index}", "systemUUID": f"sim-{index}", "bootID": f"sim-{index}",
             "kernelVersion": "6.1.0-sim", "osImage": "kcp simulated node", "containerRuntimeVersion": "sim://1.0.0",
-            "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+            "kubeletVersion": self.kubelet_version, "kubeProxyVersion": self.kubelet_version,
             "operatingSystem": "linux", "architecture": "amd64",
         }
         status["conditions"] = [dict(c) for c in before.get("conditions") or []]
