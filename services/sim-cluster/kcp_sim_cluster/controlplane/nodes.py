@@ -10,6 +10,7 @@ each. A node deleted by a user registers again, as a kubelet does.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from typing import Any
 
 import structlog
@@ -30,6 +31,7 @@ LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
 DEFAULT_RELEASE = "1.34"
 NODE_PREFIX = "sim-node-"
+MAX_CIDRS = 3072
 
 
 def node_names(count: int) -> list[str]:
@@ -44,8 +46,9 @@ def node_index(name: str) -> int:
 
 
 def pod_cidr(index: int) -> str:
-    """A /20 per node out of 10.64.0.0/10: room for 4,094 pods on each of 4,096 nodes."""
-    return f"10.{64 + (index >> 4)}.{(index & 15) << 4}.0/20"
+    """A /20 per node from 10.64.0.0 up: room for 4,094 pods on each of 3,072 nodes (the rest of 10/8)."""
+    start = ipaddress.ip_address("10.64.0.0") + (index % MAX_CIDRS) * 4096
+    return f"{start}/20"
 
 
 def host_ip(index: int) -> str:
