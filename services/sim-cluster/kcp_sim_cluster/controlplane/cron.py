@@ -14,7 +14,7 @@ _MACROS = {
 }
 _MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
 _DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
-_FIELDS = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}), ("month", 1, 12, _MONTHS),
+_FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (("minute", 0, 59, {}), ("hour", 0, 23, {}), ("day of month", 1, 31, {}), ("month", 1, 12, _MONTHS),
            ("day of week", 0, 6, _DAYS))
 SEARCH_YEARS = 5  # a schedule that never fires (Feb 30) gives up after this long
 
@@ -115,5 +115,7 @@ def parse(schedule: str) -> Schedule:
     parts = text.split()
     if len(parts) != 5:
         raise CronError(f"expected exactly 5 fields, found {len(parts)}: [{' '.join(parts)}]")
-    sets = [_field(p, low, high, names, name) for p, (name, low, high, names) in zip(parts, _FIELDS, strict=True)]
-    return Schedule(*sets, any_day=parts[2] in ("*", "?"), any_weekday=parts[4] in ("*", "?"))
+    minutes, hours, days, months, weekdays = (
+        _field(p, low, high, names, name) for p, (name, low, high, names) in zip(parts, _FIELDS, strict=True))
+    return Schedule(minutes, hours, days, months, weekdays, any_day=parts[2] in ("*", "?"),
+                    any_weekday=parts[4] in ("*", "?"))

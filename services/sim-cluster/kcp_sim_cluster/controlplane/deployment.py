@@ -26,7 +26,7 @@ from kcp_sim_cluster.controlplane.hashing import HASH_LABEL, pod_template_hash, 
 from kcp_sim_cluster.controlplane.informer import controller_uid, key_of
 from kcp_sim_cluster.controlplane.objects import (
     Obj,
-    annotations,
+    annotations_of,
     copy_obj,
     get_condition,
     is_deleting,
@@ -51,7 +51,7 @@ NOT_COPIED = (LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED, MAX)
 
 def revision(obj: Obj) -> int:
     try:
-        return int(annotations(obj).get(REVISION, "0"))
+        return int(annotations_of(obj).get(REVISION, "0"))
     except ValueError:
         return 0
 
@@ -140,7 +140,7 @@ class DeploymentController(SimController):
 
     def _is_scaling_event(self, d: Obj, rss: list[Obj]) -> bool:
         want = str(ds.replicas(d))
-        return any(annotations(rs).get(DESIRED, want) != want for rs in rss if spec_replicas(rs) > 0)
+        return any(annotations_of(rs).get(DESIRED, want) != want for rs in rss if spec_replicas(rs) > 0)
 
     async def _rolling(self, d: Obj, new_rs: Obj | None, olds: list[Obj]) -> Result | None:
         new_rs, d = await self._new_rs(d, new_rs, olds, create=True)
@@ -163,8 +163,8 @@ class DeploymentController(SimController):
         if shrink:
             shrunk = []
             for rs in olds:
-                size = shrink.get(rs["metadata"]["name"])
-                shrunk.append(rs if size is None else (await self._scale_rs(d, rs, size) or rs))
+                new_size = shrink.get(rs["metadata"]["name"])
+                shrunk.append(rs if new_size is None else (await self._scale_rs(d, rs, new_size) or rs))
             return await self._sync_status(d, new_rs, shrunk)
         if ds.is_complete(d, ds.calculate(d, new_rs, [new_rs, *olds], unavailable)):
             await self._cleanup(d, new_rs, olds)
@@ -194,7 +194,7 @@ class DeploymentController(SimController):
         active = [rs for rs in everything if spec_replicas(rs) > 0]
         if len(active) <= 1:
             target = active[0] if active else (new_rs if new_rs is not None else _newest(everything))
-            if target is not None and (spec_replicas(target) != want or annotations(target).get(DESIRED) != str(want)):
+            if target is not None and (spec_replicas(target) != want or annotations_of(target).get(DESIRED) != str(want)):
                 await self._scale_rs(d, target, want)
             return
         if new_rs is not None and spec_replicas(new_rs) == want and _available(new_rs) == want:
@@ -208,7 +208,7 @@ class DeploymentController(SimController):
         sizes = rollout.proportional_scale(want, surge, int((d.get("status") or {}).get("replicas") or 0), states)
         for rs in active:
             size = sizes.get(rs["metadata"]["name"], spec_replicas(rs))
-            if size != spec_replicas(rs) or annotations(rs).get(DESIRED) != str(want):
+            if size != spec_replicas(rs) or annotations_of(rs).get(DESIRED) != str(want):
                 await self._scale_rs(d, rs, size)
 
     # -- ReplicaSets ---------------------------------------------------------------------------
@@ -218,7 +218,7 @@ class DeploymentController(SimController):
         max_old = max((revision(rs) for rs in olds), default=0)
         new_revision = max_old + 1
         if new_rs is not None:
-            if revision(new_rs) < new_revision or annotations(new_rs).get(DESIRED) is None:
+            if revision(new_rs) < new_revision or annotations_of(new_rs).get(DESIRED) is None:
                 previous = revision(new_rs)
                 surge, _ = _fenceposts(d)
 
@@ -256,7 +256,7 @@ class DeploymentController(SimController):
             size = want
         else:
             size = rollout.new_rs_replicas(want, surge, 0, sum(spec_replicas(rs) for rs in olds))
-        notes = {k: v for k, v in annotations(d).items() if k not in NOT_COPIED}
+        notes = {k: v for k, v in annotations_of(d).items() if k not in NOT_COPIED}
         notes.update({REVISION: str(new_revision), DESIRED: str(want), MAX: str(want + surge)})
         name = f"{d['metadata']['name']}-{hash_}"
         rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -290,11 +290,11 @@ class DeploymentController(SimController):
 
     async def _deployment_revision(self, d: Obj, new_rs: Obj, *, found: bool) -> Obj:
         """The Deployment's revision annotation follows its new ReplicaSet (kube writes it with the status)."""
-        wanted = annotations(new_rs).get(REVISION, "")
+        wanted = annotations_of(new_rs).get(REVISION, "")
         name = new_rs["metadata"]["name"]
         cond = get_condition(d.get("status"), ds.PROGRESSING)
         needs_cond = not found or cond is None
-        if annotations(d).get(REVISION) == wanted and not needs_cond:
+        if annotations_of(d).get(REVISION) == wanted and not needs_cond:
             return d
 
         def update(current: dict[str, Any]) -> bool:
@@ -372,7 +372,7 @@ def _available(rs: Obj) -> int:
 
 def _max_replicas(rs: Obj) -> int | None:
     try:
-        return int(annotations(rs)[MAX])
+        return int(annotations_of(rs)[MAX])
     except (KeyError, ValueError):
         return None
 

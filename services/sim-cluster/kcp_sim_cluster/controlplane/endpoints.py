@@ -194,14 +194,14 @@ class EndpointsController(SimController):
         existing = sorted(self.sim.informer("endpointslices").by_index(
             "service", f"{key.cluster}/{key.namespace}/{key.name}"), key=lambda s: s["metadata"]["name"])
         slice_labels = {**labels(svc), SERVICE_NAME_LABEL: key.name, MANAGED_BY_LABEL: MANAGED_BY}
-        for index, (ports, endpoints) in enumerate(wanted):
+        for index, (slice_ports, slice_endpoints) in enumerate(wanted):
             if index < len(existing):
                 current = existing[index]
-                if (current.get("endpoints") or []) == endpoints and (current.get("ports") or []) == ports \
+                if (current.get("endpoints") or []) == slice_endpoints and (current.get("ports") or []) == slice_ports \
                         and labels(current) == slice_labels:
                     continue
 
-                def update(obj: dict[str, Any], ports: Any = ports, endpoints: Any = endpoints) -> None:
+                def update(obj: dict[str, Any], ports: Any = slice_ports, endpoints: Any = slice_endpoints) -> None:
                     obj["metadata"]["labels"] = slice_labels
                     obj["endpoints"] = endpoints
                     obj["ports"] = ports
@@ -212,7 +212,7 @@ class EndpointsController(SimController):
                     "metadata": {"generateName": f"{key.name}-", "namespace": key.namespace, "labels": slice_labels,
                                  "ownerReferences": [{**owner_reference(svc), "apiVersion": "v1",
                                                       "kind": "Service"}]},
-                    "endpoints": endpoints, "ports": ports}
+                    "endpoints": slice_endpoints, "ports": slice_ports}
             await self.sim.create(self.slice_res, key.cluster, key.namespace, body)
         for surplus in existing[len(wanted):]:
             await self.sim.delete(self.slice_res, surplus)

@@ -26,7 +26,7 @@ from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of, key_of
 from kcp_sim_cluster.controlplane.ipam import NodeIPs
 from kcp_sim_cluster.controlplane.nodes import host_ip, node_index, wants_not_ready
-from kcp_sim_cluster.controlplane.objects import Obj, annotations, get_condition, parse_time, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, parse_time, rfc3339, set_condition
 from kcp_sim_cluster.controlplane.podutil import is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
@@ -154,7 +154,7 @@ class Kubelet(SimController):
 
     def _steer(self, pod: Obj) -> tuple[bool, bool]:
         """(may become ready, crashes) from the pod's annotations."""
-        notes = annotations(pod)
+        notes = annotations_of(pod)
         return notes.get(READY_ANNOTATION) != "false", notes.get(CRASH_ANNOTATION) == "true"
 
     async def _start(self, pod: Obj, node: Obj) -> Result | None:

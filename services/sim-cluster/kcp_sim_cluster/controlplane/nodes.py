@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+from collections.abc import Awaitable
 from typing import Any
 
 import structlog
@@ -18,7 +19,7 @@ import structlog
 from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.informer import cluster_of
-from kcp_sim_cluster.controlplane.objects import Obj, annotations, get_condition, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, rfc3339, set_condition
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
@@ -56,7 +57,7 @@ def host_ip(index: int) -> str:
 
 
 def wants_not_ready(node: Obj) -> bool:
-    return annotations(node).get(NOT_READY_ANNOTATION) == "true"
+    return annotations_of(node).get(NOT_READY_ANNOTATION) == "true"
 
 
 def node_ready(node: Obj) -> bool:
@@ -163,7 +164,7 @@ class NodeController(SimController):
     async def _renew(self, cluster: str) -> None:
         leases = self.sim.informer("leases")
         stamp = rfc3339(None).replace("Z", ".000000Z")
-        writes = []
+        writes: list[Awaitable[Any]] = []
         for name in sorted(self.names):
             lease = leases.get(ObjectKey(cluster, LEASE_NAMESPACE, name))
             node = self.sim.informer("nodes").get(ObjectKey(cluster, "", name))

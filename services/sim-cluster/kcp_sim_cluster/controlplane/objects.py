@@ -33,7 +33,7 @@ def parse_time(text: str | None) -> dt.datetime | None:
         return None
 
 
-def annotations(obj: Obj) -> Mapping[str, str]:
+def annotations_of(obj: Obj) -> Mapping[str, str]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 

@@ -85,17 +85,17 @@ class Scheduler(SimController):
     def _node_states(self, cluster: str) -> list[fit.NodeState]:
         pods = self.sim.informer("pods")
         states = {}
-        for node in self.sim.informer("nodes").in_cluster(cluster):
-            state = fit.NodeState.from_node(node)
+        for node_obj in self.sim.informer("nodes").in_cluster(cluster):
+            state = fit.NodeState.from_node(node_obj)
             for pod in pods.by_index("node", node_index_value(cluster, state.name)):
                 if not is_terminal(pod):
                     state.add(fit.pod_requests(pod))
             states[state.name] = state
-        for key, (_, node, requests) in self.assumed.items():
-            if key.cluster == cluster and node in states:
-                pod = pods.get(key)
-                if pod is None or not node_name(pod):  # not counted above yet
-                    states[node].add(requests)
+        for key, (_, target, requests) in self.assumed.items():
+            if key.cluster == cluster and target in states:
+                assumed = pods.get(key)
+                if assumed is None or not node_name(assumed):  # not counted above yet
+                    states[target].add(requests)
         return sorted(states.values(), key=lambda s: s.name)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
