@@ -414,3 +414,30 @@ def test_a_restart_keeps_everything_and_pods_are_ready_again(tmp_path: Path) -> 
         assert len(set(ips)) == 5  # the restarted kubelets did not hand out an address in use
     finally:
         server.stop()
+
+
+def test_orphans_are_adopted_and_relabelled_pods_released(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "claims")
+    kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "3")
+    rollout(cluster, ns, "deployment/web")
+    replica_set = get(cluster, "-n", ns, "replicasets")["items"][0]
+    kubectl(cluster, "-n", ns, "delete", "deployment", "web", "--cascade=orphan", timeout=PATIENCE + 10)
+    fetched_when(lambda: get(cluster, "-n", ns, "replicaset", replica_set["metadata"]["name"]),
+                 lambda rs: not rs["metadata"].get("ownerReferences"), "the ReplicaSet to be orphaned")
+    uids = {p["metadata"]["uid"] for p in pods(cluster, ns, "app=web")}
+    kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "3")
+    rollout(cluster, ns, "deployment/web")
+    adopted = get(cluster, "-n", ns, "replicasets")["items"]
+    assert [rs["metadata"]["uid"] for rs in adopted] == [replica_set["metadata"]["uid"]]
+    assert adopted[0]["metadata"]["ownerReferences"][0]["name"] == "web"
+    assert {p["metadata"]["uid"] for p in pods(cluster, ns, "app=web")} == uids
+
+    released = sorted(uids)[0]
+    name = next(p["metadata"]["name"] for p in pods(cluster, ns, "app=web") if p["metadata"]["uid"] == released)
+    kubectl(cluster, "-n", ns, "label", "pod", name, "app=debug", "--overwrite")
+    debug = fetched_when(lambda: get(cluster, "-n", ns, "pod", name),
+                         lambda p: not p["metadata"].get("ownerReferences"), "the relabelled pod to be released")
+    assert debug["metadata"]["uid"] == released
+    eventually(lambda: len(pods(cluster, ns, "app=web")) == 3 and released not in
+               {p["metadata"]["uid"] for p in pods(cluster, ns, "app=web")}, "a replacement for the released pod")
+    rollout(cluster, ns, "deployment/web")

@@ -21,15 +21,17 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane import deployment_status as ds
 from kcp_sim_cluster.controlplane import rollout
 from kcp_sim_cluster.controlplane.base import SimController
+from kcp_sim_cluster.controlplane.claims import claim, selector_of
 from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.hashing import HASH_LABEL, pod_template_hash, templates_equal_ignoring_hash
-from kcp_sim_cluster.controlplane.informer import controller_uid, key_of
+from kcp_sim_cluster.controlplane.informer import cluster_of, controller_uid, index_value, key_of
 from kcp_sim_cluster.controlplane.objects import (
     Obj,
     annotations_of,
     copy_obj,
     get_condition,
     is_deleting,
+    labels,
     owner_reference,
     set_condition,
 )
@@ -94,6 +96,12 @@ class DeploymentController(SimController):
         if uid:
             for key in self.sim.informer("deployments").keys_by_index("uid", uid):
                 self.controller.enqueue(key)
+        elif new is not None:  # an orphan its Deployments may adopt
+            namespace = index_value(cluster_of(new), new["metadata"].get("namespace", ""))
+            for d in self.sim.informer("deployments").by_index("namespace", namespace):
+                selector = selector_of(d)
+                if selector is not None and selector.matches(labels(new)):
+                    self.enqueue(d)
 
     def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
         """A Recreate rollout waits for the old pods to go: their deletion wakes it."""
@@ -106,8 +114,12 @@ class DeploymentController(SimController):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def _replica_sets(self, d: Obj) -> list[Obj]:
-        return self.sim.informer("replicasets").by_index("owner", d["metadata"]["uid"])
+    async def _replica_sets(self, d: Obj) -> list[Obj]:
+        """Its ReplicaSets, adopting orphans its selector matches and releasing what it no longer does."""
+        informer = self.sim.informer("replicasets")
+        key = key_of(d)
+        return await claim(self.sim, self.rs_res, d, informer.by_index("owner", d["metadata"]["uid"]),
+                           informer.by_index("orphan", index_value(key.cluster, key.namespace)))
 
     def _split(self, d: Obj, rss: list[Obj]) -> tuple[Obj | None, list[Obj]]:
         template = (d.get("spec") or {}).get("template") or {}
@@ -123,7 +135,7 @@ class DeploymentController(SimController):
         d = self.sim.informer("deployments").get(key)
         if d is None:
             return None
-        rss = self._replica_sets(d)
+        rss = await self._replica_sets(d)
         new_rs, olds = self._split(d, rss)
         if is_deleting(d):
             return await self._sync_status(d, new_rs, olds)

@@ -167,11 +167,11 @@ class Placement:
     message: str = ""
 
 
-def schedule(pod: Obj, nodes: Sequence[NodeState]) -> Placement:
-    """The best node for the pod, or kube's FailedScheduling message."""
+def schedule(pod: Obj, nodes: Sequence[NodeState], requests: Requests | None = None) -> Placement:
+    """The best node for the pod, or kube's FailedScheduling message (`requests`: the pod's, if known)."""
     if not nodes:
         return Placement(None, NO_NODES)
-    requests = pod_requests(pod)
+    requests = requests if requests is not None else pod_requests(pod)
     best: NodeState | None = None
     best_score = 0.0
     verdicts: list[NodeVerdict] = []

@@ -178,6 +178,8 @@ def new_informer(storage: Storage, caches: WatchCaches, res: Resource, clusters:
     if res.namespaced:
         informer.add_index("namespace", lambda o: [f"{cluster_of(o)}/{o['metadata'].get('namespace', '')}"])
         informer.add_index("owner", lambda o: [uid] if (uid := controller_uid(o)) else [])
+        informer.add_index("orphan", lambda o: [] if controller_uid(o) else
+                           [index_value(cluster_of(o), o["metadata"].get("namespace", ""))])
     return informer
 
 

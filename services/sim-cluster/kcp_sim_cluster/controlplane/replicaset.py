@@ -19,9 +19,10 @@ import structlog
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
+from kcp_sim_cluster.controlplane.claims import claim, selector_of
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.expectations import Expectations
-from kcp_sim_cluster.controlplane.informer import controller_uid, key_of
+from kcp_sim_cluster.controlplane.informer import cluster_of, controller_uid, index_value, key_of
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels, owner_reference, set_condition
 from kcp_sim_cluster.controlplane.podutil import is_active, is_available, is_ready, node_name, phase
 from kcp_sim_cluster.controlplane.runtime import Sim
@@ -109,6 +110,9 @@ class ReplicaSetController(SimController):
         return owners[0] if owners else None
 
     def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
+        if new is not None and not controller_uid(new) and (old is None or labels(old) != labels(new)
+                                                            or controller_uid(old)):
+            self._wake_selecting(new)  # an orphan its ReplicaSets may adopt
         for pod in (old, new):
             if pod is None:
                 continue
@@ -123,11 +127,20 @@ class ReplicaSetController(SimController):
             if old is None or new is None:
                 break
 
+    def _wake_selecting(self, pod: Obj) -> None:
+        namespace = index_value(cluster_of(pod), pod["metadata"].get("namespace", ""))
+        for rs in self.sim.informer("replicasets").by_index("namespace", namespace):
+            selector = selector_of(rs)
+            if selector is not None and selector.matches(labels(pod)):
+                self.enqueue(rs)
+
     async def reconcile(self, key: ObjectKey) -> Result | None:
         rs = self.sim.informer("replicasets").get(key)
         if rs is None:
             return None
-        pods = [p for p in self.sim.informer("pods").by_index("owner", rs["metadata"]["uid"])]
+        pods_informer = self.sim.informer("pods")
+        pods = await claim(self.sim, self.pod_res, rs, pods_informer.by_index("owner", rs["metadata"]["uid"]),
+                           pods_informer.by_index("orphan", index_value(key.cluster, key.namespace)))
         active = [p for p in pods if is_active(p)]
         failure = None
         if self.expectations.satisfied(key) and not is_deleting(rs):

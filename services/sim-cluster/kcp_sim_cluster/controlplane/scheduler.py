@@ -47,6 +47,7 @@ class Scheduler(SimController):
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
         self.pending: dict[str, dict[ObjectKey, None]] = {}
         self.assumed: dict[ObjectKey, tuple[str, str, fit.Requests]] = {}  # pod -> (uid, node, requests)
+        self.requests: dict[str, fit.Requests] = {}  # pod uid -> its requests (a pod's resources do not change)
         self._binds = asyncio.Semaphore(BIND_CONCURRENCY)
 
     def wire(self) -> None:
@@ -74,6 +75,8 @@ class Scheduler(SimController):
                 self.controller.enqueue(ObjectKey(cluster, "", ALL))
             return
         pending.pop(key, None)
+        if new is None:
+            self.requests.pop(str(obj["metadata"].get("uid", "")), None)
         if new is None or node_name(new):
             assumed = self.assumed.get(key)
             if assumed is not None and (new is None or assumed[0] == new["metadata"].get("uid")):
@@ -89,7 +92,7 @@ class Scheduler(SimController):
             state = fit.NodeState.from_node(node_obj)
             for pod in pods.by_index("node", node_index_value(cluster, state.name)):
                 if not is_terminal(pod):
-                    state.add(fit.pod_requests(pod))
+                    state.add(self._requests(pod))
             states[state.name] = state
         for key, (_, target, requests) in self.assumed.items():
             if key.cluster == cluster and target in states:
@@ -97,6 +100,13 @@ class Scheduler(SimController):
                 if assumed is None or not node_name(assumed):  # not counted above yet
                     states[target].add(requests)
         return sorted(states.values(), key=lambda s: s.name)
+
+    def _requests(self, pod: Obj) -> fit.Requests:
+        uid = str(pod["metadata"].get("uid", ""))
+        found = self.requests.get(uid)
+        if found is None:
+            found = self.requests[uid] = fit.pod_requests(pod)
+        return found
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         cluster = key.cluster
@@ -111,11 +121,11 @@ class Scheduler(SimController):
         by_name = {n.name: n for n in nodes}
         binds = []
         for pod in waiting:
-            placement = fit.schedule(pod, nodes)
+            requests = self._requests(pod)
+            placement = fit.schedule(pod, nodes, requests)
             if placement.node is None:
                 binds.append(self._unschedulable(pod, placement.message))
                 continue
-            requests = fit.pod_requests(pod)
             by_name[placement.node].add(requests)
             self.assumed[key_of(pod)] = (pod["metadata"]["uid"], placement.node, requests)
             binds.append(self._bind(pod, placement.node))
