@@ -76,7 +76,7 @@ class DaemonSetController(SimController):
         for key in self.sim.informer("daemonsets").keys_by_index("uid", controller_uid(pod)):
             if old is None:
                 self.expectations.created(key)
-            self.controller.enqueue(key)
+            self.enqueue_soon(key)
 
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
         node = new if new is not None else old

@@ -55,7 +55,7 @@ class StatefulSetController(SimController):
         pod = new if new is not None else old
         assert pod is not None
         for key in self.sim.informer("statefulsets").keys_by_index("uid", controller_uid(pod)):
-            self.controller.enqueue(key)
+            self.enqueue_soon(key)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         sts = self.sim.informer("statefulsets").get(key)
