@@ -168,6 +168,32 @@ def test_a_deployment_rolls_out_updates_and_rolls_back(cluster: KcpServer) -> No
         "deployment.kubernetes.io/revision"] == "3"
 
 
+def test_a_rollout_that_cannot_progress_exceeds_its_deadline(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "stuck")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck}
+spec:
+  replicas: 2
+  progressDeadlineSeconds: 3
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}}
+    spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: "100"}}}]}
+""")
+    result = run_kubectl(cluster, "-n", ns, "rollout", "status", "deployment/stuck", "--timeout", f"{int(PATIENCE)}s",
+                         check=False, timeout=PATIENCE + 10)
+    assert result.returncode != 0
+    assert 'deployment "stuck" exceeded its progress deadline' in result.stderr
+    progressing = condition(get(cluster, "-n", ns, "deployment", "stuck"), "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert progressing["message"].startswith('ReplicaSet "stuck-') and \
+        progressing["message"].endswith('" has timed out progressing.')
+    available = condition(get(cluster, "-n", ns, "deployment", "stuck"), "Available")
+    assert (available["status"], available["reason"]) == ("False", "MinimumReplicasUnavailable")
+
+
 def test_scaling_a_deployment_and_a_paused_rollout(cluster: KcpServer) -> None:
     ns = namespace(cluster, "scaling")
     kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "2")
@@ -285,6 +311,8 @@ def test_the_unready_and_crash_annotations(cluster: KcpServer) -> None:
     assert container["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert container["lastState"]["terminated"]["exitCode"] == 1
     assert "CrashLoopBackOff" in kubectl(cluster, "-n", ns, "get", "pod", "crasher")
+    logs = kubectl(cluster, "-n", ns, "logs", "crasher").splitlines()
+    assert len(logs) >= 2 and all(line.startswith("c started") for line in logs)  # a line per start
 
 
 def test_a_job_completes(cluster: KcpServer) -> None:
