@@ -4,8 +4,12 @@ simulated control plane)."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
+import structlog
+
+from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
@@ -16,6 +20,8 @@ from kcp_sim_cluster.api import resource, resources
 from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
 from kcp_sim_cluster.settings import SimClusterSettings
+
+log = structlog.get_logger("kcp-sim-cluster")
 
 
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...]) -> ControlPlaneOptions:
@@ -29,6 +35,29 @@ def service_ips(release: str) -> AdmissionFactory:
         await plugin.start()
         return plugin
     return build
+
+
+class ClusterBootstrap:
+    """Every simulated cluster exists from the start, with kube's system namespaces, as a real cluster's
+    apiserver has them before anyone writes (a logical cluster is otherwise born on its first write)."""
+
+    def __init__(self, parts: ServerParts, clusters: tuple[str, ...]) -> None:
+        assert parts.registry is not None
+        self.ensure = parts.registry.ensure_cluster
+        self.clusters = clusters
+
+    async def start(self) -> None:
+        for cluster in self.clusters:
+            while True:
+                try:
+                    await self.ensure(cluster)
+                    break
+                except APIError:
+                    log.warning("etcd unavailable at startup, retrying", cluster=cluster)
+                    await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        return None
 
 
 def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tuple[str, ...]) -> ServerConfig:
@@ -45,6 +74,7 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
         authenticators=[StaticTokenAuthenticator.admin(backend.creds.admin_token), *token_file_authenticators(args)],
         identity=f"{socket.gethostname()}:{args.secure_port}",
         admission=[namespace_lifecycle, service_ips(args.release)],
+        extensions=[lambda parts: ClusterBootstrap(parts, logical_clusters)],
         controllers=[*defaults, *control_plane(options)],
         run_controllers=backend.controllers,
         watch_cache_size=args.watch_cache_size,

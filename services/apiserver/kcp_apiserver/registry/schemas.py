@@ -43,12 +43,16 @@ V3_PREFIX = "#/components/schemas/"
 _COMBINATORS = ("oneOf", "anyOf", "allOf")
 
 
-@functools.cache
 def definitions(release: str = DEFAULT_RELEASE) -> dict[str, dict[str, Any]]:
     """All built-in definitions of a Kubernetes release in OpenAPI v2 form, keyed by kube's dotted name.
 
     Shared by every caller: treat the result as read-only (deep copy to edit).
     """
+    return _definitions(release)
+
+
+@functools.cache  # keyed by the release alone: definitions() and definitions("1.32") are one load
+def _definitions(release: str) -> dict[str, dict[str, Any]]:
     source = importlib.resources.files("kubernetes_validate").joinpath(_SCHEMAS_DIR, f"v{release}.0-local",
                                                                        "_definitions.json")
     raw = json.loads(source.read_bytes())["$defs"]
@@ -180,17 +184,21 @@ def to_v3(defs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _nodes(release: str = DEFAULT_RELEASE) -> OpenAPINodes:
+def _nodes(release: str) -> OpenAPINodes:
     return OpenAPINodes(definitions(release))
 
 
-@functools.cache
 def type_schema(name: str, release: str = DEFAULT_RELEASE) -> OpenAPITypeSchema:
     """The TypeSchema of a built-in definition: one per (name, release), shared by every resource and
     logical cluster.
 
     Cheap to ask for: the definitions load on the first walk, not here.
     """
+    return _type_schema(name, release)
+
+
+@functools.cache
+def _type_schema(name: str, release: str) -> OpenAPITypeSchema:
     return OpenAPITypeSchema(name, functools.partial(_nodes, release), release=release)
 
 

@@ -1,16 +1,18 @@
 """apps/v1: Deployments, ReplicaSets, StatefulSets and DaemonSets, with kube's columns, defaults,
-validation, status and (but for DaemonSets, as in kube) scale."""
+validation, status and (but for DaemonSets, as in kube) scale; and the ControllerRevisions that
+StatefulSet and DaemonSet history is kept in."""
 
 from __future__ import annotations
 
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.builtin import workloads
 from kcp_apiserver.registry.builtin.declare import kube_resource
-from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.scale import BuiltinScale
+from kcp_apiserver.registry.tables import AGE, NAME
 from kcp_sim_cluster.api import defaults
 from kcp_sim_cluster.api import validation as v
-from kcp_sim_cluster.api.strategy import KubeStrategy, spec
+from kcp_sim_cluster.api.strategy import KubeStrategy, member, spec
 
 SCALE = BuiltinScale()
 STATEFUL_SET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
@@ -26,13 +28,13 @@ def validate_deployment(obj: Obj) -> list[Cause]:
     causes = v.replicas(s) + v.selector_and_template(s, "deployment")
     for name in ("revisionHistoryLimit", "progressDeadlineSeconds", "minReadySeconds"):
         causes += v._non_negative(f"spec.{name}", s.get(name))
-    strategy = s.get("strategy") if isinstance(s.get("strategy"), dict) else {}
+    strategy = member(s, "strategy")
     if strategy.get("type") not in ("RollingUpdate", "Recreate"):
         causes.append(v.unsupported("spec.strategy.type", strategy.get("type"), ("Recreate", "RollingUpdate")))
     elif strategy.get("type") == "Recreate" and strategy.get("rollingUpdate"):
         causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when strategy `type` is "
                                                    "'Recreate'", "spec.strategy.rollingUpdate"))
-    rolling = strategy.get("rollingUpdate") if isinstance(strategy.get("rollingUpdate"), dict) else {}
+    rolling = member(strategy, "rollingUpdate")
     if rolling and _zero(rolling.get("maxUnavailable")) and _zero(rolling.get("maxSurge")):
         causes.append(v.invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.get("maxUnavailable"),
                                 "may not be 0 when `maxSurge` is 0"))
@@ -77,6 +79,30 @@ def validate_daemon_set(obj: Obj) -> list[Cause]:
     return v.selector_and_template(spec(obj), "daemonset")
 
 
+def _revision_owner(obj: Obj) -> str:
+    """kube's CONTROLLER column: `<kind>.<group>/<name>` of the controlling owner, or <none>."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", "")).lower()
+            return f"{kind}.{group}/{ref.get('name', '')}" if group else f"{kind}/{ref.get('name', '')}"
+    return "<none>"
+
+
+CONTROLLER_REVISION_COLUMNS = (
+    NAME,
+    Column("Controller", "string", _revision_owner, "Controller of the object"),
+    Column("Revision", "integer", lambda o: int(o.get("revision") or 0), "Revision of the ControllerRevision"),
+    AGE,
+)
+
+
+def validate_revision_update(obj: Obj, old: Obj) -> list[Cause]:
+    if obj.get("data") != old.get("data"):
+        return [v.invalid("data", obj.get("data"), v.IMMUTABLE)]
+    return []
+
+
 def resources(release: str) -> tuple[Resource, ...]:
     minor = int(release.split(".")[1])
     return (
@@ -106,4 +132,7 @@ def resources(release: str) -> tuple[Resource, ...]:
                                             on_create=lambda o: o.__setitem__("status", {
                                                 "currentNumberScheduled": 0, "numberMisscheduled": 0,
                                                 "desiredNumberScheduled": 0, "numberReady": 0}))),
+        kube_resource("apps", "v1", "ControllerRevision", "controllerrevisions", namespaced=True, release=release,
+                      columns=CONTROLLER_REVISION_COLUMNS,
+                      strategy=KubeStrategy(validate_update=validate_revision_update)),
     )

@@ -34,6 +34,11 @@ def generate_selector(job: Obj) -> None:
     s["selector"] = {"matchLabels": {CONTROLLER_UID: uid}}
 
 
+def _new_job(job: Obj) -> None:
+    generate_selector(job)
+    job["status"] = {}
+
+
 def validate_job(job: Obj) -> list[Cause]:
     s = spec(job)
     causes = v.selector_and_template(s, "job", restart_policies=JOB_RESTART_POLICIES)
@@ -92,8 +97,7 @@ def resources(release: str) -> tuple[Resource, ...]:
                       has_status=True, tracks_generation=True, columns=columns.JOB,
                       strategy=KubeStrategy(lambda o: defaults.job(o, minor), validate_job,
                                             validate_update=validate_job_update,
-                                            on_create=lambda o: (generate_selector(o), o.__setitem__("status", {}))
-                                            and None)),
+                                            on_create=_new_job)),
         kube_resource("batch", "v1", "CronJob", "cronjobs", namespaced=True, release=release, short_names=("cj",),
                       categories=("all",), has_status=True, tracks_generation=True, columns=columns.CRON_JOB,
                       strategy=KubeStrategy(lambda o: defaults.cron_job(o, minor), validate_cron_job,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcp_apiserver.registry.resource import Obj
+from kcp_sim_cluster.api.strategy import member
 
 DEFAULT_MODE = 0o644  # 420: secret, configMap, downwardAPI and projected volumes
 PROBE_DEFAULTS = (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3))
@@ -164,7 +165,7 @@ def qos_class(spec: Obj) -> str:
     containers = _dicts(spec.get("containers")) + _dicts(spec.get("initContainers"))
     any_set, guaranteed = False, True
     for c in containers:
-        resources = c.get("resources") if isinstance(c.get("resources"), dict) else {}
+        resources = member(c, "resources")
         requests = resources.get("requests") or {}
         limits = resources.get("limits") or {}
         for name in ("cpu", "memory"):

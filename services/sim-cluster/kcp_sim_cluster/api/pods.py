@@ -15,6 +15,7 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_sim_cluster.api.strategy import member
 
 
 def _now() -> str:
@@ -28,9 +29,9 @@ def _now() -> str:
 async def bind(call: ActionCall) -> ActionResult:
     """POST pods/NAME/binding: sets spec.nodeName and PodScheduled=True; 409 if the pod is already bound."""
     body = call.body or {}
-    target = body.get("target") if isinstance(body.get("target"), dict) else {}
+    target = member(body, "target")
     node = target.get("name") or ""
-    meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+    meta = member(body, "metadata")
     if meta.get("name") and meta["name"] != call.name:
         raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
                              f"({call.name})")
@@ -69,7 +70,12 @@ async def bind(call: ActionCall) -> ActionResult:
     if not call.dry_run and bound:
         await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, scheduled,
                                   subresource="status", ctx=call.ctx)
-    return ActionResult(201, st.success_status())
+    return created()
+
+
+def created() -> ActionResult:
+    """What kube answers a binding or an eviction: 201 and a Success Status that carries the code."""
+    return ActionResult(201, {**st.success_status(), "code": 201})
 
 
 BINDING = Action("binding", ("create",), bind, ("", "v1", "Binding"))
@@ -102,7 +108,7 @@ def eviction(pdbs: Resource) -> Action:
 
     async def evict(call: ActionCall) -> ActionResult:
         body = call.body or {}
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        meta = member(body, "metadata")
         if meta.get("name") and meta["name"] != call.name:
             raise st.bad_request(f"name in URL does not match name in Eviction object ({meta['name']})")
         pod = await call.registry.get(call.resource, call.cluster, call.namespace, call.name)
@@ -118,11 +124,11 @@ def eviction(pdbs: Resource) -> Action:
                                   "does not support.")
             if matching:
                 await _check_budget(call, matching[0], pod)
-        options = body.get("deleteOptions") if isinstance(body.get("deleteOptions"), dict) else {}
-        preconditions = options.get("preconditions") if isinstance(options.get("preconditions"), dict) else None
+        options = member(body, "deleteOptions")
+        preconditions = member(options, "preconditions") or None
         await call.registry.delete(call.resource, call.cluster, call.namespace, call.name,
                                    preconditions=preconditions, dry_run=call.dry_run, ctx=call.ctx)
-        return ActionResult(201, st.success_status())
+        return created()
 
     return Action("eviction", ("create",), evict, ("policy", "v1", "Eviction"))
 

@@ -22,7 +22,7 @@ from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
-SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
+SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")
 NODE_PORTS = range(30000, 32768)
 PENDING_SECONDS = 60.0  # an allocation not seen stored within this long (its create failed) is released
 HEADLESS = "None"

@@ -43,5 +43,10 @@ class KubeStrategy(Strategy):
 
 
 def spec(obj: Obj) -> Obj:
-    value = obj.get("spec")
+    return member(obj, "spec")
+
+
+def member(obj: Obj, key: str) -> Obj:
+    """obj[key] when it is an object, else an empty one (kube would have refused to decode it)."""
+    value = obj.get(key)
     return value if isinstance(value, dict) else {}

@@ -19,6 +19,7 @@ from kcp_apiserver.apimachinery.validation import (
     validate_labels,
 )
 from kcp_apiserver.registry.resource import Obj
+from kcp_sim_cluster.api.strategy import member
 
 IMMUTABLE = "field is immutable"
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -123,7 +124,7 @@ def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTA
 def pod_template(template: Any, field: str, *, restart_policies: tuple[str, ...] = ("Always",)) -> list[Cause]:
     if not isinstance(template, dict):
         return [required(field)]
-    meta = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
+    meta = member(template, "metadata")
     causes = validate_labels(meta.get("labels"), f"{field}.metadata.labels")
     return causes + pod_spec(template.get("spec"), f"{field}.spec", restart_policies=restart_policies)
 
