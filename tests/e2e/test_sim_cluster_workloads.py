@@ -356,6 +356,18 @@ spec:
     assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
     agents = pods(cluster, ns, "app=agent")
     assert sorted(p["spec"]["nodeName"] for p in agents) == ["sim-node-1", "sim-node-2", "sim-node-3"]
+    for kind, container in (("statefulset/db", "c"), ("daemonset/agent", "c")):
+        kubectl(cluster, "-n", ns, "set", "image", kind, f"{container}=v2")
+        rollout(cluster, ns, kind)
+        history = kubectl(cluster, "-n", ns, "rollout", "history", kind)
+        assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"], history
+        kubectl(cluster, "-n", ns, "rollout", "undo", kind)
+        rollout(cluster, ns, kind)
+    for selector, image in (("app=db", "postgres"), ("app=agent", "agent")):
+        eventually(lambda selector=selector, image=image: {
+            p["spec"]["containers"][0]["image"] for p in pods(cluster, ns, selector)} == {image},
+            f"the {selector} pods to run {image} again")
+    assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
 
 
 # -- deletion -------------------------------------------------------------------------------------

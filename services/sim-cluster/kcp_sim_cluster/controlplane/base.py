@@ -19,6 +19,7 @@ class SimController:
 
     name = "sim"
     needs: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()  # informers used when the server serves them
     workers = 1
 
     def __init__(self, sim: Sim) -> None:

@@ -68,7 +68,7 @@ class ControlPlane:
             controller = kind(sim)
             controller.wire()
             self.controllers.append(controller)
-        needed = {n for c in self.controllers for n in c.needs}
+        needed = {n for c in self.controllers for n in (*c.needs, *c.optional)}
         for name in [n for n in sim.informers if n not in needed]:
             del sim.informers[name]
         sim.recorder.start()

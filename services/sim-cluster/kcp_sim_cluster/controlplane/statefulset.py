@@ -16,6 +16,7 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.hashing import pod_template_hash
+from kcp_sim_cluster.controlplane.history import sync_history
 from kcp_sim_cluster.controlplane.informer import controller_uid
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels
 from kcp_sim_cluster.controlplane.podutil import is_available, is_ready, is_terminal, phase
@@ -38,12 +39,14 @@ def _ordinal(sts_name: str, pod: Obj) -> int | None:
 class StatefulSetController(SimController):
     name = "sim-statefulset"
     needs = ("statefulsets", "pods")
+    optional = ("controllerrevisions",)
     workers = 2
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim)
         self.sts_res: Resource = sim.resource("statefulsets")  # type: ignore[assignment]
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
+        self.revision_res = sim.resource("controllerrevisions") if "controllerrevisions" in sim.informers else None
 
     def wire(self) -> None:
         informer = self.sim.informer("statefulsets")
@@ -64,7 +67,8 @@ class StatefulSetController(SimController):
         spec = sts.get("spec") or {}
         name = key.name
         template = spec.get("template") or {}
-        revision = f"{name}-{pod_template_hash(template)}"
+        hash_ = pod_template_hash(template)
+        revision = f"{name}-{hash_}"
         pods: dict[int, Obj] = {}
         for pod in self.sim.informer("pods").by_index("owner", sts["metadata"]["uid"]):
             ordinal = _ordinal(name, pod)
@@ -73,6 +77,10 @@ class StatefulSetController(SimController):
         replicas = int(spec.get("replicas", 1))
         ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         if not is_deleting(sts):
+            if self.revision_res is not None:
+                in_use = {labels(p).get(REVISION_LABEL, "") for p in pods.values()}
+                in_use.add(str((sts.get("status") or {}).get("currentRevision") or ""))
+                await sync_history(self.sim, self.revision_res, sts, template, hash_, in_use)
             await self._manage(sts, key, revision, pods, replicas, ordered)
         return await self._status(sts, revision, pods, replicas)
 
