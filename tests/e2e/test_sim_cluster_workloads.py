@@ -428,6 +428,24 @@ def test_a_not_ready_node_has_its_pods_evicted_and_replaced(cluster: KcpServer) 
     eventually(lambda: not get(cluster, "node", "sim-node-2")["spec"].get("taints"), "the taints to go")
 
 
+def test_cordon_and_drain_move_pods_off_a_node(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "drained")
+    kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "6")
+    rollout(cluster, ns, "deployment/web")
+    kubectl(cluster, "cordon", "sim-node-3")
+    try:
+        fetched_when(lambda: get(cluster, "node", "sim-node-3"),
+                     lambda n: ("node.kubernetes.io/unschedulable", "NoSchedule") in
+                     {(t["key"], t["effect"]) for t in n["spec"].get("taints") or []}, "the unschedulable taint")
+        kubectl(cluster, "drain", "sim-node-3", "--ignore-daemonsets", "--force", "--timeout", f"{int(PATIENCE)}s",
+                timeout=PATIENCE + 10)
+        rollout(cluster, ns, "deployment/web")
+        assert "sim-node-3" not in {p["spec"]["nodeName"] for p in pods(cluster, ns, "app=web")}
+    finally:
+        kubectl(cluster, "uncordon", "sim-node-3")
+    eventually(lambda: not get(cluster, "node", "sim-node-3")["spec"].get("taints"), "the taint to go")
+
+
 # -- restart ----------------------------------------------------------------------------------------
 
 
