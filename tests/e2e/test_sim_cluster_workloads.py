@@ -340,7 +340,10 @@ spec:
   selector: {matchLabels: {app: db}}
   template:
     metadata: {labels: {app: db}}
-    spec: {containers: [{name: c, image: postgres}]}
+    spec: {containers: [{name: c, image: postgres, volumeMounts: [{name: data, mountPath: /data}]}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -354,6 +357,11 @@ spec:
     rollout(cluster, ns, "statefulset/db")
     rollout(cluster, ns, "daemonset/agent")
     assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
+    claims = get(cluster, "-n", ns, "persistentvolumeclaims")["items"]
+    assert sorted(c["metadata"]["name"] for c in claims) == ["data-db-0", "data-db-1", "data-db-2"]
+    assert all(c["status"]["phase"] == "Bound" and c["status"]["capacity"] == {"storage": "1Gi"} for c in claims)
+    assert {v["persistentVolumeClaim"]["claimName"] for p in pods(cluster, ns, "app=db")
+            for v in p["spec"]["volumes"] if "persistentVolumeClaim" in v} == {"data-db-0", "data-db-1", "data-db-2"}
     agents = pods(cluster, ns, "app=agent")
     assert sorted(p["spec"]["nodeName"] for p in agents) == ["sim-node-1", "sim-node-2", "sim-node-3"]
     for kind, container in (("statefulset/db", "c"), ("daemonset/agent", "c")):

@@ -33,9 +33,11 @@ def _controller_types() -> list[type[SimController]]:
     from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
     from kcp_sim_cluster.controlplane.statefulset import StatefulSetController
+    from kcp_sim_cluster.controlplane.volumes import VolumeBinder
 
     return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
-            EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController]
+            EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController,
+            VolumeBinder]
 
 
 class ControlPlane:

@@ -18,10 +18,11 @@ from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.hashing import pod_template_hash
 from kcp_sim_cluster.controlplane.history import sync_history
 from kcp_sim_cluster.controlplane.informer import controller_uid
-from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels
+from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels, owner_reference
 from kcp_sim_cluster.controlplane.podutil import is_available, is_ready, is_terminal, phase
 from kcp_sim_cluster.controlplane.replicaset import pod_from_template
 from kcp_sim_cluster.controlplane.runtime import Sim
+from kcp_sim_cluster.controlplane.volumes import claim_name
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 
@@ -47,6 +48,7 @@ class StatefulSetController(SimController):
         self.sts_res: Resource = sim.resource("statefulsets")  # type: ignore[assignment]
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
         self.revision_res = sim.resource("controllerrevisions") if "controllerrevisions" in sim.informers else None
+        self.pvc_res = sim.resource("persistentvolumeclaims")
 
     def wire(self) -> None:
         informer = self.sim.informer("statefulsets")
@@ -130,9 +132,32 @@ class StatefulSetController(SimController):
         pod["spec"]["hostname"] = name
         if spec.get("serviceName"):
             pod["spec"]["subdomain"] = spec["serviceName"]
+        await self._claims(sts, key, ordinal, pod)
         if await self.sim.create(self.pod_res, key.cluster, key.namespace, pod) is not None:
             self.sim.recorder.record(sts, NORMAL, "SuccessfulCreate",
                                      f"create Pod {name} in StatefulSet {key.name} successful", component=COMPONENT)
+
+    async def _claims(self, sts: Obj, key: ObjectKey, ordinal: int, pod: dict[str, Any]) -> None:
+        """The pod's PersistentVolumeClaims from volumeClaimTemplates, created if missing, mounted by name."""
+        templates = (sts.get("spec") or {}).get("volumeClaimTemplates") or []
+        if not templates or self.pvc_res is None:
+            return
+        selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        retention = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+        volumes = [v for v in pod["spec"].get("volumes") or []]
+        for template in templates:
+            name = claim_name(template, key.name, ordinal)
+            claim: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                     "metadata": {"name": name, "namespace": key.namespace,
+                                                  "labels": {**(template.get("metadata") or {}).get("labels", {}),
+                                                             **selector}},
+                                     "spec": copy_obj(template.get("spec") or {})}
+            if retention.get("whenDeleted") == "Delete":
+                claim["metadata"]["ownerReferences"] = [{**owner_reference(sts), "controller": True}]
+            await self.sim.create(self.pvc_res, key.cluster, key.namespace, claim)  # None: it exists, kept
+            volumes = [v for v in volumes if v.get("name") != template["metadata"]["name"]]
+            volumes.append({"name": template["metadata"]["name"], "persistentVolumeClaim": {"claimName": name}})
+        pod["spec"]["volumes"] = volumes
 
     async def _status(self, sts: Obj, revision: str, pods: dict[int, Obj], replicas: int) -> Result | None:
         spec = sts.get("spec") or {}
