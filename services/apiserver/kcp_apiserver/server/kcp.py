@@ -16,7 +16,7 @@ from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
-from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
+from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcpcommon.health import Check
 
@@ -76,12 +76,11 @@ def namespace_controller(parts: ServerParts) -> Runnable:
     return NamespaceController(parts.storage, cache, parts.registry, parts.catalog.namespaced)
 
 
-def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
-               watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
-               watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
-               live_checks: Mapping[str, Check] | None = None,
-               system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
-    crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
+def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
+    """CustomResourceDefinitions served: (the extension every replica runs, which follows CRDs into its
+    catalog; the leader's controller, which names them, marks them Established and deletes a deleted
+    CRD's objects). Both share one CRDServing."""
+    crds: list[CRDServing] = []
 
     def follow_crds(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
@@ -90,6 +89,18 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
         return _FollowCRDs(crds[-1])
 
+    def crd_controller(parts: ServerParts) -> Runnable:
+        return _CRDController(crds[-1])
+
+    return follow_crds, crd_controller
+
+
+def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
+               watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
+               watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
+               live_checks: Mapping[str, Check] | None = None,
+               system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
+    follow_crds, crd_controller = crd_serving()
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
         resources=(*BUILTINS, CRD),
@@ -97,7 +108,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
         extensions=[follow_crds],
-        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
+        controllers=[crd_controller, namespace_controller, garbage_collector,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,
