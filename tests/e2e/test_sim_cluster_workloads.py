@@ -217,6 +217,53 @@ def test_scaling_a_deployment_and_a_paused_rollout(cluster: KcpServer) -> None:
     eventually(lambda: len(pods(cluster, ns, "app=web")) == 1, "the pods to shrink to 1")
 
 
+def test_a_recreate_rollout_empties_the_old_replica_set_first(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "recreate")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: "nginx:1"}]}
+""")
+    rollout(cluster, ns, "deployment/web")
+    old = get(cluster, "-n", ns, "replicasets")["items"][0]["metadata"]["name"]
+    kubectl(cluster, "-n", ns, "set", "image", "deployment/web", "c=nginx:2")
+    rollout(cluster, ns, "deployment/web")
+    new = next(rs["metadata"]["name"] for rs in get(cluster, "-n", ns, "replicasets")["items"]
+               if rs["metadata"]["name"] != old)
+    events = sorted(get(cluster, "-n", ns, "events", "--field-selector", "reason=ScalingReplicaSet")["items"],
+                    key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
+    messages = [e["message"] for e in events]
+    assert messages[-2:] == [f"Scaled down replica set {old} from 3 to 0", f"Scaled up replica set {new} from 0 to 3"]
+
+
+def test_several_clusters_in_one_process_each_run_their_workloads(tmp_path: Path) -> None:
+    server = sim(tmp_path / "fleet", "--clusters", "2", "--name", "edge", "--nodes", "2", "--ready-delay", "0")
+    server.start()
+    try:
+        for name in ("edge-1", "edge-2"):
+            config = server.root / f"{name}.kubeconfig"
+            nodes = json.loads(kubectl(server, "get", "nodes", "-o", "json", kubeconfig=config))["items"]
+            assert [n["metadata"]["name"] for n in nodes] == ["sim-node-1", "sim-node-2"]
+        first = server.root / "edge-1.kubeconfig"
+        kubectl(server, "create", "deployment", "web", "--image", "nginx", "--replicas", "3", kubeconfig=first)
+        kubectl(server, "rollout", "status", "deployment/web", "--timeout", f"{int(PATIENCE)}s", kubeconfig=first,
+                timeout=PATIENCE + 10)
+        running = json.loads(kubectl(server, "get", "pods", "-o", "json", kubeconfig=first))["items"]
+        assert len(running) == 3 and all(p["status"]["phase"] == "Running" for p in running)
+        other = json.loads(kubectl(server, "get", "pods", "-A", "-o", "json",
+                                   kubeconfig=server.root / "edge-2.kubeconfig"))["items"]
+        assert other == []
+    finally:
+        server.stop()
+
+
 def test_a_service_follows_its_ready_pods(cluster: KcpServer) -> None:
     ns = namespace(cluster, "services")
     kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "2", "--port", "80")
