@@ -103,13 +103,11 @@ class _BindServiceAccounts:
         pass
 
 
-def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
-               watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
-               watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
-               live_checks: Mapping[str, Check] | None = None,
-               system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
-               jwks_uri: str = "", audit_log_path: str = "") -> ServerConfig:
-    crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
+def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
+    """CustomResourceDefinitions served: (the extension every replica runs, which follows CRDs into its
+    catalog; the leader's controller, which names them, marks them Established and deletes a deleted
+    CRD's objects). Both share one CRDServing."""
+    crds: list[CRDServing] = []
 
     def follow_crds(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
@@ -118,6 +116,19 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
         return _FollowCRDs(crds[-1])
 
+    def crd_controller(parts: ServerParts) -> Runnable:
+        return _CRDController(crds[-1])
+
+    return follow_crds, crd_controller
+
+
+def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
+               watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
+               watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
+               live_checks: Mapping[str, Check] | None = None,
+               system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
+               jwks_uri: str = "", audit_log_path: str = "") -> ServerConfig:
+    follow_crds, crd_controller = crd_serving()
     # kube's order: client certificates, then bearer tokens
     authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
     extensions: list[ControllerFactory] = [follow_crds]
@@ -132,7 +143,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
         extensions=extensions,
-        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, serviceaccounts_controller,
+        controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
                      garbage_collector, lambda parts: Compactor(parts.storage, compaction_interval)],
         service_accounts=service_accounts,
         jwks_uri=jwks_uri,
