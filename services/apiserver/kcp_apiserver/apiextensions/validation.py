@@ -36,6 +36,13 @@ API_APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
 # kcp serves kube's own workload APIs as CRDs imported from physical clusters (apps/v1 Deployments...),
 # so these built-in group names are allowed although they have no dot.
 KUBE_GROUPS_WITHOUT_DOTS = frozenset({"apps", "batch", "autoscaling", "policy", "extensions"})
+# ... and the core group's (Services, Pods): group "" is served under /api/v1 and named `<plural>.core`, as kcp does
+CORE_GROUP_NAME = "core"
+
+
+def crd_name(plural: str, group: str) -> str:
+    """The name a CRD of `plural` in `group` must have; the core group ("") is spelled `core`."""
+    return f"{plural}.{group or CORE_GROUP_NAME}"
 
 
 # -- the options for an update -----------------------------------------------------------------
@@ -104,7 +111,7 @@ def validate_crd(crd: Obj, old: Obj | None = None) -> list[Cause]:
 def _validate_name(crd: Obj, spec: InternalSpec) -> list[Cause]:
     """The name must be `<plural>.<group>`: kube's nameValidationFn, applied to generateName too."""
     meta = crd.get("metadata") or {}
-    wanted = f"{get_str(spec.names, 'plural')}.{spec.group}"
+    wanted = crd_name(get_str(spec.names, "plural"), spec.group)
     causes = []
     for key in ("generateName", "name"):
         value = get(meta, key)
@@ -116,7 +123,7 @@ def _validate_name(crd: Obj, spec: InternalSpec) -> list[Cause]:
 def _validate_spec(spec: InternalSpec, opts: _Opts) -> list[Cause]:
     causes: list[Cause] = []
     if not spec.group:
-        causes.append(required("spec.group"))
+        pass  # the core group, as kcp allows for imported kube types
     elif errs := validate_dns_subdomain(spec.group):
         causes.append(invalid("spec.group", spec.group, ",".join(errs)))
     elif len(spec.group.split(".")) < 2 and spec.group not in KUBE_GROUPS_WITHOUT_DOTS:
