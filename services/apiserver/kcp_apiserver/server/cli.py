@@ -58,6 +58,7 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
                             min_request_timeout=args.min_request_timeout),
         etcd_tls=etcd_tls, live_checks=live_checks))
+    server.config.track_managed_fields = args.track_managed_fields
     if args.token_auth_file:
         server.config.authenticators = [*server.config.authenticators,
                                         StaticTokenAuthenticator.from_file(args.token_auth_file)]
