@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 from kcp_apiserver.registry import fieldpath as fp
-from kcp_apiserver.registry.fieldsets import _element, _granular, _list_kind
+from kcp_apiserver.registry.fieldsets import _declared, _element, _granular, _list_kind
 from kcp_apiserver.registry.typeschema import SchemaNode
 
 
@@ -60,19 +60,21 @@ def _merge_list(live: list[Any], config: list[Any], kind: str, node: SchemaNode)
 
 
 def prune(obj: Any, drop: fp.Set, keep: fp.Set, node: SchemaNode | None) -> None:
-    """Remove from obj, in place, the paths of `drop` that nothing in `keep` holds or sits under."""
+    """Remove from obj, in place, the members of `drop` that `keep` does not hold.
+
+    As structured-merge-diff's prune: a path is kept when someone owns it, or when it is a struct
+    field someone owns something under; the rest of `drop` below a kept path is still removed."""
     if isinstance(obj, dict):
         for element, dropped in drop.items():
-            if not element.startswith("f:"):
-                continue
             name = element[2:]
-            if name not in obj:
+            if not element.startswith("f:") or name not in obj:
                 continue
             kept = keep.get(element)
-            child = node.field(name) if node is not None else None
-            if kept is None and fp.is_member(dropped):
+            held = kept is not None and (fp.is_member(kept) or _declared(node, name))
+            if fp.is_member(dropped) and not held:
                 del obj[name]
-            elif kept is None or not fp.is_member(kept):
+            else:
+                child = node.field(name) if node is not None else None
                 prune(obj[name], fp.children(dropped), fp.children(kept) if kept else {}, child)
         return
     if isinstance(obj, list) and node is not None:
@@ -84,10 +86,10 @@ def prune(obj: Any, drop: fp.Set, keep: fp.Set, node: SchemaNode | None) -> None
         for item in obj:
             element = _element(item, kind, node)
             dropped = drop.get(element)
-            kept = keep.get(element)
-            if dropped is not None and kept is None and fp.is_member(dropped):
-                continue
-            if dropped is not None and (kept is None or not fp.is_member(kept)):
+            if dropped is not None:
+                kept = keep.get(element)
+                if fp.is_member(dropped) and (kept is None or not fp.is_member(kept)):
+                    continue
                 prune(item, fp.children(dropped), fp.children(kept) if kept else {}, items_node)
             survivors.append(item)
         obj[:] = survivors
