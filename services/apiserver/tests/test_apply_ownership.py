@@ -82,7 +82,7 @@ def test_a_field_the_applier_dropped_is_removed_unless_someone_else_owns_it(widg
     obj = apply(widget_schema, None, "a", widget(size=1, color="red", labels={"k": "v"}))
     obj = apply(widget_schema, obj, "b", widget(color="red"))  # same value: shared, no conflict
     obj = apply(widget_schema, obj, "a", widget(size=1))
-    assert obj["spec"] == {"size": 1, "color": "red", "labels": {}}
+    assert obj["spec"] == {"size": 1, "color": "red"}  # labels went empty: gone
     obj = apply(widget_schema, obj, "b", widget())
     assert "color" not in obj["spec"]
 

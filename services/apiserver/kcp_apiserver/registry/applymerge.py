@@ -75,7 +75,11 @@ def prune(obj: Any, drop: fp.Set, keep: fp.Set, node: SchemaNode | None) -> None
                 del obj[name]
             else:
                 child = node.field(name) if node is not None else None
-                prune(obj[name], fp.children(dropped), fp.children(kept) if kept else {}, child)
+                value = obj[name]
+                had = bool(value) if isinstance(value, (dict, list)) else False
+                prune(value, fp.children(dropped), fp.children(kept) if kept else {}, child)
+                if had and not value:
+                    del obj[name]  # emptied by the removal: gone, as kube's encoders omit an empty map or list
         return
     if isinstance(obj, list) and node is not None:
         kind = _list_kind(obj, node)
