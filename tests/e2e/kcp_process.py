@@ -114,6 +114,21 @@ class KcpServer:
             return self.process.wait()
 
 
+def cluster_kubeconfig(kcp: KcpServer, cluster: str, unique: str) -> Path:
+    """The admin kubeconfig with one more context, current, for logical cluster `cluster`."""
+    import yaml
+
+    config = yaml.safe_load(kcp.kubeconfig.read_text())
+    base = config["clusters"][0]["cluster"]["server"]
+    config["clusters"].append({"name": cluster, "cluster": {**config["clusters"][0]["cluster"],
+                                                            "server": f"{base}/clusters/{cluster}"}})
+    config["contexts"].append({"name": cluster, "context": {"cluster": cluster, "user": "admin"}})
+    config["current-context"] = cluster
+    path = kcp.root / f"kubeconfig-{unique}"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 def run_kubectl(server: KcpServer, *args: str, input_text: str | None = None, context: str | None = None,
                 check: bool = True, timeout: float = 60, env: dict[str, str] | None = None
                 ) -> subprocess.CompletedProcess[str]:
