@@ -1,5 +1,8 @@
 """helm 4, unmodified, against kcp: a chart's whole lifecycle, applied server-side (helm 4's default) and not.
 
+A post-install/post-upgrade hook is part of it: helm creates it after the release's objects, replacing the
+one before (before-hook-creation), and leaves it behind at uninstall, as it does on any cluster.
+
 The chart (ConfigMaps, a Secret, a ServiceAccount, a Role and RoleBinding, a CRD in crds/ and a custom
 resource of it) is written into the test's tmp dir; HOME and XDG dirs point there too, so helm writes
 nothing outside it.
@@ -19,6 +22,16 @@ import yaml
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, run_kubectl
 
 TEMPLATES = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-hook
+  annotations:
+    helm.sh/hook: post-install,post-upgrade
+    helm.sh/hook-delete-policy: before-hook-creation
+data:
+  revision: {{ .Release.Revision | quote }}
+---
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -147,8 +160,11 @@ def test_helm_installs_upgrades_rolls_back_and_uninstalls(kcp: KcpServer, unique
     [entry] = [e for e in config["metadata"]["managedFields"] if e["manager"] == "helm"]
     assert entry["operation"] == ("Apply" if server_side == "true" else "Update")
 
+    assert kubectl_json(kcp, kubeconfig, ns, "configmap", f"{release}-hook")["data"] == {"revision": "1"}
+
     helm("upgrade", release, str(chart), "-n", ns, sside, "--set", "greeting=bye", "--set", "size=3",
          "--wait=watcher", "--timeout=120s")
+    assert kubectl_json(kcp, kubeconfig, ns, "configmap", f"{release}-hook")["data"] == {"revision": "2"}
     assert kubectl_json(kcp, kubeconfig, ns, "configmap", f"{release}-config")["data"] == {"greeting": "bye"}
     assert kubectl_json(kcp, kubeconfig, ns, "gizmo", f"{release}-gizmo")["spec"] == {"greeting": "bye", "size": 3}
 
@@ -164,5 +180,5 @@ def test_helm_installs_upgrades_rolls_back_and_uninstalls(kcp: KcpServer, unique
     helm("uninstall", release, "-n", ns, "--wait", "--timeout=120s")
     left = run_kubectl(kcp, "--kubeconfig", str(kubeconfig), "-n", ns, "get", "configmaps,secrets,roles,gizmos",
                        "-o", "name").stdout.split()
-    assert not [name for name in left if release in name]
+    assert [name for name in left if release in name] == [f"configmap/{release}-hook"]  # hooks outlive releases
     assert json.loads(helm("list", "-n", ns, "-o", "json")) == []

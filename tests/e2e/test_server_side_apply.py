@@ -117,6 +117,24 @@ def test_client_side_apply_and_edit_record_their_managers(kcp: KcpServer, ns: st
     assert "f:a" not in owners[("kubectl-client-side-apply", "Update")].get("f:data", {})
 
 
+async def test_kubernetes_asyncio_applies_with_the_apply_content_type(kcp: KcpServer, namespace: str) -> None:
+    from kubernetes_asyncio import client, config
+
+    api_client = await config.new_client_from_config(config_file=str(kcp.kubeconfig))
+    async with api_client:
+        core = client.CoreV1Api(api_client)
+        body = configmap(namespace, "lib", {"a": "1"})
+        applied = await core.patch_namespaced_config_map("lib", namespace, body, field_manager="lib",
+                                                         _content_type=APPLY)
+        assert applied.data == {"a": "1"}
+        [entry] = applied.metadata.managed_fields
+        assert (entry.manager, entry.operation) == ("lib", "Apply")
+        other = await core.patch_namespaced_config_map("lib", namespace, configmap(namespace, "lib", {"a": "2"}),
+                                                       field_manager="other", force=True, _content_type=APPLY)
+        assert other.data == {"a": "2"}
+        assert [e.manager for e in other.metadata.managed_fields] == ["other"]
+
+
 # -- raw HTTP: what kubectl never sends -----------------------------------------------------------
 
 def cm_path(ns: str, name: str = "") -> str:

@@ -165,3 +165,17 @@ def test_kubectl_may_take_fields_its_client_side_apply_last_set(widget_schema: T
     assert obj["spec"]["size"] == 2
     assert owned(obj, "kubectl") == {"f:spec": {"f:size": {}}}
     assert orjson.loads(obj["metadata"]["annotations"][annotation])["spec"] == {"size": 2}
+
+
+def test_more_than_ten_updaters_fold_the_oldest_into_ancient_changes(widget_schema: TypeSchema) -> None:
+    obj = widget()
+    for i in range(12):
+        edited = copy.deepcopy(obj)
+        edited["spec"]["labels"] = {**edited["spec"].get("labels", {}), f"k{i}": "v"}
+        new = copy.deepcopy(edited)
+        UpdateOwnership(f"m{i:02d}", V, widget_schema).record(obj, new, f"2026-01-01T00:00:{i:02d}Z")
+        obj = new
+    names = [e["manager"] for e in obj["metadata"]["managedFields"]]
+    assert len(names) == 10 and "ancient-changes" in names and "m00" not in names and "m11" in names
+    ancient = owned(obj, "ancient-changes", "Update")
+    assert ancient == {"f:spec": {"f:labels": {".": {}, "f:k0": {}, "f:k1": {}, "f:k2": {}}}}

@@ -66,8 +66,39 @@ class Ownership:
         raise NotImplementedError
 
 
+MAX_UPDATE_MANAGERS = 10  # kube's cap on Update entries; older ones merge into one per apiVersion
+ANCIENT_CHANGES = "ancient-changes"
+
+
+def cap_updates(managers: Managers, limit: int = MAX_UPDATE_MANAGERS) -> None:
+    """Past `limit` Update entries, the oldest are merged into `ancient-changes` (one per apiVersion), as kube's."""
+    updates = [e for e in managers.values() if e.operation == UPDATE and e.fields]
+    count = len(updates)
+    if count <= limit:
+        return
+    first_of_version: dict[str, Entry] = {}
+    for entry in sorted(updates, key=lambda e: (e.time or "", e.manager)):
+        if count <= limit:
+            break
+        bucket_entry = Entry(ANCIENT_CHANGES, UPDATE, entry.api_version, "", {})
+        bucket = managers.get(bucket_entry.ident)
+        first = first_of_version.get(entry.api_version)
+        if entry.ident == bucket_entry.ident or (bucket is None and first is None):
+            first_of_version[entry.api_version] = entry
+            continue
+        if bucket is None and first is not None:
+            del managers[first.ident]
+            bucket = Entry(ANCIENT_CHANGES, UPDATE, entry.api_version, "", first.fields, first.time)
+        assert bucket is not None
+        del managers[entry.ident]
+        managers[bucket.ident] = Entry(ANCIENT_CHANGES, UPDATE, entry.api_version, "",
+                                       fp.union(bucket.fields, entry.fields), entry.time)
+        count -= 1
+
+
 def _store(new: Obj, managers: Managers) -> None:
     meta = new.setdefault("metadata", {})
+    cap_updates(managers)
     entries = [e for e in managers.values() if e.fields]
     if entries:
         meta["managedFields"] = encode({e.ident: e for e in entries})
