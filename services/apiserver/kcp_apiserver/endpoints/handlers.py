@@ -47,6 +47,7 @@ class ResourceHandlers:
         if res.namespaced and not namespace and info.verb not in ("list", "watch"):
             raise st.method_not_allowed()
         ctx = request_context(request)
+        ctx.field_manager = request.query.get("fieldManager", "")
         if info.subresource == "scale":
             ctx.dry_run = dry_run(request.query)
             return await scale.scale(ep, request, res, ctx, namespace)
@@ -62,7 +63,6 @@ class ResourceHandlers:
         if write is None:
             raise st.method_not_allowed()
         ctx.dry_run = dry_run(request.query)
-        ctx.field_manager = request.query.get("fieldManager", "")
         return await write(ep, request, res, ctx, namespace)
 
 

@@ -96,6 +96,7 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
                             min_request_timeout=args.min_request_timeout),
         etcd_tls=etcd_tls, live_checks=live_checks, service_accounts=service_account_tokens(args, creds),
         jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path))
+    server.config.track_managed_fields = args.track_managed_fields
     if args.token_auth_file:
         server.config.authenticators = [*server.config.authenticators,
                                         StaticTokenAuthenticator.from_file(args.token_auth_file)]
