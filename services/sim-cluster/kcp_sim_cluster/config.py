@@ -1,0 +1,85 @@
+"""The simulated cluster's `ServerConfig`: kube's workload API of one release, the admin token,
+NamespaceLifecycle and Service IP allocation, and the controllers (the apiserver's own plus the
+simulated control plane)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import structlog
+
+from kcp_apiserver.apimachinery.status import APIError
+from kcp_apiserver.controllers.compaction import Compactor
+from kcp_apiserver.endpoints.nonresource import version_info
+from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.server.cli import Backend, token_file_authenticators, watch_settings
+from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, ServerConfig, ServerParts
+from kcp_apiserver.server.kcp import garbage_collector, namespace_controller, namespace_lifecycle
+from kcp_sim_cluster.api import resource, resources
+from kcp_sim_cluster.api.serviceips import ServiceIPs
+from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
+from kcp_sim_cluster.settings import SimClusterSettings
+
+log = structlog.get_logger("kcp-sim-cluster")
+
+
+def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...]) -> ControlPlaneOptions:
+    return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
+                               eviction_toleration=args.eviction_toleration, clusters=clusters)
+
+
+def service_ips(release: str) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> ServiceIPs:
+        plugin = ServiceIPs(parts.storage, await parts.caches.get(resource(release, "", "services")))
+        await plugin.start()
+        return plugin
+    return build
+
+
+class ClusterBootstrap:
+    """Every simulated cluster exists from the start, with kube's system namespaces, as a real cluster's
+    apiserver has them before anyone writes (a logical cluster is otherwise born on its first write)."""
+
+    def __init__(self, parts: ServerParts, clusters: tuple[str, ...]) -> None:
+        assert parts.registry is not None
+        self.ensure = parts.registry.ensure_cluster
+        self.clusters = clusters
+
+    async def start(self) -> None:
+        for cluster in self.clusters:
+            while True:
+                try:
+                    await self.ensure(cluster)
+                    break
+                except APIError:
+                    log.warning("etcd unavailable at startup, retrying", cluster=cluster)
+                    await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        return None
+
+
+def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tuple[str, ...]) -> ServerConfig:
+    """`logical_clusters`: where the simulated clusters live (the default logical cluster for one)."""
+
+    def compaction(parts: ServerParts) -> Compactor:
+        return Compactor(parts.storage, args.compaction_interval)
+
+    defaults: list[ControllerFactory] = [namespace_controller, garbage_collector, compaction]
+    options = control_plane_options(args, logical_clusters)
+    return ServerConfig(
+        etcd_endpoints=backend.endpoints,
+        resources=resources(args.release),
+        authenticators=[StaticTokenAuthenticator.admin(backend.creds.admin_token), *token_file_authenticators(args)],
+        identity=f"{socket.gethostname()}:{args.secure_port}",
+        admission=[namespace_lifecycle, service_ips(args.release)],
+        extensions=[lambda parts: ClusterBootstrap(parts, logical_clusters)],
+        controllers=[*defaults, *control_plane(options)],
+        run_controllers=backend.controllers,
+        watch_cache_size=args.watch_cache_size,
+        watch=watch_settings(args),
+        etcd_tls=backend.etcd_tls,
+        live_checks=backend.live_checks or {},
+        version=version_info(args.release, "+sim"),
+    )
