@@ -296,3 +296,22 @@ def test_kcp_going_away_deletes_nothing_downstream(env: Env, tmp_path: Path) -> 
 def _deletes(metrics: str) -> float:
     return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                if line.startswith("kcp_syncer_synced_objects_total{") and 'direction="delete"' in line)
+
+
+def test_an_object_the_physical_cluster_refuses_gets_an_event_upstream(env: Env) -> None:
+    name = unique("refused")
+    bad = deployment(name, "east", 1)
+    bad["spec"]["replicas"] = -1  # kcp's imported CRD is open; the physical cluster validates
+    env.up_a.create(deploy_path("default"), bad)
+
+    def event() -> dict[str, Any] | None:
+        items = env.up_a.get("/api/v1/namespaces/default/events")["items"]
+        return next((e for e in items if e["involvedObject"]["name"] == name and e["reason"] == "SyncFailed"), None)
+    found = eventually(event, "a SyncFailed Event on the upstream Deployment")
+    assert found["type"] == "Warning"
+    assert "east" in found["message"] and "replicas" in found["message"]
+    assert 'kcp_syncer_errors_total{logical_cluster="syncer-a",reason="Invalid"' in env.syncers["east"].metrics()
+
+    env.up_a.patch(deploy_path("default", name), {"spec": {"replicas": 1}})
+    mapped = downstream_namespace(LC_A, "default")
+    eventually(lambda: env.east.get(deploy_path(mapped, name)), "the fixed Deployment synced")

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from prometheus_client import CollectorRegistry
 
-from ..controller import Controller, Result
+from ..controller import Controller, Result, TerminalError
 from ..dynamic import DynamicResource
 from ..errors import APIClientError, APIConflictError, APINotFoundError
 from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
@@ -64,6 +64,7 @@ Obj = Mapping[str, Any]
 log = structlog.get_logger("kcpcommon.sync")
 
 EVENT_ERRORS = (400, 403, 404, 422)  # downstream refusals a user can act on: reported as Events upstream
+REFUSED = (400, 422)  # the object itself is refused downstream: retrying the same spec cannot help
 DELETE_WAIT = 2.0
 CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first  # seconds before looking again at a downstream object still being finalized
 
@@ -353,6 +354,8 @@ class Syncer:
                 self._namespaces.discard(down_ns)
             if exc.status in EVENT_ERRORS:
                 await self._report(typ, key, up, exc)
+            if exc.status in REFUSED:  # only a change of the upstream object (which requeues it) can help
+                raise TerminalError(f"the physical cluster refuses the object: {exc}") from exc
             raise
         self.metrics.synced(DOWN, typ.name)
         self._reported.pop(key, None)
@@ -386,7 +389,8 @@ class Syncer:
         now = rfc3339_now()
         event = {
             "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{key.name}.", "namespace": key.namespace or "default"},
+            # named as client-go's recorder names events: the object's name and a unique suffix
+            "metadata": {"name": f"{key.name}.{time.time_ns():x}", "namespace": key.namespace or "default"},
             "involvedObject": {"apiVersion": up.get("apiVersion"), "kind": up.get("kind"), "name": key.name,
                                "namespace": key.namespace or None, "uid": meta.get("uid"),
                                "resourceVersion": meta.get("resourceVersion")},
