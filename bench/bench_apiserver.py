@@ -23,7 +23,7 @@ import aiohttp
 import orjson
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("create", "get", "list", "watch-start", "watch", "list-big", "fanout")
+SECTIONS = ("create", "managed-fields", "apply", "get", "list", "watch-start", "watch", "list-big", "fanout")
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from kcp_process import KcpServer, free_port  # noqa: E402
@@ -75,6 +75,9 @@ async def run_concurrent(count: int, concurrency: int, op) -> float:  # type: ig
     return count / (time.perf_counter() - started)
 
 
+APPLY_FIELDS = 30  # fields of the custom resource the apply section applies
+
+
 class Bench:
     def __init__(self, server: KcpServer, session: aiohttp.ClientSession) -> None:
         self.server = server
@@ -99,6 +102,68 @@ class Bench:
 
     async def namespace(self, name: str) -> None:
         await self.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    async def apply(self, path: str, body: dict[str, Any], manager: str) -> None:
+        headers = {**self.headers, "Content-Type": "application/apply-patch+yaml"}
+        async with self.session.patch(self.server.url + path, data=orjson.dumps(body), headers=headers,
+                                      params={"fieldManager": manager}, ssl=self.ssl) as resp:
+            if resp.status not in (200, 201):
+                raise RuntimeError(f"apply failed: {resp.status} {await resp.text()}")
+            await resp.read()
+
+
+async def managed_fields_cost(bench: Bench, untracked: Bench, count: int, payload: str,
+                              rounds: int = 3) -> dict[str, Any]:
+    """Create throughput at c=32 with managedFields tracking (`bench`) and without (`untracked`, a server
+    started with --no-track-managed-fields), in alternating rounds so drift hits both alike."""
+    rates: dict[str, list[float]] = {"tracked": [], "untracked": []}
+    for round_ in range(rounds):
+        for label, target in (("tracked", bench), ("untracked", untracked)):
+            ns = f"mf-{label}-{round_}"
+            await target.namespace(ns)
+
+            async def op(i: int, ns: str = ns, target: Bench = target) -> None:
+                await target.post(f"/api/v1/namespaces/{ns}/configmaps", cm(f"cm-{i}", payload))
+
+            rates[label].append(await run_concurrent(count, 32, op))
+    tracked, untracked_rate = max(rates["tracked"]), max(rates["untracked"])
+    return {"tracked_per_s": round(tracked, 1), "untracked_per_s": round(untracked_rate, 1),
+            "ratio": round(tracked / untracked_rate, 3), "count": count, "rounds": rounds,
+            "all": {k: [round(v, 1) for v in vs] for k, vs in rates.items()}}
+
+
+def gadget_crd() -> dict[str, Any]:
+    fields = {f"f{i:02d}": {"type": "integer"} if i % 2 else {"type": "string"} for i in range(APPLY_FIELDS)}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.bench.example.com"},
+            "spec": {"group": "bench.example.com", "scope": "Namespaced",
+                     "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "properties": {"spec": {"type": "object", "properties": fields}}}}}]}}
+
+
+def gadget(name: str, generation: int) -> dict[str, Any]:
+    spec = {f"f{i:02d}": generation + i if i % 2 else f"value-{generation}-{i}" for i in range(APPLY_FIELDS)}
+    return {"apiVersion": "bench.example.com/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+
+
+async def apply_throughput(bench: Bench, count: int) -> dict[str, Any]:
+    """Server-side apply of a 30-field custom resource at c=32: creating by apply, then changing every field."""
+    await bench.apply("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.bench.example.com",
+                      gadget_crd(), "bench")
+    await bench.namespace("apply")
+    path = "/apis/bench.example.com/v1/namespaces/apply/gadgets/"
+    for _ in range(300):  # the CRD is served once established
+        async with bench.session.get(bench.server.url + path[:-1], headers=bench.headers, ssl=bench.ssl) as resp:
+            await resp.read()
+            if resp.status == 200:
+                break
+        await asyncio.sleep(0.1)
+    created = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 0), "bench"))
+    changed = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 1), "bench"))
+    unchanged = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 1), "bench"))
+    return {"fields": APPLY_FIELDS, "count": count, "create_per_s": round(created, 1),
+            "change_per_s": round(changed, 1), "unchanged_per_s": round(unchanged, 1)}
 
 
 async def etcd_puts(endpoint: str, objects: list[tuple[str, bytes]], concurrency: int) -> float:
@@ -424,6 +489,25 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             if create:
                 results["create"] = create
 
+            if "managed-fields" in wanted:
+                # two more servers on the same etcd, neither leading the controllers (the first one does):
+                # the same work but for tracking, so the ratio is what tracking costs
+                pair = [KcpServer(root / f"kcp-{label}", free_port(),
+                                  ["--log-level", args.log_level, "--etcd-servers", etcd_endpoint, flag,
+                                   *args.server_args])
+                        for label, flag in (("tracked", "--track-managed-fields"),
+                                            ("untracked", "--no-track-managed-fields"))]
+                try:
+                    for extra in pair:
+                        extra.start()
+                    results["managed_fields"] = await managed_fields_cost(
+                        Bench(pair[0], session), Bench(pair[1], session), args.creates, payload)
+                finally:
+                    for extra in pair:
+                        extra.stop()
+            if "apply" in wanted:
+                results["apply"] = await apply_throughput(bench, args.applies)
+
             if "get" in wanted:
                 await bench.namespace("get")
                 await bench.post("/api/v1/namespaces/get/configmaps", cm("cm-0", payload))
@@ -483,6 +567,14 @@ def summary(results: dict[str, Any]) -> str:
     for conc, row in results.get("create", {}).items():
         lines.append(f"create c={conc:>3}: {row['api_per_s']:>8.1f}/s   raw etcd put {row['etcd_put_per_s']:>8.1f}/s"
                      f"   ratio {row['ratio']:.2f}")
+    mf = results.get("managed_fields")
+    if mf is not None:
+        lines.append(f"create c= 32 with managedFields {mf['tracked_per_s']:>8.1f}/s, without "
+                     f"{mf['untracked_per_s']:>8.1f}/s   ratio {mf['ratio']:.2f} (best of {mf['rounds']} rounds)")
+    ap = results.get("apply")
+    if ap is not None:
+        lines.append(f"apply c=32, {ap['fields']}-field custom resource: create {ap['create_per_s']:.1f}/s, "
+                     f"change {ap['change_per_s']:.1f}/s, unchanged {ap['unchanged_per_s']:.1f}/s")
     if "get" in results:
         lines.append(f"GET unloaded: p50 {results['get']['p50_ms']:.2f} ms, p99 {results['get']['p99_ms']:.2f} ms")
     if "list" in results:
@@ -523,6 +615,7 @@ def summary(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--creates", type=int, default=3000)
+    parser.add_argument("--applies", type=int, default=2000, help="custom resources applied in the apply section")
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--list-objects", type=int, default=10_000)
     parser.add_argument("--big-list-objects", type=int, default=50_000, help="ConfigMaps in the unpaged LIST")

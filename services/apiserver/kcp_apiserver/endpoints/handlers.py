@@ -47,6 +47,7 @@ class ResourceHandlers:
         if res.namespaced and not namespace and info.verb not in ("list", "watch"):
             raise st.method_not_allowed()
         ctx = request_context(request)
+        ctx.field_manager = request.query.get("fieldManager", "")
         action = res.action(info.subresource) if info.subresource else None
         if action is not None:
             ctx.dry_run = dry_run(request.query)
@@ -66,7 +67,6 @@ class ResourceHandlers:
         if write is None:
             raise st.method_not_allowed()
         ctx.dry_run = dry_run(request.query)
-        ctx.field_manager = request.query.get("fieldManager", "")
         return await write(ep, request, res, ctx, namespace)
 
 

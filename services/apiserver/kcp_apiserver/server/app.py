@@ -85,7 +85,8 @@ class APIServer:
                             metrics=self.metrics.registry)
         self._plugins = [await build(parts) for build in config.admission]
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
-                                                  ensure_cluster=self.clusters.ensure)
+                                                  ensure_cluster=self.clusters.ensure,
+                                                  track_managed_fields=config.track_managed_fields)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
                                          fields=FieldValidator(), tokens=config.service_accounts)
         for build_extension in config.extensions:

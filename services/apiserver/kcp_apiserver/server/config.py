@@ -65,6 +65,7 @@ class ServerConfig:
     run_controllers: bool = True  # take part in the election for them (one replica of several leads)
     identity: str = field(default_factory=socket.gethostname)  # this replica, in the leader election
     watch_cache_size: int = 10_000
+    track_managed_fields: bool = True  # metadata.managedFields on every write; off only for the benchmark
     watch: WatchSettings = field(default_factory=WatchSettings)
     etcd_tls: TLSFiles | None = None  # None: etcd in plain text
     live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)

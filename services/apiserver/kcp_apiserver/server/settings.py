@@ -75,6 +75,10 @@ class APIServerSettings(BaseSettings):
     workers: int = Field(1, ge=1, description="serving processes sharing the port through SO_REUSEPORT")
     worker_index: int = Field(0, ge=0, description="internal: which worker process this is (0 runs the "
                                                    "controllers)")
+    track_managed_fields: bool = Field(True, description="record metadata.managedFields on every write; for "
+                                                         "benchmarks only (measuring what tracking costs): "
+                                                         "server-side apply still works without it, but "
+                                                         "ownership goes unrecorded")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
 
     @model_validator(mode="after")
