@@ -3,7 +3,7 @@
 Per logical cluster, the importer remembers each SyncTarget's view of each type it syncs. The CRD
 it publishes for a type holds the lowest common denominator of those views (see negotiation.py)
 and is labelled as imported; a SyncTarget whose view lacks fields of the published schema is
-reported incompatible, naming them. A CRD that was not imported (created by hand) is never
+reported incompatible, naming the fields another cluster has and it lacks. A CRD that was not imported (created by hand) is never
 touched: the clusters' views are only checked against it. When the last SyncTarget syncing a
 type leaves, its imported CRD is deleted.
 """
@@ -148,7 +148,10 @@ class Importer:
         else:
             published = lowest_common_denominator(v.schema for v in views)
             await self._apply(resource_crd, existing, crd_for(views, published, list(holders)))
-        return {t: Verdict(resource, tuple(missing(published, view.schema)) if published else (), hand_made)
+        if hand_made:
+            return {t: Verdict(resource, tuple(missing(published, view.schema)) if published else (), True)
+                    for t, view in holders.items()}
+        return {t: Verdict(resource, _lacks(view, [v for o, v in holders.items() if o != t]), False)
                 for t, view in holders.items()}
 
     async def _apply(self, resource_crd: Any, existing: dict[str, Any] | None, wanted: dict[str, Any]) -> None:
@@ -181,6 +184,19 @@ class Importer:
                 log.info("imported type removed: no SyncTarget syncs it any more", crd=name)
             except APINotFoundError:
                 pass
+
+
+def _lacks(view: ImportedType, others: list[ImportedType]) -> tuple[str, ...]:
+    """The fields some other cluster has and this one lacks: this cluster narrows the published schema."""
+    fields: dict[str, None] = {}
+    for other in others:
+        fields.update(dict.fromkeys(f for f in missing(other.schema, view.schema) if not _in_status(f)))
+    return tuple(fields)
+
+
+def _in_status(path: str) -> bool:
+    """Status is written by the physical cluster itself: a status field it lacks never blocks syncing."""
+    return any(part.split("[")[0] == "status" for part in path.split("."))
 
 
 def _served_schema(crd: dict[str, Any], version: str) -> dict[str, Any]:

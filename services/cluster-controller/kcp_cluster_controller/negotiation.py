@@ -87,7 +87,7 @@ def missing(published: Mapping[str, Any], schema: Mapping[str, Any], path: str =
     return out
 
 
-def describe(fields: list[str], limit: int = 10) -> str:
+def describe(fields: list[str], limit: int = 1000) -> str:
     """A condition message naming the fields (the first `limit` of them)."""
     shown = ", ".join(fields[:limit])
     more = f" and {len(fields) - limit} more" if len(fields) > limit else ""
