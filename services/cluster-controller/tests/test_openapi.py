@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from kcp_cluster_controller.openapi import UnknownType, crd_schema
 
 REF = "#/components/schemas/"

@@ -98,7 +98,7 @@ def validate_crd(crd: Obj, old: Obj | None = None) -> list[Cause]:
     opts = _options(old)
     spec = internal_spec(crd.get("spec"))
     causes = _validate_name(crd, spec)
-    causes += _validate_spec(spec, opts)
+    causes += _validate_spec(spec, opts, core=_names_core_group(crd, spec))
     if old is not None:
         causes += _validate_immutable(spec, internal_spec(old.get("spec")), opts)
     causes += validate_names(get(crd.get("status"), "acceptedNames") or {}, "status.acceptedNames")
@@ -120,10 +120,17 @@ def _validate_name(crd: Obj, spec: InternalSpec) -> list[Cause]:
     return causes
 
 
-def _validate_spec(spec: InternalSpec, opts: _Opts) -> list[Cause]:
+def _names_core_group(crd: Obj, spec: InternalSpec) -> bool:
+    """An empty group means the core group only in a CRD named `<plural>.core`; otherwise it is missing."""
+    name = get(crd.get("metadata"), "name") or get(crd.get("metadata"), "generateName")
+    return not spec.group and name == crd_name(get_str(spec.names, "plural"), "")
+
+
+def _validate_spec(spec: InternalSpec, opts: _Opts, *, core: bool = False) -> list[Cause]:
     causes: list[Cause] = []
     if not spec.group:
-        pass  # the core group, as kcp allows for imported kube types
+        if not core:
+            causes.append(required("spec.group"))
     elif errs := validate_dns_subdomain(spec.group):
         causes.append(invalid("spec.group", spec.group, ",".join(errs)))
     elif len(spec.group.split(".")) < 2 and spec.group not in KUBE_GROUPS_WITHOUT_DOTS:
