@@ -28,6 +28,7 @@ UNTRACKED_META = frozenset(("name", "namespace", "creationTimestamp", "selfLink"
                             "generation", "managedFields", "resourceVersion"))
 
 Ident = tuple[str, str, str, str]
+_ENTRY_KEYS = frozenset(("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource"))
 
 
 @dataclass(slots=True)
@@ -83,15 +84,15 @@ def decode(raw: Any) -> Managers | None:
     for item in raw:
         if not isinstance(item, dict):
             return None
-        operation, fields = item.get("operation"), item.get("fieldsV1", {})
-        if operation not in (APPLY, UPDATE) or item.get("fieldsType", FIELDS_V1) != FIELDS_V1:
+        operation, fields = item.get("operation"), item.get("fieldsV1")
+        if operation not in (APPLY, UPDATE) or item.get("fieldsType") != FIELDS_V1:
             return None
         strings = [item.get(k, "") for k in ("manager", "apiVersion", "subresource")]
-        if not all(isinstance(s, str) for s in strings) or not fp.valid(fields):
+        if not all(isinstance(s, str) for s in strings) or not isinstance(fields, dict) or not fp.valid(fields):
             return None
         time = item.get("time")
-        entry = Entry(strings[0], operation, strings[1], strings[2], fields,
-                      time if isinstance(time, str) else None, item)
+        entry = Entry(strings[0], operation, strings[1], strings[2], fields, time if isinstance(time, str) else None,
+                      item if item.keys() <= _ENTRY_KEYS and (time is None or isinstance(time, str)) else None)
         if entry.ident in out:
             return None
         out[entry.ident] = entry
