@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.validation import invalid
 from kcp_apiserver.registry import fieldpath as fp
 from kcp_apiserver.registry.fieldsets import compare
 from kcp_apiserver.registry.typeschema import SchemaNode
@@ -126,8 +127,7 @@ def check_manager(field_manager: str, kind: str) -> None:
                                "fieldManager"))
     for i, ch in enumerate(field_manager):
         if not ch.isprintable():
-            causes.append(st.Cause("FieldValueInvalid", f"Invalid value: {field_manager!r}: invalid character "
-                                                        f"U+{ord(ch):04X} (at position {i})", "fieldManager"))
+            causes.append(invalid("fieldManager", field_manager, f"invalid character U+{ord(ch):04X} (at position {i})"))
             break
     if causes:
         raise st.invalid(kind, "", causes, "meta.k8s.io")
