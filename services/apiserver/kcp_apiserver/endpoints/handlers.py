@@ -10,12 +10,14 @@ from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
-from kcp_apiserver.endpoints import deletes, reads, scale, watch, writes
+from kcp_apiserver.endpoints import deletes, reads, scale, tokenrequest, watch, writes
 from kcp_apiserver.endpoints.base import Endpoints, WatchSettings, dry_run
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import request_context
+from kcp_apiserver.registry.builtin.core import TOKEN_REQUEST
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.registry.store import Registry
 
 __all__ = ["ResourceHandlers"]
@@ -29,8 +31,8 @@ class ResourceHandlers:
     """Serves every verb of every resource through the one generic registry."""
 
     def __init__(self, catalog: Catalog, registry: Registry, caches: WatchCaches, *,
-                 watch: WatchSettings, fields: FieldValidator) -> None:
-        self.endpoints = Endpoints(catalog, registry, caches, fields, watch)
+                 watch: WatchSettings, fields: FieldValidator, tokens: ServiceAccountTokens | None = None) -> None:
+        self.endpoints = Endpoints(catalog, registry, caches, fields, watch, tokens)
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         ep = self.endpoints
@@ -49,6 +51,8 @@ class ResourceHandlers:
         if info.subresource == "scale":
             ctx.dry_run = dry_run(request.query)
             return await scale.scale(ep, request, res, ctx, namespace)
+        if info.subresource == TOKEN_REQUEST.name:
+            return await tokenrequest.create_token(ep, request, res, ctx, namespace)
         if info.verb == "get":
             return await reads.get(ep, request, res, info, namespace)
         if info.verb == "list":
@@ -67,4 +71,6 @@ def _subresource_ok(res: Resource, sub: str) -> bool:
         return res.has_status
     if sub == "scale":
         return res.scale is not None
+    if any(sub == extra.name for extra in res.subresources):
+        return True
     return sub in NON_NAMESPACED_SUBRESOURCES.get(res.plural, set()) and not res.group
