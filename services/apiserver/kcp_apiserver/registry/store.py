@@ -30,7 +30,7 @@ from kcp_apiserver.registry.deletion import deletion_finalizers
 from kcp_apiserver.registry.fieldsets import DuplicateItem
 from kcp_apiserver.registry.listing import Entry, decoded
 from kcp_apiserver.registry.managedfields import manager_name
-from kcp_apiserver.registry.ownership import ApplyOwnership, Ownership, UpdateOwnership
+from kcp_apiserver.registry.ownership import SYSTEM_MANAGER, ApplyOwnership, Ownership, UpdateOwnership
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.strategy import DEFAULT as DEFAULT_STRATEGY
 from kcp_apiserver.registry.strategy import Strategy
@@ -58,7 +58,6 @@ Objs = list[Obj]  # a name for the annotation: inside Registry, `list` is the me
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Admission = Callable[[Attributes], Awaitable[None]]
-SYSTEM_MANAGER = "kcp-apiserver"  # the manager of the server's own writes (controllers), as kube-apiserver's
 
 
 def new_uid() -> str:
