@@ -15,6 +15,9 @@ from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.rbac.authorizer import RBACAuthorizer
+from kcp_apiserver.rbac.follow import RBACFollowers
+from kcp_apiserver.rbac.policy import PolicyIndex
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
 from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -82,6 +85,11 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                live_checks: Mapping[str, Check] | None = None,
                system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
     crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
+    rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
+
+    def follow_rbac(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return RBACFollowers(rbac, parts.storage, parts.caches, parts.registry)
 
     def follow_crds(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
@@ -94,9 +102,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         etcd_endpoints=etcd_endpoints,
         resources=(*BUILTINS, CRD),
         authenticators=[StaticTokenAuthenticator.admin(admin_token)],
+        authorizer=RBACAuthorizer(rbac),
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
-        extensions=[follow_crds],
+        extensions=[follow_rbac, follow_crds],
         controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         run_controllers=run_controllers,

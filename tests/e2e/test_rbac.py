@@ -1,0 +1,137 @@
+"""RBAC per logical cluster with the real kubectl: identities from a --token-auth-file, rights from
+Roles and bindings, kube's 403 wording, default roles, aggregation, escalation, reviews, impersonation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from kcp_process import KcpServer, free_port, run_kubectl
+
+USERS = {  # token -> (user, groups)
+    "alice-token": ("alice", ""),
+    "bob-token": ("bob", "devs"),
+    "carol-token": ("carol", ""),
+    "dora-token": ("dora", ""),
+    "erin-token": ("erin", ""),
+}
+
+
+@pytest.fixture(scope="module")
+def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
+    root = tmp_path_factory.mktemp("kcp-rbac")
+    tokens = root / "tokens.csv"
+    tokens.write_text("".join(f'{token},{user},uid-{user},"{groups}"\n' for token, (user, groups) in USERS.items()))
+    server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens), "--compaction-interval", "0"])
+    server.start()
+    yield server
+    assert server.stop() == 0, server.log_tail()
+
+
+@pytest.fixture
+def cluster() -> str:
+    return f"rbac-{uuid.uuid4().hex[:8]}"
+
+
+def kubectl(kcp: KcpServer, cluster: str, *args: str, token: str | None = None, check: bool = True,
+            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    flags = ["--server", f"{kcp.url}/clusters/{cluster}"]
+    if token is not None:
+        flags += ["--token", token]
+    return run_kubectl(kcp, *flags, *args, check=check, input_text=input_text)
+
+
+def eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:
+    """RBAC objects reach the authorizer through a watch: wait for the condition, with a deadline."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.1)
+
+
+def can(kcp: KcpServer, cluster: str, token: str, *args: str) -> bool:
+    return kubectl(kcp, cluster, *args, token=token, check=False).returncode == 0
+
+
+def test_forbidden_then_allowed_after_a_rolebinding(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "configmap", "c1", "--from-literal=a=b")
+    denied = kubectl(kcp, cluster, "get", "configmaps", "-n", "default", token="alice-token", check=False)
+    assert denied.returncode == 1
+    assert ('configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the '
+            'namespace "default"') in denied.stderr
+    kubectl(kcp, cluster, "create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps")
+    kubectl(kcp, cluster, "create", "rolebinding", "alice-reads", "--role=cm-reader", "--user=alice")
+    eventually(lambda: can(kcp, cluster, "alice-token", "get", "configmaps", "-n", "default"))
+    assert "c1" in kubectl(kcp, cluster, "get", "configmap", "c1", "-o", "name", token="alice-token").stdout
+    # the Role grants reads in its namespace only, and no writes
+    other = kubectl(kcp, cluster, "get", "configmaps", "-n", "kube-system", token="alice-token", check=False)
+    assert 'cannot list resource "configmaps" in API group "" in the namespace "kube-system"' in other.stderr
+    write = kubectl(kcp, cluster, "create", "configmap", "c2", token="alice-token", check=False)
+    assert 'User "alice" cannot create resource "configmaps"' in write.stderr
+    # and only in its own logical cluster
+    elsewhere = kubectl(kcp, f"{cluster}-other", "get", "configmaps", token="alice-token", check=False)
+    assert "forbidden" in elsewhere.stderr
+
+
+def test_group_subject_and_clusterrole_in_a_rolebinding(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "clusterrole", "secret-reader", "--verb=get,list", "--resource=secrets")
+    kubectl(kcp, cluster, "create", "rolebinding", "devs-read", "--clusterrole=secret-reader", "--group=devs")
+    eventually(lambda: can(kcp, cluster, "bob-token", "get", "secrets"))
+    assert not can(kcp, cluster, "bob-token", "get", "secrets", "-n", "kube-system")
+    assert not can(kcp, cluster, "alice-token", "get", "secrets")
+
+
+def test_resource_names_limit_a_rule(kcp: KcpServer, cluster: str) -> None:
+    for name in ("allowed", "other"):
+        kubectl(kcp, cluster, "create", "configmap", name)
+    kubectl(kcp, cluster, "create", "role", "one-cm", "--verb=get", "--resource=configmaps",
+            "--resource-name=allowed")
+    kubectl(kcp, cluster, "create", "rolebinding", "carol-one", "--role=one-cm", "--user=carol")
+    eventually(lambda: can(kcp, cluster, "carol-token", "get", "configmap", "allowed"))
+    denied = kubectl(kcp, cluster, "get", "configmap", "other", token="carol-token", check=False)
+    assert ('configmaps "other" is forbidden: User "carol" cannot get resource "configmaps" in API group "" in '
+            'the namespace "default"') in denied.stderr
+    assert not can(kcp, cluster, "carol-token", "get", "configmaps")  # a list names no object
+
+
+def test_default_roles_in_every_cluster_and_aggregation_into_view(kcp: KcpServer, cluster: str) -> None:
+    shown = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "cluster-admin", "-o", "json").stdout)
+    assert shown["rules"][0] == {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}
+    names = kubectl(kcp, cluster, "get", "clusterroles", "-o", "name").stdout.split()
+    assert {"clusterrole.rbac.authorization.k8s.io/" + n for n in ("admin", "edit", "view")} <= set(names)
+    binding = json.loads(kubectl(kcp, cluster, "get", "clusterrolebinding", "cluster-admin", "-o", "json").stdout)
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                    "name": "system:masters"}]
+    kubectl(kcp, cluster, "create", "rolebinding", "dora-views", "--clusterrole=view", "--user=dora")
+    eventually(lambda: can(kcp, cluster, "dora-token", "get", "configmaps"))
+    assert not can(kcp, cluster, "dora-token", "get", "leases")
+    kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "leases-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list"]}]}))
+    eventually(lambda: can(kcp, cluster, "dora-token", "get", "leases"))
+    view = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "view", "-o", "json").stdout)
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list"]} in view["rules"]
+    # edit aggregates view: the tenant's rule reaches it too, in this cluster only
+    edit = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "edit", "-o", "json").stdout)
+    assert any(r.get("resources") == ["leases"] for r in edit["rules"])
+    elsewhere = json.loads(kubectl(kcp, f"{cluster}-b", "get", "clusterrole", "view", "-o", "json").stdout)
+    assert not any(r.get("resources") == ["leases"] for r in elsewhere["rules"])
+
+
+def test_editing_a_default_role_makes_the_clusters_own_copy(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "label", "clusterrole", "view", "team=tenant")
+    mine = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "view", "-o", "json").stdout)
+    assert mine["metadata"]["labels"]["team"] == "tenant"
+    theirs = json.loads(kubectl(kcp, f"{cluster}-b", "get", "clusterrole", "view", "-o", "json").stdout)
+    assert "team" not in theirs["metadata"]["labels"]
+    created = kubectl(kcp, cluster, "create", "clusterrole", "edit", "--verb=get", "--resource=configmaps",
+                      check=False)
+    assert 'clusterroles.rbac.authorization.k8s.io "edit" already exists' in created.stderr
