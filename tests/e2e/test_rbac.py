@@ -27,7 +27,8 @@ USERS = {  # token -> (user, groups)
 def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     root = tmp_path_factory.mktemp("kcp-rbac")
     tokens = root / "tokens.csv"
-    tokens.write_text("".join(f'{token},{user},uid-{user},"{groups}"\n' for token, (user, groups) in USERS.items()))
+    tokens.write_text("".join(f'{token},{user},uid-{user}' + (f',"{groups}"' if groups else "") + "\n"
+                              for token, (user, groups) in USERS.items()))
     server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens), "--compaction-interval", "0"])
     server.start()
     yield server
@@ -135,3 +136,33 @@ def test_editing_a_default_role_makes_the_clusters_own_copy(kcp: KcpServer, clus
     created = kubectl(kcp, cluster, "create", "clusterrole", "edit", "--verb=get", "--resource=configmaps",
                       check=False)
     assert 'clusterroles.rbac.authorization.k8s.io "edit" already exists' in created.stderr
+
+
+def test_escalation_is_refused_unless_bind_or_escalate(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "role", "rbac-manager", "--verb=create,get,list,update,patch",
+            "--resource=roles,rolebindings,configmaps")
+    kubectl(kcp, cluster, "create", "rolebinding", "erin-manages", "--role=rbac-manager", "--user=erin")
+    eventually(lambda: can(kcp, cluster, "erin-token", "get", "roles"))
+    kubectl(kcp, cluster, "create", "role", "cm-get", "--verb=get", "--resource=configmaps", token="erin-token")
+    refused = kubectl(kcp, cluster, "create", "role", "secret-deleter", "--verb=delete", "--resource=secrets",
+                      token="erin-token", check=False)
+    assert ('roles.rbac.authorization.k8s.io "secret-deleter" is forbidden: user "erin" '
+            '(groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+            '{APIGroups:[""], Resources:["secrets"], Verbs:["delete"]}') in refused.stderr
+    bind = kubectl(kcp, cluster, "create", "rolebinding", "erin-edits", "--clusterrole=edit", "--user=erin",
+                   token="erin-token", check=False)
+    assert 'rolebindings.rbac.authorization.k8s.io "erin-edits" is forbidden: user "erin"' in bind.stderr
+    assert "is attempting to grant RBAC permissions not currently held" in bind.stderr
+    # binding a role whose rules erin holds is fine
+    kubectl(kcp, cluster, "create", "rolebinding", "carol-cm-get", "--role=cm-get", "--user=carol",
+            token="erin-token")
+    # `bind` on that ClusterRole, or `escalate` on roles, lifts the check
+    kubectl(kcp, cluster, "create", "role", "binder", "--verb=bind", "--resource=clusterroles",
+            "--resource-name=edit")
+    kubectl(kcp, cluster, "create", "role", "escalator", "--verb=escalate", "--resource=roles")
+    kubectl(kcp, cluster, "create", "rolebinding", "erin-binds", "--role=binder", "--user=erin")
+    kubectl(kcp, cluster, "create", "rolebinding", "erin-escalates", "--role=escalator", "--user=erin")
+    eventually(lambda: can(kcp, cluster, "erin-token", "create", "rolebinding", "erin-edits", "--clusterrole=edit",
+                           "--user=erin"))
+    eventually(lambda: can(kcp, cluster, "erin-token", "create", "role", "secret-deleter", "--verb=delete",
+                           "--resource=secrets"))

@@ -16,6 +16,7 @@ from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
+from kcp_apiserver.rbac.escalation import EscalationCheck
 from kcp_apiserver.rbac.follow import RBACFollowers
 from kcp_apiserver.rbac.policy import PolicyIndex
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
@@ -86,6 +87,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
     crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
+    authorizer = RBACAuthorizer(rbac)
+
+    async def no_escalation(parts: ServerParts) -> EscalationCheck:
+        return EscalationCheck(authorizer)
 
     def follow_rbac(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
@@ -102,9 +107,9 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         etcd_endpoints=etcd_endpoints,
         resources=(*BUILTINS, CRD),
         authenticators=[StaticTokenAuthenticator.admin(admin_token)],
-        authorizer=RBACAuthorizer(rbac),
+        authorizer=authorizer,
         identity=identity or socket.gethostname(),
-        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
+        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
         extensions=[follow_rbac, follow_crds],
         controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
