@@ -20,6 +20,8 @@ USERS = {  # token -> (user, groups)
     "carol-token": ("carol", ""),
     "dora-token": ("dora", ""),
     "erin-token": ("erin", ""),
+    "frank-token": ("frank", ""),
+    "gina-token": ("gina", "ops,auditors"),
 }
 
 
@@ -166,3 +168,70 @@ def test_escalation_is_refused_unless_bind_or_escalate(kcp: KcpServer, cluster: 
                            "--user=erin"))
     eventually(lambda: can(kcp, cluster, "erin-token", "create", "role", "secret-deleter", "--verb=delete",
                            "--resource=secrets"))
+
+
+def test_can_i_and_whoami(kcp: KcpServer, cluster: str) -> None:
+    assert kubectl(kcp, cluster, "auth", "can-i", "delete", "secrets").stdout.strip() == "yes"
+    denied = kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", token="gina-token", check=False)
+    assert (denied.returncode, denied.stdout.strip()) == (1, "no")
+    kubectl(kcp, cluster, "create", "rolebinding", "ops-view", "--clusterrole=view", "--group=ops", "-n", "default")
+    eventually(lambda: kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", token="gina-token",
+                               check=False).stdout.strip() == "yes")
+    assert kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", "-n", "kube-system", token="gina-token",
+                   check=False).stdout.strip() == "no"
+    assert kubectl(kcp, cluster, "auth", "can-i", "create", "configmaps", token="gina-token",
+                   check=False).stdout.strip() == "no"
+    listed = kubectl(kcp, cluster, "auth", "can-i", "--list", "-n", "default", token="gina-token").stdout
+    assert any(line.split()[0] == "configmaps" and "[get list watch]" in line for line in listed.splitlines())
+    assert "selfsubjectaccessreviews.authorization.k8s.io" in listed
+    assert "secrets" not in listed
+    whoami = kubectl(kcp, cluster, "auth", "whoami", "-o", "json", token="gina-token").stdout
+    assert json.loads(whoami)["status"]["userInfo"] == {"username": "gina", "uid": "uid-gina",
+                                                        "groups": ["ops", "auditors", "system:authenticated"]}
+    admin = json.loads(kubectl(kcp, cluster, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
+    assert admin["username"] == "kcp-admin" and "system:masters" in admin["groups"]
+
+
+def test_impersonation_needs_the_impersonate_verb(kcp: KcpServer, cluster: str) -> None:
+    as_admin = kubectl(kcp, cluster, "get", "configmaps", "--as=nobody", check=False)
+    assert ('configmaps is forbidden: User "nobody" cannot list resource "configmaps" in API group "" in the '
+            'namespace "default"') in as_admin.stderr
+    whoami = json.loads(kubectl(kcp, cluster, "auth", "whoami", "-o", "json", "--as=nobody",
+                                "--as-group=ops").stdout)["status"]["userInfo"]
+    assert whoami == {"username": "nobody", "groups": ["ops", "system:authenticated"]}
+    assert kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", "--as=nobody",
+                   check=False).stdout.strip() == "no"
+    refused = kubectl(kcp, cluster, "get", "configmaps", "--as=nobody", token="frank-token", check=False)
+    assert ('users "nobody" is forbidden: User "frank" cannot impersonate resource "users" in API group "" at the '
+            'cluster scope') in refused.stderr
+    kubectl(kcp, cluster, "create", "clusterrole", "impersonate-nobody", "--verb=impersonate", "--resource=users",
+            "--resource-name=nobody")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "frank-impersonates", "--clusterrole=impersonate-nobody",
+            "--user=frank")
+    eventually(lambda: "nobody" in kubectl(kcp, cluster, "auth", "whoami", "--as=nobody", token="frank-token",
+                                           check=False).stdout)
+    group = kubectl(kcp, cluster, "get", "configmaps", "--as=nobody", "--as-group=ops", token="frank-token",
+                    check=False)
+    assert ('groups "ops" is forbidden: User "frank" cannot impersonate resource "groups" in API group "" at the '
+            'cluster scope') in group.stderr
+
+
+def test_wildcard_requests_need_a_clusterrolebinding_in_admin(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "configmap", "everywhere")
+    wildcard = ["--context", "cross-cluster", "--token", "frank-token", "get", "configmaps", "-A"]
+    refused = run_kubectl(kcp, *wildcard, check=False)
+    assert ('configmaps is forbidden: User "frank" cannot list resource "configmaps" in API group "" at the cluster '
+            'scope') in refused.stderr
+    # grants in other clusters, or namespaced grants in admin, do not reach `*`
+    kubectl(kcp, cluster, "create", "clusterrole", "cm-lister", "--verb=list", "--resource=configmaps")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "frank-lists", "--clusterrole=cm-lister", "--user=frank")
+    run_kubectl(kcp, "create", "clusterrole", "cm-lister-everywhere", "--verb=list", "--resource=configmaps")
+    run_kubectl(kcp, "create", "rolebinding", "frank-lists-default", "--clusterrole=cm-lister-everywhere",
+                "--user=frank", "-n", "default")
+    eventually(lambda: can(kcp, cluster, "frank-token", "get", "configmaps", "-A"))
+    eventually(lambda: run_kubectl(kcp, "--token", "frank-token", "get", "configmaps", check=False).returncode == 0)
+    assert run_kubectl(kcp, *wildcard, check=False).returncode == 1
+    run_kubectl(kcp, "create", "clusterrolebinding", "frank-lists-everywhere",
+                "--clusterrole=cm-lister-everywhere", "--user=frank")
+    eventually(lambda: run_kubectl(kcp, *wildcard, check=False).returncode == 0)
+    assert "everywhere" in run_kubectl(kcp, *wildcard).stdout

@@ -17,6 +17,7 @@ from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters.authentication import authentication
 from kcp_apiserver.filters.authorization import authorization
 from kcp_apiserver.filters.errors import errors_to_status
+from kcp_apiserver.filters.impersonation import impersonation
 from kcp_apiserver.filters.inflight import max_inflight
 from kcp_apiserver.filters.observability import Metrics, observe
 from kcp_apiserver.filters.requestinfo import request_info
@@ -81,7 +82,7 @@ class APIServer:
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
                                                   ensure_cluster=self.clusters.ensure)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
-                                         fields=FieldValidator())
+                                         fields=FieldValidator(), answers=config.answers)
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         while True:
@@ -130,11 +131,12 @@ class APIServer:
 
     def app(self, limits: RequestLimits | None = None) -> web.Application:
         """Filters outermost first, in kube's order: observe, errors as Status, request info, the request
-        timeout, authentication, the in-flight limits, authorization."""
+        timeout, authentication, impersonation, the in-flight limits, authorization."""
         limits = limits or RequestLimits()
         app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info,
                                            request_timeout(limits.request_timeout),
                                            authentication(self.config.authenticators),
+                                           impersonation(self.config.authorizer),
                                            max_inflight(limits.max_requests_inflight,
                                                         limits.max_mutating_requests_inflight,
                                                         gauge=self.metrics.inflight),

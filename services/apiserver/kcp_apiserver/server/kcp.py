@@ -19,6 +19,7 @@ from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.rbac.escalation import EscalationCheck
 from kcp_apiserver.rbac.follow import RBACFollowers
 from kcp_apiserver.rbac.policy import PolicyIndex
+from kcp_apiserver.rbac.reviews import Reviews
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
 from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -108,6 +109,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         resources=(*BUILTINS, CRD),
         authenticators=[StaticTokenAuthenticator.admin(admin_token)],
         authorizer=authorizer,
+        answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
         extensions=[follow_rbac, follow_crds],
