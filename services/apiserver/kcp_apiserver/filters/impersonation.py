@@ -12,8 +12,14 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.request import ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, RequestContext, RequestInfo
-from kcp_apiserver.apimachinery.request import UserInfo
+from kcp_apiserver.apimachinery.request import (
+    ANONYMOUS,
+    AUTHENTICATED,
+    UNAUTHENTICATED,
+    RequestContext,
+    RequestInfo,
+    UserInfo,
+)
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.filters.authorization import Authorizer, forbidden_message
