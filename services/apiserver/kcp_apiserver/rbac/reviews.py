@@ -34,9 +34,9 @@ def request_of(cluster: str, spec: Mapping[str, Any], kind: str) -> RequestInfo:
     if bool(resource) == bool(non_resource):
         raise _invalid(kind, "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
                              "nonResourceAttributes or resourceAttributes must be specified")
-    if non_resource:
+    if isinstance(non_resource, Mapping):
         return RequestInfo(cluster, str(non_resource.get("path") or ""), False, str(non_resource.get("verb") or ""))
-    a = resource
+    a: Mapping[str, Any] = resource if isinstance(resource, Mapping) else {}
     group = str(a.get("group") or "")
     return RequestInfo(cluster, "", True, str(a.get("verb") or ""), "apis" if group else "api", group,
                        str(a.get("version") or ""), str(a.get("namespace") or ""), str(a.get("resource") or ""),
