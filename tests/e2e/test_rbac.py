@@ -234,3 +234,14 @@ def test_wildcard_requests_need_a_clusterrolebinding_in_admin(kcp: KcpServer, cl
                 "--clusterrole=cm-lister-everywhere", "--user=frank")
     eventually(lambda: run_kubectl(kcp, *wildcard, check=False).returncode == 0)
     assert "everywhere" in run_kubectl(kcp, *wildcard).stdout
+
+
+async def test_a_watch_from_now_starts_with_the_default_roles(api, cluster: str) -> None:  # type: ignore[no-untyped-def]
+    from api import collect
+
+    path = f"/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    events = await collect(api, path, {}, 10)
+    assert {e["type"] for e in events} == {"ADDED"}
+    assert {"cluster-admin", "admin", "edit", "view"} <= {e["object"]["metadata"]["name"] for e in events}
+    one = await collect(api, path, {"fieldSelector": "metadata.name=view"}, 1)
+    assert one[0]["object"]["metadata"]["name"] == "view"
