@@ -245,3 +245,20 @@ async def test_a_watch_from_now_starts_with_the_default_roles(api, cluster: str)
     assert {"cluster-admin", "admin", "edit", "view"} <= {e["object"]["metadata"]["name"] for e in events}
     one = await collect(api, path, {"fieldSelector": "metadata.name=view"}, 1)
     assert one[0]["object"]["metadata"]["name"] == "view"
+
+
+def test_a_tenants_aggregating_clusterrole_gets_its_rules_written(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "team"},
+             "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": "x"}}]}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "team-secrets", "labels": {"team": "x"}},
+             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}]}))
+
+    def rules() -> list[dict[str, object]]:
+        return json.loads(kubectl(kcp, cluster, "get", "clusterrole", "team", "-o", "json").stdout).get("rules") or []
+
+    eventually(lambda: rules() == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
+    kubectl(kcp, cluster, "delete", "clusterrole", "team-secrets")
+    eventually(lambda: rules() == [])

@@ -10,7 +10,7 @@ does not store an object of the same name.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +122,7 @@ class PolicyIndex:
 
     def __init__(self) -> None:
         self.clusters: dict[str, ClusterPolicy] = {}
+        self.on_cluster_roles_changed: Callable[[str], None] | None = None  # the aggregation controller
         self.defaults = ClusterPolicy()
         for role in defaults.CLUSTER_ROLES:
             self.defaults.cluster_roles[role["metadata"]["name"]] = cluster_role_of(role)
@@ -162,6 +163,8 @@ class PolicyIndex:
             self._settle(cluster)
         else:
             policy.cluster_roles[name] = cluster_role_of(obj)
+        if self.on_cluster_roles_changed is not None:
+            self.on_cluster_roles_changed(cluster)
 
     def observe_binding(self, obj: Obj, deleted: bool) -> None:
         cluster = cluster_of(obj)

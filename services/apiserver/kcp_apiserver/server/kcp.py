@@ -13,6 +13,7 @@ from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
+from kcp_apiserver.controllers.rbac_aggregation import AggregationController
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
@@ -93,6 +94,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
     async def no_escalation(parts: ServerParts) -> EscalationCheck:
         return EscalationCheck(authorizer)
 
+    def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return AggregationController(rbac, parts.registry)
+
     def follow_rbac(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
         return RBACFollowers(rbac, parts.storage, parts.caches, parts.registry)
@@ -114,6 +119,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
         extensions=[follow_rbac, follow_crds],
         controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
+                     aggregate_cluster_roles,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,
