@@ -58,6 +58,8 @@ def cluster_role_binding(name: str, role: str, groups: list[str]) -> Obj:
 DISCOVERY_URLS = ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz",
                   "/version", "/version/"]
 PUBLIC_URLS = ["/healthz", "/livez", "/readyz", "/version", "/version/"]
+ISSUER_URLS = ["/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks",
+               "/openid/v1/jwks/"]
 
 _VIEW = [
     _rule(READ, [""], ["pods", "replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts",
@@ -110,6 +112,7 @@ CLUSTER_ROLES: tuple[Obj, ...] = (
         _rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])]),
     cluster_role("system:discovery", [_urls(["get"], DISCOVERY_URLS)]),
     cluster_role("system:public-info-viewer", [_urls(["get"], PUBLIC_URLS)]),
+    cluster_role("system:service-account-issuer-discovery", [_urls(["get"], ISSUER_URLS)]),
 )
 
 CLUSTER_ROLE_BINDINGS: tuple[Obj, ...] = (
@@ -118,4 +121,6 @@ CLUSTER_ROLE_BINDINGS: tuple[Obj, ...] = (
     cluster_role_binding("system:discovery", "system:discovery", ["system:authenticated"]),
     cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                          ["system:authenticated", "system:unauthenticated"]),
+    cluster_role_binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
+                         ["system:serviceaccounts"]),
 )
