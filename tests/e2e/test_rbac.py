@@ -240,7 +240,7 @@ async def test_a_watch_from_now_starts_with_the_default_roles(api, cluster: str)
     from api import collect
 
     path = f"/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterroles"
-    events = await collect(api, path, {}, 10)
+    events = await collect(api, path, {}, 11)  # the 11 default ClusterRoles of a fresh logical cluster
     assert {e["type"] for e in events} == {"ADDED"}
     assert {"cluster-admin", "admin", "edit", "view"} <= {e["object"]["metadata"]["name"] for e in events}
     one = await collect(api, path, {"fieldSelector": "metadata.name=view"}, 1)

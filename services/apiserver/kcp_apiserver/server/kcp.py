@@ -22,6 +22,7 @@ from kcp_apiserver.rbac.follow import RBACFollowers
 from kcp_apiserver.rbac.policy import PolicyIndex
 from kcp_apiserver.rbac.reviews import Reviews
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
+from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
 from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcpcommon.health import Check
@@ -111,7 +112,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
 
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
-        resources=(*BUILTINS, CRD),
+        resources=(*BUILTINS, *REVIEWS, CRD),  # the reviews are answered by `answers`
         authenticators=[StaticTokenAuthenticator.admin(admin_token)],
         authorizer=authorizer,
         answers=Reviews(authorizer).by_resource,

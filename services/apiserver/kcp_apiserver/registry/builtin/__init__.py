@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from kcp_apiserver.registry.builtin import coordination, core, events, rbac, reviews
+from kcp_apiserver.registry.builtin import coordination, core, events, rbac
 from kcp_apiserver.registry.builtin.core import NAMESPACE, prepare_namespace
 from kcp_apiserver.registry.resource import Resource
 
-BUILTINS: tuple[Resource, ...] = (*core.RESOURCES, *events.RESOURCES, *coordination.RESOURCES, *rbac.RESOURCES,
-                                 *reviews.RESOURCES)
+BUILTINS: tuple[Resource, ...] = (*core.RESOURCES, *events.RESOURCES, *coordination.RESOURCES, *rbac.RESOURCES)
 
 __all__ = ["BUILTINS", "NAMESPACE", "prepare_namespace"]
