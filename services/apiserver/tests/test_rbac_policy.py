@@ -51,6 +51,8 @@ def test_a_rolebinding_grants_in_its_namespace_and_cluster_only() -> None:
     index.observe_role(role("a", "reader", READ_CM), False)
     index.observe_binding(binding("a", "bob-reads", "Role", "reader", [{"kind": "User", "name": "bob"}]), False)
     assert authz.allows(BOB, cm("a", "list"))
+    assert authz.decide(BOB, cm("a", "list")).reason == ('RBAC: allowed by RoleBinding "bob-reads/default" of Role '
+                                                         '"reader" to User "bob"')
     assert not authz.allows(BOB, cm("a", "list", namespace="other"))
     assert not authz.allows(BOB, cm("a", "list", namespace=""))
     assert not authz.allows(BOB, cm("b", "list"))
@@ -71,7 +73,10 @@ def test_groups_service_accounts_and_clusterroles_in_rolebindings() -> None:
     assert not authz.allows(BOB, cm("a", "get", namespace="default", name="x"))
     bot = UserInfo("system:serviceaccount:team:bot", groups=("system:serviceaccounts", "system:authenticated"),
                    cluster="a")
-    assert authz.allows(bot, cm("a", "list", namespace="team"))
+    assert authz.decide(bot, cm("a", "list", namespace="team")).reason == (
+        'RBAC: allowed by RoleBinding "bot/team" of ClusterRole "cm-reader" to ServiceAccount "bot/team"')
+    assert authz.decide(BOB, cm("a", "list", namespace="team")).reason == (
+        'RBAC: allowed by RoleBinding "devs/team" of ClusterRole "cm-reader" to Group "devs"')
 
 
 def test_a_cluster_bound_identity_is_a_stranger_elsewhere_and_under_the_wildcard() -> None:
@@ -154,7 +159,7 @@ def test_a_follower_reset_forgets_one_kind_only() -> None:
     index.observe_binding(binding("a", "crb", "ClusterRole", "view", [{"kind": "User", "name": "bob"}],
                                   namespace=""), False)
     index.reset("RoleBinding")
-    assert [b.name for b in index.bindings_for("a", BOB, None) if b.name in ("rb", "crb")] == ["crb"]
+    assert [b.name for _, b in index.bindings_for("a", BOB, None) if b.name in ("rb", "crb")] == ["crb"]
     index.reset("ClusterRoleBinding")
     index.reset("Role")
     assert "a" not in index.clusters

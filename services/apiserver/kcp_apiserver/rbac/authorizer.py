@@ -36,13 +36,18 @@ class RBACAuthorizer:
         self.wildcard_cluster = wildcard_cluster
 
     async def authorize(self, ctx: RequestContext) -> Decision:
-        return ALLOW if self.allows(ctx.user, ctx.info) else DENY
+        return self.decide(ctx.user, ctx.info)
 
     def allows(self, user: UserInfo, info: RequestInfo) -> bool:
+        return self.decide(user, info).allowed
+
+    def decide(self, user: UserInfo, info: RequestInfo) -> Decision:
         if user.cluster and user.cluster != info.cluster:
-            return False
+            return DENY
         if SYSTEM_MASTERS in user.groups:
-            return True
+            return ALLOW  # kube's privileged-group authorizer gives no reason either
         if info.wildcard:
-            return self.index.allows(self.wildcard_cluster, user, info, cluster_wide_only=True)
-        return self.index.allows(info.cluster, user, info)
+            reason = self.index.grant(self.wildcard_cluster, user, info, cluster_wide_only=True)
+        else:
+            reason = self.index.grant(info.cluster, user, info)
+        return DENY if reason is None else Decision(True, reason)

@@ -17,7 +17,7 @@ from typing import Any
 from kcp_apiserver.apimachinery.request import RequestInfo, UserInfo
 from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.rbac import defaults
-from kcp_apiserver.rbac.rules import Rule, compile_rules
+from kcp_apiserver.rbac.rules import Rule, compile_rules, go_quote
 
 Obj = dict[str, Any]
 SubjectKey = tuple[str, str]  # ("user", name) or ("group", name)
@@ -33,6 +33,14 @@ class Binding:
     role_kind: str  # Role or ClusterRole
     role_name: str
     subjects: tuple[SubjectKey, ...]
+    described: tuple[str, ...] = ()  # each subject as kube names it in a decision's reason: `User "bob"`
+
+    def reason(self, subject: SubjectKey) -> str:
+        """kube's `RBAC: allowed by ...` reason for a grant through this binding to `subject`."""
+        where = f"RoleBinding {go_quote(self.name + '/' + self.namespace)}" if self.namespace else \
+            f"ClusterRoleBinding {go_quote(self.name)}"
+        who = next((d for s, d in zip(self.subjects, self.described, strict=False) if s == subject), "")
+        return f"RBAC: allowed by {where} of {self.role_kind} {go_quote(self.role_name)} to {who}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,18 +89,21 @@ def subject_keys(user: UserInfo) -> Iterator[SubjectKey]:
         yield ("group", group)
 
 
-def _subjects(obj: Obj, namespace: str) -> tuple[SubjectKey, ...]:
-    keys: list[SubjectKey] = []
+def _subjects(obj: Obj, namespace: str) -> tuple[tuple[SubjectKey, str], ...]:
+    """Each subject's index key (a service account is the user it authenticates as) and its description."""
+    keys: list[tuple[SubjectKey, str]] = []
     for subject in obj.get("subjects") or ():
         if not isinstance(subject, Mapping):
             continue
         kind, name = subject.get("kind"), str(subject.get("name") or "")
         if kind == "User":
-            keys.append(("user", name))
+            keys.append((("user", name), f"User {go_quote(name)}"))
         elif kind == "Group":
-            keys.append(("group", name))
+            keys.append((("group", name), f"Group {go_quote(name)}"))
         elif kind == "ServiceAccount":
-            keys.append(("user", f"{SERVICE_ACCOUNT_PREFIX}{subject.get('namespace') or namespace}:{name}"))
+            sa_namespace = subject.get("namespace") or namespace
+            keys.append((("user", f"{SERVICE_ACCOUNT_PREFIX}{sa_namespace}:{name}"),
+                         f"ServiceAccount {go_quote(name + '/' + sa_namespace)}"))
     return tuple(keys)
 
 
@@ -100,8 +111,9 @@ def binding_of(obj: Obj) -> Binding:
     meta = obj["metadata"]
     namespace = meta.get("namespace") or ""
     ref = obj.get("roleRef") or {}
+    subjects = _subjects(obj, namespace)
     return Binding(namespace, meta["name"], str(ref.get("kind") or ""), str(ref.get("name") or ""),
-                   _subjects(obj, namespace))
+                   tuple(key for key, _ in subjects), tuple(description for _, description in subjects))
 
 
 def cluster_role_of(obj: Obj) -> ClusterRoleEntry:
@@ -238,8 +250,9 @@ class PolicyIndex:
         return ()
 
     def bindings_for(self, cluster: str, user: UserInfo, namespace: str | None, *,
-                     cluster_wide_only: bool = False) -> Iterator[Binding]:
-        """The bindings naming the user or one of its groups that grant in `namespace` (None: any)."""
+                     cluster_wide_only: bool = False) -> Iterator[tuple[SubjectKey, Binding]]:
+        """The bindings naming the user or one of its groups (with the subject that matched) that grant in
+        `namespace` (None: any)."""
         policy = self.clusters.get(cluster)
         own = policy.bindings if policy is not None else {}
         for subject in subject_keys(user):
@@ -248,24 +261,24 @@ class PolicyIndex:
                     if binding.namespace and (cluster_wide_only or (namespace is not None
                                                                    and binding.namespace != namespace)):
                         continue
-                    yield binding
+                    yield subject, binding
             for binding in self.defaults.by_subject.get(subject, {}).values():
                 if ("", binding.name) not in own:
-                    yield binding
+                    yield subject, binding
 
-    def allows(self, cluster: str, user: UserInfo, info: RequestInfo, *, cluster_wide_only: bool = False) -> bool:
-        for binding in self.bindings_for(cluster, user, info.namespace, cluster_wide_only=cluster_wide_only):
+    def grant(self, cluster: str, user: UserInfo, info: RequestInfo, *, cluster_wide_only: bool = False
+              ) -> str | None:
+        """Why the request is allowed (kube's reason), or None when no binding allows it."""
+        for subject, binding in self.bindings_for(cluster, user, info.namespace, cluster_wide_only=cluster_wide_only):
             for rule in self.role_rules(cluster, binding):
                 if rule.allows(info):
-                    return True
-        return False
+                    return binding.reason(subject)
+        return None
 
     def rules_for(self, cluster: str, user: UserInfo, namespace: str) -> list[Rule]:
         """Every rule the user holds in a namespace ("" = at the cluster scope only), for reviews and escalation."""
         out: dict[Rule, None] = {}
-        for binding in self.bindings_for(cluster, user, namespace):
-            if binding.namespace and binding.namespace != namespace:
-                continue
+        for _, binding in self.bindings_for(cluster, user, namespace):
             out.update(dict.fromkeys(self.role_rules(cluster, binding)))
         return list(out)
 

@@ -75,8 +75,11 @@ class Reviews:
 
     def _access(self, ctx: RequestContext, obj: Obj, user: UserInfo, kind: str) -> Obj:
         info = request_of(ctx.cluster, obj.get("spec") or {}, kind)
-        allowed = self.authorizer.allows(user, info)
-        return {**obj, "metadata": _meta(obj), "status": {"allowed": allowed}}
+        decision = self.authorizer.decide(user, info)
+        status: Obj = {"allowed": decision.allowed}
+        if decision.reason:
+            status["reason"] = decision.reason
+        return {**obj, "metadata": _meta(obj), "status": status}
 
     def self_subject_access(self, ctx: RequestContext, obj: Obj) -> Obj:
         return self._access(ctx, obj, ctx.user, "SelfSubjectAccessReview")
