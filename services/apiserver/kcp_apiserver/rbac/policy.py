@@ -33,14 +33,12 @@ class Binding:
     role_kind: str  # Role or ClusterRole
     role_name: str
     subjects: tuple[SubjectKey, ...]
-    described: tuple[str, ...] = ()  # each subject as kube names it in a decision's reason: `User "bob"`
+    # kube's reason for a grant through this binding, per subject: `RBAC: allowed by RoleBinding "b/ns" of Role
+    # "r" to User "bob"` (made once here: a check only looks it up)
+    reasons: Mapping[SubjectKey, str] = field(default_factory=dict, compare=False)
 
     def reason(self, subject: SubjectKey) -> str:
-        """kube's `RBAC: allowed by ...` reason for a grant through this binding to `subject`."""
-        where = f"RoleBinding {go_quote(self.name + '/' + self.namespace)}" if self.namespace else \
-            f"ClusterRoleBinding {go_quote(self.name)}"
-        who = next((d for s, d in zip(self.subjects, self.described, strict=False) if s == subject), "")
-        return f"RBAC: allowed by {where} of {self.role_kind} {go_quote(self.role_name)} to {who}"
+        return self.reasons.get(subject, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +110,12 @@ def binding_of(obj: Obj) -> Binding:
     namespace = meta.get("namespace") or ""
     ref = obj.get("roleRef") or {}
     subjects = _subjects(obj, namespace)
-    return Binding(namespace, meta["name"], str(ref.get("kind") or ""), str(ref.get("name") or ""),
-                   tuple(key for key, _ in subjects), tuple(description for _, description in subjects))
+    name, role_kind, role_name = meta["name"], str(ref.get("kind") or ""), str(ref.get("name") or "")
+    where = f"RoleBinding {go_quote(name + '/' + namespace)}" if namespace else f"ClusterRoleBinding {go_quote(name)}"
+    reasons: dict[SubjectKey, str] = {}
+    for key, description in reversed(subjects):  # the first subject naming a user describes it
+        reasons[key] = f"RBAC: allowed by {where} of {role_kind} {go_quote(role_name)} to {description}"
+    return Binding(namespace, name, role_kind, role_name, tuple(key for key, _ in subjects), reasons)
 
 
 def cluster_role_of(obj: Obj) -> ClusterRoleEntry:
