@@ -163,3 +163,11 @@ def test_a_follower_reset_forgets_one_kind_only() -> None:
     index.reset("ClusterRoleBinding")
     index.reset("Role")
     assert "a" not in index.clusters
+
+
+def test_an_invalid_aggregation_selector_selects_nothing_instead_of_failing() -> None:
+    index = PolicyIndex()
+    bad = cluster_role("a", "bad", [], aggregate={"x": "y"})
+    bad["aggregationRule"]["clusterRoleSelectors"] = [{"matchExpressions": [{"key": "k", "operator": "Near"}]}]
+    index.observe_cluster_role(bad, False)
+    assert index.cluster_role_rules("a", "bad") == ()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcp_apiserver.apimachinery.request import RequestInfo, UserInfo
+from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.rbac import defaults
 from kcp_apiserver.rbac.rules import Rule, compile_rules, go_quote
@@ -118,12 +119,18 @@ def binding_of(obj: Obj) -> Binding:
     return Binding(namespace, name, role_kind, role_name, tuple(key for key, _ in subjects), reasons)
 
 
+def _selector(selector: Mapping[str, Any]) -> LabelSelector:
+    try:
+        return LabelSelector.from_dict(selector)
+    except APIError:  # a selector kube would have refused selects nothing, rather than stop the follower
+        return LabelSelector(nothing=True)
+
+
 def cluster_role_of(obj: Obj) -> ClusterRoleEntry:
     rule = obj.get("aggregationRule")
     selectors = None
     if isinstance(rule, Mapping):
-        selectors = tuple(LabelSelector.from_dict(s) for s in rule.get("clusterRoleSelectors") or ()
-                          if isinstance(s, Mapping))
+        selectors = tuple(_selector(s) for s in rule.get("clusterRoleSelectors") or () if isinstance(s, Mapping))
     return ClusterRoleEntry(compile_rules(obj.get("rules")), dict(obj["metadata"].get("labels") or {}), selectors)
 
 
