@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcp_apiserver.apimachinery.request import RequestInfo, UserInfo
-from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.apimachinery.selectors import LabelSelector
+from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.rbac import defaults
 from kcp_apiserver.rbac.rules import Rule, compile_rules, go_quote
 
