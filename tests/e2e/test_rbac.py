@@ -262,3 +262,12 @@ def test_a_tenants_aggregating_clusterrole_gets_its_rules_written(kcp: KcpServer
     eventually(lambda: rules() == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
     kubectl(kcp, cluster, "delete", "clusterrole", "team-secrets")
     eventually(lambda: rules() == [])
+
+
+def test_a_bindings_role_ref_cannot_change(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "rolebinding", "fixed", "--clusterrole=view", "--user=alice")
+    changed = kubectl(kcp, cluster, "patch", "rolebinding", "fixed", "--type=merge", "-p",
+                      '{"roleRef": {"name": "edit"}}', check=False)
+    assert ('The RoleBinding "fixed" is invalid: roleRef: Invalid value: rbac.RoleRef{'
+            'APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"edit"}: cannot change roleRef'
+            ) in changed.stderr
