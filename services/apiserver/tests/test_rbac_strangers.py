@@ -100,3 +100,22 @@ async def test_impersonating_keeps_the_requesters_cluster(client: TestClient[Any
                              json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
     assert mine.status == 201
     assert (await mine.json())["status"]["userInfo"] == {"username": "someone", "groups": [AUTHENTICATED]}
+
+
+async def test_a_local_subject_access_review_answers_in_its_namespace_only(client: TestClient[Any, Any]) -> None:
+    cluster = f"lsar-{uuid.uuid4().hex[:6]}"
+    path = f"/clusters/{cluster}/apis/authorization.k8s.io/v1/namespaces/team/localsubjectaccessreviews"
+
+    def review(namespace: str) -> dict[str, Any]:
+        return {"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+                "metadata": {"namespace": "team"},
+                "spec": {"user": "bob", "resourceAttributes": {"namespace": namespace, "verb": "get",
+                                                                "resource": "configmaps"}}}
+
+    answered = await client.post(path, headers=ADMIN, json=review("team"))
+    assert answered.status == 201
+    assert (await answered.json())["status"] == {"allowed": False}
+    elsewhere = await client.post(path, headers=ADMIN, json=review("other"))
+    assert elsewhere.status == 400
+    assert (await elsewhere.json())["message"] == ('spec.resourceAttributes.namespace must match namespace: '
+                                                   '"other" != "team"')

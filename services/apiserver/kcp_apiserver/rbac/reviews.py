@@ -14,7 +14,7 @@ from typing import Any
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, UserInfo
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
-from kcp_apiserver.rbac.rules import ALL
+from kcp_apiserver.rbac.rules import ALL, go_quote
 
 Obj = dict[str, Any]
 Review = Callable[[RequestContext, Obj], Obj]  # the posted object -> the object answered (with status)
@@ -70,6 +70,7 @@ class Reviews:
     def by_resource(self) -> dict[tuple[str, str], Review]:
         return {(AUTHORIZATION, "selfsubjectaccessreviews"): self.self_subject_access,
                 (AUTHORIZATION, "subjectaccessreviews"): self.subject_access,
+                (AUTHORIZATION, "localsubjectaccessreviews"): self.local_subject_access,
                 (AUTHORIZATION, "selfsubjectrulesreviews"): self.self_subject_rules,
                 (AUTHENTICATION, "selfsubjectreviews"): self.self_subject}
 
@@ -92,6 +93,15 @@ class Reviews:
         user = UserInfo(str(spec.get("user") or ""), uid=str(spec.get("uid") or ""),
                         groups=tuple(str(g) for g in spec.get("groups") or ()), extra=_extra(spec.get("extra")))
         return self._access(ctx, obj, user, "SubjectAccessReview")
+
+    def local_subject_access(self, ctx: RequestContext, obj: Obj) -> Obj:
+        """A SubjectAccessReview confined to the namespace it is posted in."""
+        namespace = ctx.info.namespace
+        attributes = (obj.get("spec") or {}).get("resourceAttributes")
+        if isinstance(attributes, Mapping) and (attributes.get("namespace") or "") != namespace:
+            raise st.bad_request(f"spec.resourceAttributes.namespace must match namespace: "
+                                 f"{go_quote(str(attributes.get('namespace') or ''))} != {go_quote(namespace)}")
+        return self.subject_access(ctx, obj)
 
     def self_subject_rules(self, ctx: RequestContext, obj: Obj) -> Obj:
         namespace = str((obj.get("spec") or {}).get("namespace") or "")

@@ -15,6 +15,8 @@ RESOURCES: tuple[Resource, ...] = (
              False, definition="io.k8s.api.authorization.v1.SelfSubjectRulesReview", verbs=CREATE_ONLY),
     Resource(AUTHORIZATION, "v1", "SubjectAccessReview", "subjectaccessreviews", "subjectaccessreview", False,
              definition="io.k8s.api.authorization.v1.SubjectAccessReview", verbs=CREATE_ONLY),
+    Resource(AUTHORIZATION, "v1", "LocalSubjectAccessReview", "localsubjectaccessreviews", "localsubjectaccessreview",
+             True, definition="io.k8s.api.authorization.v1.LocalSubjectAccessReview", verbs=CREATE_ONLY),
     Resource(AUTHENTICATION, "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False,
              definition="io.k8s.api.authentication.v1.SelfSubjectReview", verbs=CREATE_ONLY),
 )
