@@ -1,5 +1,6 @@
-"""RBAC per logical cluster with the real kubectl: identities from a --token-auth-file, rights from
-Roles and bindings, kube's 403 wording, default roles, aggregation, escalation, reviews, impersonation."""
+"""RBAC per logical cluster with the real kubectl: identities from a --token-auth-file and service-account
+tokens from `kubectl create token`, rights from Roles and bindings, kube's 403 wording, default roles,
+aggregation, escalation, reviews, impersonation, strangers and the wildcard rule."""
 
 from __future__ import annotations
 
@@ -271,3 +272,30 @@ def test_a_bindings_role_ref_cannot_change(kcp: KcpServer, cluster: str) -> None
     assert ('The RoleBinding "fixed" is invalid: roleRef: Invalid value: rbac.RoleRef{'
             'APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"edit"}: cannot change roleRef'
             ) in changed.stderr
+
+
+def test_a_service_account_token_acts_in_its_own_cluster_only(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "serviceaccount", "bot")
+    token = kubectl(kcp, cluster, "create", "token", "bot").stdout.strip()
+    denied = kubectl(kcp, cluster, "get", "configmaps", token=token, check=False)
+    assert ('configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in '
+            'API group "" in the namespace "default"') in denied.stderr
+    kubectl(kcp, cluster, "create", "rolebinding", "bot-views", "--clusterrole=view", "--serviceaccount=default:bot")
+    eventually(lambda: can(kcp, cluster, token, "get", "configmaps"))
+    whoami = json.loads(kubectl(kcp, cluster, "auth", "whoami", "-o", "json", token=token).stdout)
+    assert whoami["status"]["userInfo"]["username"] == "system:serviceaccount:default:bot"
+    assert kubectl(kcp, cluster, "auth", "can-i", "list", "configmaps", token=token).stdout.strip() == "yes"
+    # the same bindings elsewhere do not make it welcome there: it is a stranger
+    other = f"{cluster}-other"
+    kubectl(kcp, other, "create", "serviceaccount", "bot")
+    kubectl(kcp, other, "create", "clusterrolebinding", "bot-admin", "--clusterrole=cluster-admin",
+            "--serviceaccount=default:bot")
+    run_kubectl(kcp, "create", "clusterrolebinding", f"bot-everywhere-{cluster}", "--clusterrole=cluster-admin",
+                "--serviceaccount=default:bot")
+    eventually(lambda: can(kcp, other, kubectl(kcp, other, "create", "token", "bot").stdout.strip(), "get",
+                           "secrets"))
+    stranger = kubectl(kcp, other, "get", "configmaps", token=token, check=False)
+    assert 'User "system:serviceaccount:default:bot" cannot list resource "configmaps"' in stranger.stderr
+    wildcard = run_kubectl(kcp, "--context", "cross-cluster", "--token", token, "get", "configmaps", "-A",
+                           check=False)
+    assert 'cannot list resource "configmaps" in API group "" at the cluster scope' in wildcard.stderr

@@ -197,6 +197,18 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
     },
     "RoleRef": {1: ("apiGroup", "string", KEEP), 2: ("kind", "string", KEEP), 3: ("name", "string", KEEP)},
     "AggregationRule": {1: ("clusterRoleSelectors", "LabelSelector", REP)},
+    # --- k8s.io/api/authentication/v1 ---
+    "TokenRequest": {
+        1: ("metadata", "ObjectMeta", 0), 2: ("spec", "TokenRequestSpec", 0), 3: ("status", "TokenRequestStatus", 0),
+    },
+    "TokenRequestSpec": {
+        1: ("audiences", "string", REP | KEEP), 4: ("expirationSeconds", "int64", PTR),
+        3: ("boundObjectRef", "BoundObjectReference", PTR),
+    },
+    "TokenRequestStatus": {1: ("token", "string", KEEP), 2: ("expirationTimestamp", "Time", KEEP)},
+    "BoundObjectReference": {
+        1: ("kind", "string", 0), 2: ("apiVersion", "string", 0), 3: ("name", "string", 0), 4: ("uid", "string", 0),
+    },
 }
 SCHEMAS["ClusterRoleBinding"] = SCHEMAS["RoleBinding"]
 # --- k8s.io/api/authorization/v1 and authentication/v1: the review APIs (extra maps are not decoded) ---
@@ -273,12 +285,13 @@ KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "authorization.SubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "authorization.SelfSubjectRulesReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "authentication.SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
 }
 
 
 def _add_lists() -> None:
     for (api_version, kind), message in list(KINDS.items()):
-        if kind == "Status":
+        if kind in ("Status", "TokenRequest"):  # no lists of these
             continue
         list_message = f"{message}List"
         SCHEMAS[list_message] = {1: ("metadata", "ListMeta", 0), 2: ("items", message, REP | KEEP)}

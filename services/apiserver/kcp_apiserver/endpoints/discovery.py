@@ -55,6 +55,10 @@ def resource_list(group: str, version: str, resources: list[Resource]) -> dict[s
         for sub in _subresources(res):
             items.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced,
                           "kind": res.kind, "verbs": SUBRESOURCE_VERBS[sub]})
+        for extra in res.subresources:
+            items.append({"name": f"{res.plural}/{extra.name}", "singularName": "", "namespaced": res.namespaced,
+                          "group": extra.group, "version": extra.version, "kind": extra.kind,
+                          "verbs": list(extra.verbs)})
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version, "resources": items}
 
@@ -96,6 +100,9 @@ def aggregated(resources: list[Resource], *, core: bool) -> dict[str, Any]:
                     doc["categories"] = list(res.categories)
                 subs = [{"subresource": s, "responseKind": kind, "verbs": SUBRESOURCE_VERBS[s]}
                         for s in _subresources(res)]
+                subs += [{"subresource": x.name, "responseKind": {"group": x.group, "version": x.version,
+                                                                  "kind": x.kind}, "verbs": list(x.verbs)}
+                         for x in res.subresources]
                 if subs:
                     doc["subresources"] = subs
                 docs.append(doc)

@@ -12,12 +12,14 @@ from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
-from kcp_apiserver.endpoints import deletes, reads, reviews, scale, watch, writes
+from kcp_apiserver.endpoints import deletes, reads, reviews, scale, tokenrequest, watch, writes
 from kcp_apiserver.endpoints.base import Endpoints, WatchSettings, dry_run
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import request_context
+from kcp_apiserver.registry.builtin.core import TOKEN_REQUEST
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.registry.store import Registry
 
 __all__ = ["ResourceHandlers"]
@@ -31,9 +33,9 @@ class ResourceHandlers:
     """Serves every verb of every resource through the one generic registry."""
 
     def __init__(self, catalog: Catalog, registry: Registry, caches: WatchCaches, *,
-                 watch: WatchSettings, fields: FieldValidator,
+                 watch: WatchSettings, fields: FieldValidator, tokens: ServiceAccountTokens | None = None,
                  answers: Mapping[tuple[str, str], reviews.Answer] | None = None) -> None:
-        self.endpoints = Endpoints(catalog, registry, caches, fields, watch)
+        self.endpoints = Endpoints(catalog, registry, caches, fields, watch, tokens)
         self.answers = answers or {}  # (group, plural): create-only resources that are answered, not stored
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
@@ -52,6 +54,8 @@ class ResourceHandlers:
         if info.subresource == "scale":
             ctx.dry_run = dry_run(request.query)
             return await scale.scale(ep, request, res, ctx, namespace)
+        if info.subresource == TOKEN_REQUEST.name:
+            return await tokenrequest.create_token(ep, request, res, ctx, namespace)
         if info.verb == "get":
             return await reads.get(ep, request, res, info, namespace)
         if info.verb == "list":
@@ -74,4 +78,6 @@ def _subresource_ok(res: Resource, sub: str) -> bool:
         return res.has_status
     if sub == "scale":
         return res.scale is not None
+    if any(sub == extra.name for extra in res.subresources):
+        return True
     return sub in NON_NAMESPACED_SUBRESOURCES.get(res.plural, set()) and not res.group

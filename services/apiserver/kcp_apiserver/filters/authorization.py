@@ -15,6 +15,9 @@ from kcp_apiserver.rbac.authorizer import Decision
 
 __all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
 
+DECISION_ANNOTATION = "authorization.k8s.io/decision"  # kube's audit annotations of the authorizer's answer
+REASON_ANNOTATION = "authorization.k8s.io/reason"
+
 
 class Authorizer(Protocol):
     async def authorize(self, ctx: RequestContext) -> Decision: ...
@@ -50,6 +53,8 @@ def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[val
         ctx = request_context(request)
         if not is_public(ctx.info.path):
             decision = await authorizer.authorize(ctx)
+            ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
+            ctx.annotations[REASON_ANNOTATION] = decision.reason
             if not decision.allowed:
                 info = ctx.info
                 details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}

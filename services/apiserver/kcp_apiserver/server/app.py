@@ -14,6 +14,7 @@ from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
 from kcp_apiserver.endpoints.wire import request_context
+from kcp_apiserver.filters.audit import AuditLog, add_audit_id_header, audit
 from kcp_apiserver.filters.authentication import authentication
 from kcp_apiserver.filters.authorization import authorization
 from kcp_apiserver.filters.errors import errors_to_status
@@ -64,7 +65,9 @@ class APIServer:
         self.handlers: ResourceHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
-                                                is_ready=lambda: self.ready, live_checks=config.live_checks)
+                                                is_ready=lambda: self.ready, live_checks=config.live_checks,
+                                                service_accounts=config.service_accounts, jwks_uri=config.jwks_uri)
+        self.audit = AuditLog(config.audit_log_path) if config.audit_log_path else None
         self._plugins: list[object] = []
         self._running: list[Runnable] = []
         self.election: LeaderElection | None = None
@@ -73,6 +76,8 @@ class APIServer:
 
     async def start(self) -> None:
         config = self.config
+        if self.audit is not None:
+            await self.audit.start()
         await self.client.connect()
         for res in self.catalog.builtins:
             await self.caches.get(res)
@@ -82,7 +87,8 @@ class APIServer:
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
                                                   ensure_cluster=self.clusters.ensure)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
-                                         fields=FieldValidator(), answers=config.answers)
+                                         fields=FieldValidator(), tokens=config.service_accounts,
+                                         answers=config.answers)
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         while True:
@@ -126,14 +132,17 @@ class APIServer:
                 await stop()
         await self.caches.stop()
         await self.client.close()
+        if self.audit is not None:
+            await self.audit.stop()
 
     # -- HTTP -------------------------------------------------------------------------------
 
     def app(self, limits: RequestLimits | None = None) -> web.Application:
-        """Filters outermost first, in kube's order: observe, errors as Status, request info, the request
-        timeout, authentication, impersonation, the in-flight limits, authorization."""
+        """Filters outermost first, in kube's order: observe, errors as Status, request info, audit, the
+        request timeout, authentication, impersonation, the in-flight limits, authorization."""
         limits = limits or RequestLimits()
-        app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info,
+        audited = [audit(self.audit)] if self.audit is not None else []
+        app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info, *audited,
                                            request_timeout(limits.request_timeout),
                                            authentication(self.config.authenticators),
                                            impersonation(self.config.authorizer),
@@ -142,6 +151,8 @@ class APIServer:
                                                         gauge=self.metrics.inflight),
                                            authorization(self.config.authorizer)],
                               client_max_size=MAX_REQUEST_BYTES)
+        if self.audit is not None:
+            app.on_response_prepare.append(add_audit_id_header)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 

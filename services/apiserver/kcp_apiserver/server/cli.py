@@ -15,11 +15,18 @@ from aiohttp import web
 
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.server.app import APIServer, RequestLimits
 from kcp_apiserver.server.connections import DeadlineSite
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
-from kcp_apiserver.server.pki import Credentials, ensure_credentials, ensure_etcd_credentials, write_kubeconfig
+from kcp_apiserver.server.pki import (
+    Credentials,
+    ensure_credentials,
+    ensure_etcd_credentials,
+    load_rsa_key,
+    write_kubeconfig,
+)
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -47,6 +54,36 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
+def serving_context(args: APIServerSettings, creds: Credentials) -> ssl.SSLContext:
+    """The serving certificate; client certificates are asked for (not required) and must chain to the
+    root dir's CA or --client-ca-file. Python's TLS verifies them in the handshake, so a certificate from
+    another CA ends the connection there, where kube-apiserver would answer 401."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.load_verify_locations(cafile=str(creds.ca_cert))
+    if args.client_ca_file:
+        ctx.load_verify_locations(cafile=args.client_ca_file)
+    return ctx
+
+
+def external_url(args: APIServerSettings) -> str:
+    """The URL clients reach this server at: the first --external-hostname, else the bind address."""
+    host = args.external_hostnames[0] if args.external_hostnames else args.bind_address
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"https://{host}:{args.secure_port}"
+
+
+def service_account_tokens(args: APIServerSettings, creds: Credentials) -> ServiceAccountTokens:
+    key_file = Path(args.service_account_signing_key_file) if args.service_account_signing_key_file else \
+        creds.service_account_key
+    return ServiceAccountTokens(load_rsa_key(key_file), issuer=args.service_account_issuer,
+                                api_audiences=args.audiences)
+
+
 async def serve(args: APIServerSettings, endpoints: list[str], creds: Credentials, *, etcd_tls: TLSFiles | None,
                 controllers: bool, on_ready: Callable[[], None] | None = None,
                 live_checks: Mapping[str, Check] | None = None) -> None:
@@ -57,7 +94,8 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
         compaction_interval=args.compaction_interval,
         watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
                             min_request_timeout=args.min_request_timeout),
-        etcd_tls=etcd_tls, live_checks=live_checks))
+        etcd_tls=etcd_tls, live_checks=live_checks, service_accounts=service_account_tokens(args, creds),
+        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path))
     if args.token_auth_file:
         server.config.authenticators = [*server.config.authenticators,
                                         StaticTokenAuthenticator.from_file(args.token_auth_file)]
@@ -67,8 +105,7 @@ async def serve(args: APIServerSettings, endpoints: list[str], creds: Credential
     runner: web.AppRunner | None = None
     try:
         await server.start()
-        ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ssl_ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
+        ssl_ctx = serving_context(args, creds)
         runner = web.AppRunner(server.app(limits), access_log=None, handle_signals=False, shutdown_timeout=2.0,
                                keepalive_timeout=args.idle_connection_timeout)
         await runner.setup()

@@ -23,6 +23,7 @@ from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -70,3 +71,6 @@ class ServerConfig:
     watch: WatchSettings = field(default_factory=WatchSettings)
     etcd_tls: TLSFiles | None = None  # None: etcd in plain text
     live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)
+    service_accounts: ServiceAccountTokens | None = None  # TokenRequest and the issuer's OIDC documents
+    jwks_uri: str = ""  # where the OIDC discovery document says the keys are
+    audit_log_path: str = ""  # "": no audit; "-": standard output

@@ -1,5 +1,6 @@
-"""kcp's own configuration of the API server: its built-in types, the admin token,
-NamespaceLifecycle admission, CRD serving and the namespace controller."""
+"""kcp's own configuration of the API server: its built-in types, who may call (client certificates,
+the admin token, service-account tokens), NamespaceLifecycle admission, CRD serving and the
+namespace, service-account and garbage-collection controllers."""
 
 from __future__ import annotations
 
@@ -14,16 +15,20 @@ from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.controllers.rbac_aggregation import AggregationController
+from kcp_apiserver.controllers.serviceaccounts import ServiceAccountsController
 from kcp_apiserver.endpoints.base import WatchSettings
-from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
+from kcp_apiserver.filters.serviceaccount import ServiceAccountAuthenticator
+from kcp_apiserver.filters.x509 import ClientCertificateAuthenticator
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.rbac.escalation import EscalationCheck
 from kcp_apiserver.rbac.follow import RBACFollowers
 from kcp_apiserver.rbac.policy import PolicyIndex
 from kcp_apiserver.rbac.reviews import Reviews
-from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
+from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE, SERVICE_ACCOUNT
 from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
-from kcp_apiserver.server.config import AdmissionFactory, Runnable, ServerConfig, ServerParts
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountLookup, ServiceAccountTokens
+from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcpcommon.health import Check
 
@@ -83,11 +88,34 @@ def namespace_controller(parts: ServerParts) -> Runnable:
     return NamespaceController(parts.storage, cache, parts.registry, parts.catalog.namespaced)
 
 
+def serviceaccounts_controller(parts: ServerParts) -> Runnable:
+    assert parts.registry is not None
+    namespaces, accounts = parts.caches.caches.get(NAMESPACE.prefix), parts.caches.caches.get(SERVICE_ACCOUNT.prefix)
+    assert namespaces is not None and accounts is not None
+    return ServiceAccountsController(parts.storage, namespaces, accounts, parts.registry)
+
+
+class _BindServiceAccounts:
+    """Every replica checks service-account tokens against its own watch cache of ServiceAccounts."""
+
+    def __init__(self, authenticator: ServiceAccountAuthenticator, parts: ServerParts) -> None:
+        self.authenticator = authenticator
+        self.parts = parts
+
+    async def start(self) -> None:
+        await self.parts.caches.get(SERVICE_ACCOUNT)
+        self.authenticator.bind(ServiceAccountLookup(self.parts.caches, self.parts.storage))
+
+    async def stop(self) -> None:
+        pass
+
+
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
                watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
                live_checks: Mapping[str, Check] | None = None,
-               system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
+               system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
+               jwks_uri: str = "", audit_log_path: str = "") -> ServerConfig:
     crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
@@ -110,18 +138,28 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
         return _FollowCRDs(crds[-1])
 
+    # kube's order: client certificates, then bearer tokens
+    authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
+    extensions: list[ControllerFactory] = [follow_rbac, follow_crds]
+    if service_accounts is not None:
+        tokens = ServiceAccountAuthenticator(service_accounts)
+        authenticators.append(tokens)
+        extensions.append(lambda parts: _BindServiceAccounts(tokens, parts))
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
         resources=(*BUILTINS, *REVIEWS, CRD),  # the reviews are answered by `answers`
-        authenticators=[StaticTokenAuthenticator.admin(admin_token)],
+        authenticators=authenticators,
         authorizer=authorizer,
         answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
-        extensions=[follow_rbac, follow_crds],
-        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, garbage_collector,
-                     aggregate_cluster_roles,
+        extensions=extensions,
+        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, serviceaccounts_controller,
+                     garbage_collector, aggregate_cluster_roles,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
+        service_accounts=service_accounts,
+        jwks_uri=jwks_uri,
+        audit_log_path=audit_log_path,
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,
         watch=watch or WatchSettings(),
