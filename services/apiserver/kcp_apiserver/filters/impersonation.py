@@ -86,6 +86,7 @@ def impersonation(authorizer: Authorizer) -> web.middleware:  # type: ignore[val
                                   {k: v for k, v in (("name", info.name), ("group", info.group),
                                                      ("kind", info.resource)) if v})
         # the impersonated identity stays in the requester's logical cluster, if it has one
+        ctx.impersonator = ctx.user
         ctx.user = UserInfo(user.name, uid=user.uid, groups=user.groups, extra=user.extra, cluster=ctx.user.cluster)
         return await handler(request)
 
