@@ -21,9 +21,12 @@ from kcpcommon.sharding import owns
 from kcpcommon.store import CLUSTER_INDEX
 
 from .capacity import CapacityTracker
+from .expectations import Expectations
 from .names import COMPONENT, DEPLOYMENTS, ROOT_LABEL, SYNC_TARGETS
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
 from .settings import SplitterSettings
+
+EXPECTATIONS_TTL = 15.0  # seconds a write may take to show in the cache before the splitter decides anyway
 
 
 def _root_index(obj: Mapping[str, Any]) -> list[str]:
@@ -48,7 +51,9 @@ class SplitterController:
         tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
                                   retry_period=settings.capacity_retry_period, clock=time.monotonic)
         self.splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
-                                 grace_period=settings.grace_period, capacity=tracker, registry=registry)
+                                 grace_period=settings.grace_period, capacity=tracker,
+                                 expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic),
+                                 registry=registry)
         self.controller: Controller[ObjectKey] = Controller("deployment-splitter", self.splitter.reconcile,
                                                             workers=settings.workers, registry=registry,
                                                             component=COMPONENT)
