@@ -21,7 +21,15 @@ import yaml
 from splitter_fixtures import SplitterProcess
 from syncer_fixtures import eventually, sim_cluster, syncer_env
 
-from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcp_process import (
+    REPO,
+    KcpServer,
+    cluster_kubeconfig,
+    free_port,
+    run_kubectl,
+    sim_cluster_command,
+    sim_cluster_env,
+)
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
@@ -31,6 +39,7 @@ class Demo:
     kcp: KcpServer
     east: KcpServer
     west: KcpServer
+    small: KcpServer  # one node with room for 4 pods of 250m
     kubeconfig: Path
 
 
@@ -45,11 +54,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     root = tmp_path_factory.mktemp("splitter-demo")
     kcp = KcpServer(root / "kcp", free_port())
     east, west = sim_cluster(root / "east"), sim_cluster(root / "west")
+    small = KcpServer(root / "small", free_port(), ["--nodes", "1", "--node-capacity", "cpu=1,memory=4Gi,pods=110",
+                                                    "--ready-delay", "0.2"],
+                      command=sim_cluster_command(), env=sim_cluster_env())
     started: list[KcpServer] = []
     controller: subprocess.Popen[bytes] | None = None
     splitter: SplitterProcess | None = None
     try:
-        for server in (kcp, east, west):
+        for server in (kcp, east, west, small):
             server.start()
             started.append(server)
         log = open(root / "controller.log", "ab")
@@ -59,12 +71,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
              "--discovery-interval", "5", "--health-port", "0"],
             stdout=log, stderr=log, env=controller_env(), start_new_session=True)
         log.close()
-        kubeconfig = cluster_kubeconfig(kcp, "demo", "demo")
-        run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
-        eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
-                   "SyncTargets served in demo")
+        kubeconfig = logical_cluster(kcp, "demo")
         splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect"]).start(wait_ready=False)
-        yield Demo(kcp, east, west, kubeconfig)
+        yield Demo(kcp, east, west, small, kubeconfig)
         assert splitter.stop() == 0, splitter.log_tail()
         controller.send_signal(signal.SIGTERM)
         assert controller.wait(30) == 0, (root / "controller.log").read_text()[-3000:]
@@ -76,6 +85,30 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
             controller.wait()
         for server in started:
             server.stop()
+
+
+def logical_cluster(kcp: KcpServer, name: str) -> Path:
+    kubeconfig = cluster_kubeconfig(kcp, name, name)
+    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+               f"SyncTargets served in {name}")
+    return kubeconfig
+
+
+def connect(demo: Demo, kubeconfig: Path, targets: dict[str, KcpServer]) -> None:
+    """SyncTargets for `targets`, Ready, and the Deployment type imported."""
+    for name, physical in targets.items():
+        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=kubeconfig)
+    for name in targets:
+        run_kubectl(demo.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s",
+                    kubeconfig=kubeconfig, timeout=100)
+    eventually(lambda: run_kubectl(demo.kcp, "get", "deployments", kubeconfig=kubeconfig,
+                                   check=False).returncode == 0, "Deployments imported into kcp", timeout=90)
+
+
+def ready_column(kcp: KcpServer, kubeconfig: Path) -> dict[str, str]:
+    table = run_kubectl(kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
+    return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
 
 
 def sync_target(name: str, physical: KcpServer) -> str:
@@ -101,21 +134,12 @@ spec:
 
 
 def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -> None:
-    for name, physical in (("east", demo.east), ("west", demo.west)):
-        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=demo.kubeconfig)
-    for name in ("east", "west"):
-        run_kubectl(demo.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s",
-                    kubeconfig=demo.kubeconfig, timeout=100)
-    eventually(lambda: run_kubectl(demo.kcp, "get", "deployments", kubeconfig=demo.kubeconfig,
-                                   check=False).returncode == 0, "Deployments imported into kcp", timeout=90)
+    connect(demo, demo.kubeconfig, {"east": demo.east, "west": demo.west})
     run_kubectl(demo.kcp, "apply", "-f", "-", input_text=WEB, kubeconfig=demo.kubeconfig)
     run_kubectl(demo.kcp, "rollout", "status", "deployment/web", "--timeout=180s", kubeconfig=demo.kubeconfig,
                 timeout=200)
-
-    def rows() -> dict[str, str]:
-        table = run_kubectl(demo.kcp, "get", "deployments", kubeconfig=demo.kubeconfig).stdout
-        return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
-    final = eventually(lambda: (r := rows()).get("web") == "15/15" and len(r) == 3 and r, "web 15/15")
+    final = eventually(lambda: (r := ready_column(demo.kcp, demo.kubeconfig)).get("web") == "15/15" and len(r) == 3
+                       and r, "web 15/15")
     children = {name: ready for name, ready in final.items() if name != "web"}
     assert set(children) == {"web--east", "web--west"}
     assert sum(int(ready.split("/")[0]) for ready in children.values()) == 15
@@ -125,3 +149,15 @@ def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -
         share = int(final[child].split("/")[1])
         out = run_kubectl(physical, "get", "deployments", "-A", "-o", "jsonpath={.items[*].status.readyReplicas}")
         assert out.stdout.split() == [str(share)], out.stdout
+
+
+def test_replicas_the_small_cluster_has_no_room_for_run_on_the_big_one(demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-capacity")
+    connect(demo, kubeconfig, {"big": demo.east, "small": demo.small})
+    heavy = yaml.safe_load(WEB.replace("name: web", "name: heavy").replace("replicas: 15", "replicas: 10"))
+    heavy["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m"}}
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(heavy), kubeconfig=kubeconfig)
+    run_kubectl(demo.kcp, "rollout", "status", "deployment/heavy", "--timeout=180s", kubeconfig=kubeconfig,
+                timeout=200)
+    final = eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("heavy") == "10/10" and r, "10/10")
+    assert final["heavy--small"] == "4/4" and final["heavy--big"] == "6/6", final
