@@ -11,6 +11,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from splitter_fixtures import (
@@ -23,16 +24,31 @@ from splitter_fixtures import (
     report,
     set_ready,
 )
-from syncer_fixtures import Rest, create_sync_target, eventually, install_types
+from syncer_fixtures import Rest, crd, create_sync_target, eventually, install_types
 
 from kcp_process import KcpServer, cluster_kubeconfig, free_port, kubectl_binary, run_kubectl
 
 GRACE = 3  # seconds: the splitter's --grace-period and --capacity-grace-period here
 
 
+def core_crd(plural: str, kind: str) -> dict[str, Any]:
+    """A core-group type as the cluster controller imports it (kcp names those `<plural>.core`)."""
+    definition = crd("", plural, kind)
+    definition["metadata"]["name"] = f"{plural}.core"
+    return definition
+
+
+def install_core_types(rest: Rest) -> None:
+    for definition in (core_crd("services", "Service"), core_crd("persistentvolumeclaims", "PersistentVolumeClaim")):
+        status, body = rest.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
+        assert status in (201, 409), (status, body)
+    eventually(lambda: rest.request("GET", "/api/v1/namespaces/default/services")[0] == 200, "Services served")
+
+
 @pytest.fixture(scope="module")
 def splitter(kcp: KcpServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SplitterProcess]:
     install_types(Rest(kcp).at("splitter-e2e"))  # so the wildcard informers find the types at once
+    install_core_types(Rest(kcp).at("splitter-e2e"))
     process = SplitterProcess(kcp, tmp_path_factory.mktemp("splitter") / "splitter.log",
                               ["--no-leader-elect", "--grace-period", str(GRACE),
                                "--capacity-grace-period", str(GRACE), "--log-level", "debug"]).start()
@@ -229,6 +245,47 @@ def test_hand_edits_and_deletes_of_children_are_repaired_and_deleting_the_root_d
     eventually(lambda: (c := children(rest, "fix").get("west")) and c["metadata"]["uid"] != old_uid, "recreated")
     assert rest.delete(f"{DEPLOYMENTS}/fix") == 200
     eventually(lambda: children(rest, "fix") == {}, "children garbage-collected with the root")
+
+
+def placed_on(rest: Rest, path: str) -> set[str]:
+    labels = (rest.get(path) or {}).get("metadata", {}).get("labels") or {}
+    return {k.removeprefix("state.workload.kcp.io/") for k, v in labels.items()
+            if k.startswith("state.workload.kcp.io/") and v == "Sync"}
+
+
+def test_dependencies_follow_the_workload_to_every_cluster_and_leave_with_it_unless_still_used(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    install_core_types(rest)
+    rest.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "web-config"}, "data": {"a": "1"}})
+    rest.create("/api/v1/namespaces/default/secrets", {"metadata": {"name": "web-tls"}, "stringData": {"k": "v"}})
+    rest.create("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "web-sa"}})
+    rest.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "unused"}})
+    rest.create("/api/v1/namespaces/default/services", {"apiVersion": "v1", "kind": "Service",
+                                                         "metadata": {"name": "web"},
+                                                         "spec": {"selector": {"app": "dep"}}})
+    root = deployment("dep", 2)
+    pod = root["spec"]["template"]["spec"]
+    pod["serviceAccountName"] = "web-sa"
+    pod["containers"][0]["envFrom"] = [{"configMapRef": {"name": "web-config"}}]
+    pod["volumes"] = [{"name": "tls", "secret": {"secretName": "web-tls"}}]
+    rest.create(DEPLOYMENTS, root)
+    eventually(lambda: replicas_of(rest, "dep") == {"east": 1, "west": 1}, "split 1/1")
+    for path in ("/api/v1/namespaces/default/configmaps/web-config", "/api/v1/namespaces/default/secrets/web-tls",
+                 "/api/v1/namespaces/default/serviceaccounts/web-sa", "/api/v1/namespaces/default/services/web"):
+        eventually(lambda path=path: placed_on(rest, path) == {"east", "west"}, f"{path} on east and west")
+    assert placed_on(rest, "/api/v1/namespaces/default/configmaps/unused") == set()
+    # a pinned workload on west also mounts the Secret: it stays there when dep leaves west
+    pinned = deployment("pinned-user", 1)
+    pinned["metadata"]["labels"]["workloads.kcp.io/cluster"] = "west"
+    pinned["spec"]["template"]["spec"]["volumes"] = [{"name": "tls", "secret": {"secretName": "web-tls"}}]
+    rest.create(DEPLOYMENTS, pinned)
+    rest.patch(f"{DEPLOYMENTS}/dep", {"spec": {"replicas": 1}})
+    eventually(lambda: replicas_of(rest, "dep") == {"east": 1}, "dep only on east")
+    eventually(lambda: placed_on(rest, "/api/v1/namespaces/default/configmaps/web-config") == {"east"},
+               "the ConfigMap leaves west with the workload")
+    assert placed_on(rest, "/api/v1/namespaces/default/secrets/web-tls") == {"east", "west"}
+    assert placed_on(rest, "/api/v1/namespaces/default/services/web") == {"east"}
 
 
 def test_two_replicas_elect_one_leader_and_the_standby_takes_over_after_kill_9(
