@@ -77,7 +77,7 @@ class Splitter:
         pending = self.expectations.waiting(key, self.deployments.get)
         if pending is not None:
             return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
-        children = self._children(key, root)
+        children, terminating = self._split_terminating(self._children(key, root))
         targets = view(self.targets.by_index(CLUSTER_INDEX, key.cluster), now=self._now(),
                        grace_period=self.grace_period)
         known = {(t.get("metadata") or {}).get("name") for t in self.targets.by_index(CLUSTER_INDEX, key.cluster)}
@@ -98,7 +98,7 @@ class Splitter:
                 waits.append(wait)
                 chosen = plan(int((root.get("spec") or {}).get("replicas", 1) or 0), usable, placement=placement,
                               capacity=caps)
-                children, settled = await self._place(key, root, children, chosen, targets, caps,
+                children, settled = await self._place(key, root, children, terminating, chosen, targets, caps,
                                                       gone={t for t in children if t not in known}
                                                       | {t for t, why in targets.lost.items() if why == "deleted"})
         await self._write_status(key, root, children, settled=settled, problem=problem)
@@ -118,6 +118,12 @@ class Splitter:
                     "ownerReferences")):
                 found[target] = child
         return found
+
+    @staticmethod
+    def _split_terminating(children: dict[str, Mapping[str, Any]]) -> tuple[dict[str, Mapping[str, Any]], set[str]]:
+        """Children being deleted (a syncer's finalizer holds them while its cluster is away) are not placements."""
+        terminating = {t for t, c in children.items() if (c.get("metadata") or {}).get("deletionTimestamp")}
+        return {t: c for t, c in children.items() if t not in terminating}, terminating
 
     def _capacities(self, key: ObjectKey, root: Mapping[str, Any], children: Mapping[str, Mapping[str, Any]],
                     targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], float | None]:
@@ -141,6 +147,7 @@ class Splitter:
         return caps, (min(waits) if waits else None)
 
     async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: dict[str, Mapping[str, Any]],
+                     terminating: set[str],
                      chosen: Plan, targets: TargetView, caps: Mapping[str, int],
                      gone: set[str]) -> tuple[dict[str, Mapping[str, Any]], bool]:
         current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
@@ -170,6 +177,8 @@ class Splitter:
                     self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
                 continue
             wanted = desired_child(root, target, replicas)
+            if existing is None and target in terminating:
+                continue  # the old child is still going; its delete event brings this root back
             if existing is None:
                 result[target] = await resource.create(wanted, namespace=key.namespace)
             elif not matches(existing, wanted):
@@ -178,7 +187,7 @@ class Splitter:
                 result[target] = existing
                 continue
             self.expectations.wrote(key, _child_key(key, target), result[target])
-        return result, {t: n for t, n in writes.items() if n} == chosen.shares
+        return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
 
     # --- status ---
 
