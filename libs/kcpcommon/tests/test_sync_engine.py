@@ -215,7 +215,7 @@ async def test_status_goes_up_once_and_a_conflict_is_retried_quietly() -> None:
     await h.reconcile()
     (_, _, patch, kw), = h.up.calls
     assert kw["subresource"] == "status"
-    assert patch == {"status": {"replicas": 1, "readyReplicas": 1}, "metadata": {"resourceVersion": "5"}}
+    assert patch == {"status": {"replicas": 1, "readyReplicas": 1}}
 
     h2 = Harness(DEPLOY)
     h2.caches([{**up, "status": dict(down["status"])}], [down])
@@ -229,3 +229,15 @@ async def test_status_goes_up_once_and_a_conflict_is_retried_quietly() -> None:
     h3.up.patch = conflict  # type: ignore[method-assign]
     result = await h3.reconcile()
     assert result is not None and result.requeue_after
+
+
+async def test_a_cache_behind_our_own_finalizer_patch_does_not_make_us_patch_again() -> None:
+    h = Harness()
+    up = upstream_cm(finalizers=[])
+    h.caches([up], [])
+    await h.reconcile()
+    assert h.up.verbs() == ["patch"]
+    h.down_informer.replace([downstream_copy(up)], "11")  # the apply arrived; the finalizer patch not yet
+    await h.reconcile()
+    assert h.up.verbs() == ["patch"]  # no second finalizer patch from the stale copy
+    assert h.down.verbs() == ["patch"]  # and the applied object is up to date: no second apply

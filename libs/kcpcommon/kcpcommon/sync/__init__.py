@@ -58,8 +58,8 @@ class SyncerOptions:
 
 
 async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,
-                  from_context: str | None = None, to_context: str | None = None, qps: float = 200.0,
-                  burst: int = 400) -> tuple[ClientFactory, KubeClientFactory]:
+                  from_context: str | None = None, to_context: str | None = None, qps: float = 1000.0,
+                  burst: int = 2000) -> tuple[ClientFactory, KubeClientFactory]:
     """Client factories for kcp and the physical cluster, from kubeconfig paths or text (close both after)."""
     upstream = await ClientFactory.load(from_kubeconfig, context=from_context, component=COMPONENT,
                                         version=VERSION, qps=qps, burst=burst)

@@ -65,8 +65,8 @@ log = structlog.get_logger("kcpcommon.sync")
 
 EVENT_ERRORS = (400, 403, 404, 422)  # downstream refusals a user can act on: reported as Events upstream
 REFUSED = (400, 422)  # the object itself is refused downstream: retrying the same spec cannot help
-DELETE_WAIT = 2.0
-CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first  # seconds before looking again at a downstream object still being finalized
+DELETE_WAIT = 2.0  # seconds before looking again at a downstream object still being finalized
+CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -144,6 +144,7 @@ class Syncer:
         self._changed: dict[SyncKey, float] = {}  # first unsynced upstream change, for the latency histogram
         self._status_seen: dict[SyncKey, float] = {}  # first unsynced downstream status change
         self._reported: dict[SyncKey, str] = {}  # last error reported as an Event, not repeated
+        self._finalized: dict[SyncKey, str] = {}  # uid of the object we added our finalizer to
         self._log = log.bind(logical_cluster=self.lc, sync_target=self.target)
 
     # --- running ---
@@ -294,6 +295,7 @@ class Syncer:
         if down is not None:
             if not await self._delete_downstream(typ, key, down, down_ns):
                 return Result(requeue_after=DELETE_WAIT)
+        self._finalized.pop(key, None)
         if up is not None and self.finalizer in _finalizers(up):
             await self._set_finalizers(typ, up, [f for f in _finalizers(up) if f != self.finalizer])
         self._reported.pop(key, None)
@@ -330,8 +332,9 @@ class Syncer:
         desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
                                     logical_cluster=self.lc, sync_target=self.target)
         writes = []
-        if self.finalizer not in _finalizers(up):
-            writes.append(self._set_finalizers(typ, up, [*_finalizers(up), self.finalizer]))
+        uid = str(_meta(up).get("uid") or "")
+        if self.finalizer not in _finalizers(up) and self._finalized.get(key) != uid:
+            writes.append(self._add_finalizer(typ, key, up, uid))
         stale = not up_to_date(desired, down)
         if stale:
             writes.append(self._apply(typ, key, up, desired, down_ns))
@@ -340,6 +343,12 @@ class Syncer:
         changed = self._changed.pop(key, None)
         if stale and changed is not None:
             self.metrics.latency(DOWN, time.monotonic() - changed)
+
+    async def _add_finalizer(self, typ: SyncedType, key: SyncKey, up: Obj, uid: str) -> None:
+        """Hold the upstream object until its downstream copy is deleted; remembered, so a cache that
+        has not seen our own patch yet does not make us patch again (and conflict)."""
+        await self._set_finalizers(typ, up, [*_finalizers(up), self.finalizer])
+        self._finalized[key] = uid
 
     async def _apply(self, typ: SyncedType, key: SyncKey, up: Obj, desired: dict[str, Any],
                      down_ns: str | None) -> None:
@@ -361,13 +370,19 @@ class Syncer:
         self._reported.pop(key, None)
 
     async def _sync_up(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None) -> None:
+        """The downstream status, as a merge patch of the status subresource, without a precondition.
+
+        The syncer is the only writer of a synced object's status, and the patch is recomputed
+        against the cache on every upstream change: a patch made from a stale copy is corrected by
+        the reconcile its own event triggers. A precondition would only turn the cache's lag
+        behind our own finalizer patch into conflicts and retries.
+        """
         seen = self._status_seen.pop(key, None)
         if down is None or not typ.status_up:
             return
         patch = status_patch(up, down)
         if patch is None:
             return
-        patch["metadata"] = {"resourceVersion": _meta(up).get("resourceVersion")}
         try:
             await typ.up_resource.patch(key.name, patch, namespace=key.namespace or None, subresource="status")
         except APIClientError as exc:
