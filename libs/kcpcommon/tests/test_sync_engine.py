@@ -241,3 +241,18 @@ async def test_a_cache_behind_our_own_finalizer_patch_does_not_make_us_patch_aga
     await h.reconcile()
     assert h.up.verbs() == ["patch"]  # no second finalizer patch from the stale copy
     assert h.down.verbs() == ["patch"]  # and the applied object is up to date: no second apply
+
+
+async def test_one_apply_while_the_downstream_cache_lags_yet_a_later_downstream_delete_is_repaired() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([up], [])
+    await h.reconcile()
+    await h.reconcile()  # say, the upstream finalizer event: the downstream cache has not seen our apply
+    assert h.down.verbs() == ["patch"]
+    copy_down = downstream_copy(up)
+    h.syncer._downstream_changed("configmaps", None, copy_down)  # our apply's ADDED event
+    h.syncer._downstream_deleted("configmaps", copy_down)  # then someone deletes it by hand
+    h.down_informer.replace([], "12")
+    await h.reconcile()
+    assert h.down.verbs() == ["patch", "patch"]

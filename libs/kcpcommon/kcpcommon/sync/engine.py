@@ -46,6 +46,7 @@ from .names import (
     HEARTBEAT_GROUP_VERSION,
     NAMESPACE_LOCATOR_ANNOTATION,
     OWNER_LABEL,
+    SPEC_HASH_ANNOTATION,
     UPSTREAM_CLUSTER_ANNOTATION,
     UPSTREAM_NAME_ANNOTATION,
     UPSTREAM_NAMESPACE_ANNOTATION,
@@ -115,6 +116,10 @@ def _deleting(obj: Obj) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
 
+def _hash_of(body: Obj) -> str:
+    return str(((_meta(body).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)) or "")
+
+
 def rfc3339_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -145,6 +150,9 @@ class Syncer:
         self._status_seen: dict[SyncKey, float] = {}  # first unsynced downstream status change
         self._reported: dict[SyncKey, str] = {}  # last error reported as an Event, not repeated
         self._finalized: dict[SyncKey, str] = {}  # uid of the object we added our finalizer to
+        # spec hash we applied, until the downstream informer next reports on the object: meanwhile the
+        # downstream cache is known to be behind our own write, and must not trigger a second apply
+        self._applied: dict[SyncKey, str] = {}
         self._log = log.bind(logical_cluster=self.lc, sync_target=self.target)
 
     # --- running ---
@@ -230,6 +238,7 @@ class Syncer:
         key = self._upstream_key(resource, new)
         if key is None:
             return
+        self._applied.pop(key, None)
         if new.get("status") is not None and (old is None or old.get("status") != new.get("status")):
             self._status_seen.setdefault(key, time.monotonic())
         self.controller.enqueue(key)
@@ -238,6 +247,7 @@ class Syncer:
         final = deleted_object(obj)
         key = self._upstream_key(resource, final)
         if key is not None:
+            self._applied.pop(key, None)
             self.controller.enqueue(key)
         namespace = _meta(final).get("namespace")
         if namespace:  # its namespace may be empty now
@@ -296,6 +306,7 @@ class Syncer:
             if not await self._delete_downstream(typ, key, down, down_ns):
                 return Result(requeue_after=DELETE_WAIT)
         self._finalized.pop(key, None)
+        self._applied.pop(key, None)
         if up is not None and self.finalizer in _finalizers(up):
             await self._set_finalizers(typ, up, [f for f in _finalizers(up) if f != self.finalizer])
         self._reported.pop(key, None)
@@ -335,7 +346,8 @@ class Syncer:
         uid = str(_meta(up).get("uid") or "")
         if self.finalizer not in _finalizers(up) and self._finalized.get(key) != uid:
             writes.append(self._add_finalizer(typ, key, up, uid))
-        stale = not up_to_date(desired, down)
+        applied = self._applied.get(key)
+        stale = not up_to_date(desired, down) and (applied is None or applied != _hash_of(desired))
         if stale:
             writes.append(self._apply(typ, key, up, desired, down_ns))
         if writes:
@@ -367,6 +379,7 @@ class Syncer:
                 raise TerminalError(f"the physical cluster refuses the object: {exc}") from exc
             raise
         self.metrics.synced(DOWN, typ.name)
+        self._applied[key] = _hash_of(desired)
         self._reported.pop(key, None)
 
     async def _sync_up(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None) -> None:
