@@ -126,3 +126,13 @@ def test_resource_names_split_into_plural_and_group() -> None:
     assert split("deployments.apps") == ("deployments", "apps")
     assert split("ingresses.networking.k8s.io") == ("ingresses", "networking.k8s.io")
     assert split("services") == ("services", "")
+
+
+def test_the_client_library_never_logs_response_bodies_even_at_debug() -> None:
+    import logging
+
+    from kcpcommon.sync import keep_bodies_out_of_logs
+
+    logging.getLogger("kubernetes_asyncio").setLevel(logging.DEBUG)
+    keep_bodies_out_of_logs()
+    assert not logging.getLogger("kubernetes_asyncio.client.rest").isEnabledFor(logging.DEBUG)
