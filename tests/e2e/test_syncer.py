@@ -263,6 +263,31 @@ def test_upstream_deletes_while_the_syncer_is_killed_are_done_after_its_restart(
         eventually(lambda name=name: gone(env.up_a, cm_path(ns, name)), f"{name} released upstream")
 
 
+def test_a_stopped_physical_cluster_stops_the_heartbeat_and_loses_nothing(env: Env) -> None:
+    name = unique("west-kept")
+    mapped = downstream_namespace(LC_A, "default")
+    env.up_a.create(cm_path("default"), configmap(name, "west", {"w": "1"}))
+    uid = eventually(lambda: env.west.get(cm_path(mapped, name)), "the ConfigMap in west")["metadata"]["uid"]
+    syncer, west = env.syncers["west"], env.west.server
+    target = "/apis/workload.kcp.io/v1alpha1/synctargets/west"
+
+    def skips(since: int) -> int:
+        return syncer.log_path.read_text()[since:].count("heartbeat skipped")
+    seen = len(syncer.log_path.read_text())
+    assert west.stop() == 0
+    try:
+        eventually(lambda: skips(seen) >= 1, "a heartbeat skipped while west is down")
+        beat = env.up_a.get(target)["status"]["lastSyncerHeartbeatTime"]
+        counted = skips(seen)
+        eventually(lambda: skips(seen) >= counted + 2, "two more heartbeat periods")
+        assert env.up_a.get(target)["status"]["lastSyncerHeartbeatTime"] == beat  # no beat: NotReady follows
+        assert syncer_finalizer("west") in env.up_a.get(cm_path("default", name))["metadata"]["finalizers"]
+    finally:
+        west.start()
+    eventually(lambda: env.up_a.get(target)["status"]["lastSyncerHeartbeatTime"] != beat, "heartbeats again")
+    assert env.west.get(cm_path(mapped, name))["metadata"]["uid"] == uid  # nothing deleted meanwhile
+
+
 def test_kcp_going_away_deletes_nothing_downstream(env: Env, tmp_path: Path) -> None:
     names = [unique("kept") for _ in range(3)]
     mapped = downstream_namespace(LC_A, "default")

@@ -479,17 +479,28 @@ class Syncer:
     # --- heartbeat ---
 
     async def _heartbeat_loop(self) -> None:
+        """The SyncTarget's heartbeat, written only while the physical cluster answers.
+
+        The heartbeat is what the cluster controller turns into Ready: a syncer that keeps beating
+        while its physical cluster is down would keep a dead cluster Ready (and scheduled on).
+        """
         synctargets = self.up.resource(HEARTBEAT_GROUP_VERSION, "synctargets", namespaced=False)
         while True:
             try:
-                await synctargets.patch(self.target, {"status": {
-                    "lastSyncerHeartbeatTime": rfc3339_now(),
-                    "syncedResources": sorted(t.name for t in self.types.values() if t.synced)}},
-                    subresource="status")
-                self.metrics.heartbeat(time.time())
+                await self.down.request("GET", "/version")
             except APIClientError as exc:
-                self.metrics.error(exc.reason or "HeartbeatFailed")
-                self._log.warning("heartbeat failed", error=str(exc))
+                self.metrics.error("PhysicalClusterUnreachable")
+                self._log.warning("heartbeat skipped: the physical cluster does not answer", error=str(exc))
+            else:
+                try:
+                    await synctargets.patch(self.target, {"status": {
+                        "lastSyncerHeartbeatTime": rfc3339_now(),
+                        "syncedResources": sorted(t.name for t in self.types.values() if t.synced)}},
+                        subresource="status")
+                    self.metrics.heartbeat(time.time())
+                except APIClientError as exc:
+                    self.metrics.error(exc.reason or "HeartbeatFailed")
+                    self._log.warning("heartbeat failed", error=str(exc))
             await asyncio.sleep(self.options.heartbeat_interval)
 
 
