@@ -3,7 +3,7 @@ certificates signed by the root dir's CA or by --client-ca-file, the 401 answers
 the service-account issuer's OIDC documents, and the audit log.
 
 Not here: a token of logical cluster A used in cluster B or under /clusters/* (a stranger: 403) and
-`kubectl auth whoami` belong to the RBAC tests, since today's authorizer allows every identity.
+`kubectl auth whoami` belong to the RBAC tests (test_rbac.py); here every identity may read (`view`).
 """
 
 from __future__ import annotations
@@ -108,8 +108,18 @@ def authn(tmp_path_factory: pytest.TempPathFactory, other_ca: tuple[Path, Path])
     server = KcpServer(root, free_port(), ["--audit-log-path", str(root / "audit.log"),
                                            "--client-ca-file", str(other_ca[0]), "--compaction-interval", "0"])
     server.start()
+    grant_view(server)
     yield server
     assert server.stop() == 0, server.log_tail()
+
+
+def grant_view(server: KcpServer, *where: str) -> None:
+    """What is judged here is who is asking, not what RBAC lets it do (test_rbac): every authenticated
+    identity may read (`view`) in the logical cluster `where` names (admin by default)."""
+    run_kubectl(server, *where, "create", "clusterrolebinding", "authn-tests-view", "--clusterrole=view",
+                "--group=system:authenticated")
+    wait_for(lambda: run_kubectl(server, *where, "auth", "can-i", "list", "configmaps", "--as=someone",
+                                 check=False).stdout.strip() == "yes", "the view binding")
 
 
 @pytest.fixture
@@ -211,6 +221,7 @@ def test_a_token_names_the_logical_cluster_of_its_service_account(authn: KcpServ
     token = run_kubectl(authn, "--server", server, "-n", "default", "create", "token", "robot").stdout.strip()
     claims = claims_of(token)
     assert claims["kcp.io/cluster"] == cluster and claims["sub"] == "system:serviceaccount:default:robot"
+    grant_view(authn, "--server", server)
     run_kubectl(authn, "--server", server, "--token", token, "-n", "default", "get", "serviceaccounts")
 
 

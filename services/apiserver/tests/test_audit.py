@@ -83,3 +83,13 @@ async def test_the_log_appends_one_json_line_per_event_and_flushes_on_stop(tmp_p
     await other.start()
     await other.stop()
     assert fresh.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_impersonated_request_names_both_identities() -> None:
+    request = make_mocked_request("GET", "/api/v1/namespaces")
+    admin = UserInfo("kcp-admin", groups=("system:masters", AUTHENTICATED))
+    ctx = RequestContext(parse("GET", "/api/v1/namespaces", False), user=UserInfo("nobody", groups=(AUTHENTICATED,)),
+                         impersonator=admin)
+    ev = event(request, ctx, 0.0, 403, None)
+    assert ev["user"] == {"username": "kcp-admin", "groups": ["system:masters", AUTHENTICATED]}
+    assert ev["impersonatedUser"] == {"username": "nobody", "groups": [AUTHENTICATED]}

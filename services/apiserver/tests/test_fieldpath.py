@@ -98,3 +98,17 @@ def test_compare_reports_added_subtrees_whole_and_modified_leaves_only(widget_sc
 def test_compare_skips_equal_subtrees(widget_schema: TypeSchema) -> None:
     obj = {"spec": {"tags": ["a"]}, "data": {"x": "1"}}
     assert compare(obj, {**obj}, widget_schema) == ({}, {})
+
+
+def test_managed_fields_never_nest_deeper_than_the_deepest_object_accepted() -> None:
+    from kcp_apiserver.apimachinery.jsonvalues import MAX_DEPTH, exceeds_depth
+    from kcp_apiserver.registry.ownership import UpdateOwnership
+
+    deep: object = "leaf"
+    for _ in range(MAX_DEPTH - 2):
+        deep = {"a": deep}
+    obj = {"apiVersion": "g/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": deep}
+    assert not exceeds_depth(obj)
+    UpdateOwnership("maker", "g/v1", None).record(None, obj, "2026-01-01T00:00:00Z")
+    assert obj["metadata"]["managedFields"][0]["manager"] == "maker"
+    assert not exceeds_depth(obj)

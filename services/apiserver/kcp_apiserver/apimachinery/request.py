@@ -62,6 +62,7 @@ class RequestContext:
     user_agent: str = ""
     delete_options: DeleteOptions = field(default_factory=DeleteOptions)
     annotations: dict[str, str] = field(default_factory=dict)  # for the audit event (the authorization decision)
+    impersonator: UserInfo | None = None  # who authenticated, when `user` is an identity it impersonates
 
     @property
     def cluster(self) -> str:

@@ -7,6 +7,7 @@ from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.apimachinery.validation import forbidden, required
 from kcp_apiserver.endpoints.base import Endpoints, respond_object
 from kcp_apiserver.endpoints.wire import YAML, decode_object
 from kcp_apiserver.registry.managedfields import check_manager
@@ -24,11 +25,9 @@ def check_options(request: web.Request, ctx: RequestContext, options_kind: str, 
     causes = []
     if options_kind == "PatchOptions":
         if apply and not ctx.field_manager:
-            causes.append(st.Cause("FieldValueRequired", "Required value: is required for apply patch",
-                                   "fieldManager"))
+            causes.append(required("fieldManager", "is required for apply patch"))
         if not apply and "force" in request.query:
-            causes.append(st.Cause("FieldValueForbidden", "Forbidden: may not be specified for non-apply patch",
-                                   "force"))
+            causes.append(forbidden("force", "may not be specified for non-apply patch"))
     if causes:
         raise st.invalid(options_kind, "", causes, "meta.k8s.io")
     check_manager(ctx.field_manager, options_kind)

@@ -6,11 +6,13 @@ through the one generic registry; nothing here is specific to a type.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
-from kcp_apiserver.endpoints import actions, deletes, reads, scale, tokenrequest, watch, writes
+from kcp_apiserver.endpoints import actions, deletes, reads, reviews, scale, tokenrequest, watch, writes
 from kcp_apiserver.endpoints.base import Endpoints, WatchSettings, dry_run
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import request_context
@@ -31,8 +33,10 @@ class ResourceHandlers:
     """Serves every verb of every resource through the one generic registry."""
 
     def __init__(self, catalog: Catalog, registry: Registry, caches: WatchCaches, *,
-                 watch: WatchSettings, fields: FieldValidator, tokens: ServiceAccountTokens | None = None) -> None:
+                 watch: WatchSettings, fields: FieldValidator, tokens: ServiceAccountTokens | None = None,
+                 answers: Mapping[tuple[str, str], reviews.Answer] | None = None) -> None:
         self.endpoints = Endpoints(catalog, registry, caches, fields, watch, tokens)
+        self.answers = answers or {}  # (group, plural): create-only resources that are answered, not stored
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         ep = self.endpoints
@@ -63,6 +67,9 @@ class ResourceHandlers:
             return await reads.list_(ep, request, res, info, namespace)
         if info.verb == "watch":
             return await watch.watch(ep, request, res, info, namespace)
+        answer = self.answers.get((res.group, res.plural))
+        if answer is not None and info.verb == "create":
+            return await reviews.create(ep, request, res, ctx, answer)
         write = WRITES.get(info.verb)
         if write is None:
             raise st.method_not_allowed()

@@ -80,8 +80,10 @@ def event(request: web.Request, ctx: RequestContext | None, received: float, cod
                           "auditID": request.get(AUDIT_ID) or audit_id(request),
                           "stage": "ResponseComplete", "requestURI": request.raw_path,
                           "verb": (ctx.info.verb if ctx is not None and ctx.info.verb else request.method.lower()),
-                          "user": user_info(ctx.user) if ctx is not None and code != 401 else {},
+                          "user": user_info(ctx.impersonator or ctx.user) if ctx is not None and code != 401 else {},
                           "sourceIPs": source_ips(request)}
+    if ctx is not None and ctx.impersonator is not None:  # kube: `user` authenticated, acting as `impersonatedUser`
+        ev["impersonatedUser"] = user_info(ctx.user)
     user_agent = request.headers.get("User-Agent")
     if user_agent:
         ev["userAgent"] = user_agent

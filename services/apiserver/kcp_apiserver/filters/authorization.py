@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
@@ -12,15 +11,12 @@ from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.filters.authentication import is_public
+from kcp_apiserver.rbac.authorizer import Decision
+
+__all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
 
 DECISION_ANNOTATION = "authorization.k8s.io/decision"  # kube's audit annotations of the authorizer's answer
 REASON_ANNOTATION = "authorization.k8s.io/reason"
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    allowed: bool
-    reason: str = ""
 
 
 class Authorizer(Protocol):

@@ -140,7 +140,7 @@ def encode(s: Set) -> Set:
 
 def valid(s: Any, depth: int = 0) -> bool:
     """Whether a decoded fieldsV1 is a well-formed set (what kube's FieldsV1 decoder accepts)."""
-    if not isinstance(s, dict) or depth > 100:
+    if not isinstance(s, dict) or depth > 300:
         return False
     for k, v in s.items():
         if k == SELF:

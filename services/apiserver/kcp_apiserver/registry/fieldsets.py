@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcp_apiserver.apimachinery.jsonvalues import MAX_DEPTH
 from kcp_apiserver.registry import fieldpath as fp
 from kcp_apiserver.registry.typeschema import SchemaNode
 
 MISSING: Any = object()
+# a set nests one level per object level, inside metadata.managedFields[].fieldsV1 (4 levels down): values
+# deeper than this are owned whole, so a stored object never nests deeper than the deepest one accepted
+MAX_SET_DEPTH = MAX_DEPTH - 6
 
 
 class DuplicateItem(ValueError):
@@ -80,7 +84,11 @@ def _children(value: Any, node: SchemaNode | None, all_members: bool, path: tupl
               strict: bool) -> fp.Set:
     if _granular(value, node):
         out: fp.Set = {}
+        deep = len(path) + 1 >= MAX_SET_DEPTH
         for name, child in value.items():
+            if deep:
+                out["f:" + name] = {}
+                continue
             child_node = node.field(name) if node is not None else None
             kids = _children(child, child_node, all_members, (*path, "f:" + name), strict)
             member = (all_members or child is None or child == {} or not _declared(node, name)
@@ -94,15 +102,16 @@ def _children(value: Any, node: SchemaNode | None, all_members: bool, path: tupl
         return {}
     items_node = node.items()
     out = {}
+    deep = len(path) + 1 >= MAX_SET_DEPTH
     for element, item in _items(value, kind, node, path, strict).items():
-        made = fp.make_node(_children(item, items_node, all_members, (*path, element), strict), True)
+        made = {} if deep else fp.make_node(_children(item, items_node, all_members, (*path, element), strict), True)
         out[element] = made
     return out
 
 
-def _whole(value: Any, node: SchemaNode | None) -> fp.Node:
-    """An added or removed subtree: every node a member."""
-    made = fp.make_node(_children(value, node, True, (), False), True)
+def _whole(value: Any, node: SchemaNode | None, depth: int) -> fp.Node:
+    """An added or removed subtree at `depth` in the set: every node a member."""
+    made = fp.make_node(_children(value, node, True, ("",) * depth, False), True)
     return made if made is not None else {}
 
 
@@ -112,19 +121,20 @@ def compare(old: Any, new: Any, node: SchemaNode | None) -> tuple[fp.Set, fp.Set
     """(modified or added, removed) between two objects; equal subtrees are skipped unwalked."""
     changed: fp.Set = {}
     removed: fp.Set = {}
-    _compare_into(old, new, node, changed, removed)
+    _compare_into(old, new, node, changed, removed, 0)
     return changed, removed
 
 
-def _compare_into(old: Any, new: Any, node: SchemaNode | None, changed: fp.Set, removed: fp.Set) -> None:
+def _compare_into(old: Any, new: Any, node: SchemaNode | None, changed: fp.Set, removed: fp.Set,
+                  depth: int) -> None:
     """Compare two values that both exist and are walked by element (granular objects or merged lists)."""
     if isinstance(old, dict):
         for name, new_value in new.items():
             child = node.field(name) if node is not None else None
-            _compare_child("f:" + name, old.get(name, MISSING), new_value, child, changed, removed)
+            _compare_child("f:" + name, old.get(name, MISSING), new_value, child, changed, removed, depth + 1)
         for name, old_value in old.items():
             if name not in new:
-                removed["f:" + name] = _whole(old_value, node.field(name) if node is not None else None)
+                removed["f:" + name] = _whole(old_value, node.field(name) if node is not None else None, depth + 1)
         return
     assert node is not None
     kind = _list_kind(old, node) or "set"
@@ -132,27 +142,27 @@ def _compare_into(old: Any, new: Any, node: SchemaNode | None, changed: fp.Set, 
     old_items = _items(old, kind, node, (), False)
     new_items = _items(new, kind, node, (), False)
     for element, new_item in new_items.items():
-        _compare_child(element, old_items.get(element, MISSING), new_item, items_node, changed, removed)
+        _compare_child(element, old_items.get(element, MISSING), new_item, items_node, changed, removed, depth + 1)
     for element, old_item in old_items.items():
         if element not in new_items:
-            removed[element] = _whole(old_item, items_node)
+            removed[element] = _whole(old_item, items_node, depth + 1)
 
 
 def _compare_child(element: str, old: Any, new: Any, node: SchemaNode | None, changed: fp.Set,
-                   removed: fp.Set) -> None:
+                   removed: fp.Set, depth: int) -> None:
     if old is MISSING:
-        changed[element] = _whole(new, node)
+        changed[element] = _whole(new, node, depth)
         return
     if old == new and type(old) is type(new):
         return
     same_shape = (_granular(old, node) and _granular(new, node)) or (
         _list_kind(old, node) is not None and _list_kind(new, node) is not None)
-    if not same_shape:
+    if not same_shape or depth >= MAX_SET_DEPTH:
         changed[element] = {}
         return
     kids_changed: fp.Set = {}
     kids_removed: fp.Set = {}
-    _compare_into(old, new, node, kids_changed, kids_removed)
+    _compare_into(old, new, node, kids_changed, kids_removed, depth)
     if kids_changed:
         changed[element] = kids_changed
     if kids_removed:

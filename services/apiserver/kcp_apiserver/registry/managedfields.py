@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.validation import invalid
 from kcp_apiserver.registry import fieldpath as fp
 from kcp_apiserver.registry.fieldsets import compare
 from kcp_apiserver.registry.typeschema import SchemaNode
@@ -28,6 +29,7 @@ UNTRACKED_META = frozenset(("name", "namespace", "creationTimestamp", "selfLink"
                             "generation", "managedFields", "resourceVersion"))
 
 Ident = tuple[str, str, str, str]
+_ENTRY_KEYS = frozenset(("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource"))
 
 
 @dataclass(slots=True)
@@ -83,15 +85,15 @@ def decode(raw: Any) -> Managers | None:
     for item in raw:
         if not isinstance(item, dict):
             return None
-        operation, fields = item.get("operation"), item.get("fieldsV1", {})
-        if operation not in (APPLY, UPDATE) or item.get("fieldsType", FIELDS_V1) != FIELDS_V1:
+        operation, fields = item.get("operation"), item.get("fieldsV1")
+        if operation not in (APPLY, UPDATE) or item.get("fieldsType") != FIELDS_V1:
             return None
         strings = [item.get(k, "") for k in ("manager", "apiVersion", "subresource")]
-        if not all(isinstance(s, str) for s in strings) or not fp.valid(fields):
+        if not all(isinstance(s, str) for s in strings) or not isinstance(fields, dict) or not fp.valid(fields):
             return None
         time = item.get("time")
-        entry = Entry(strings[0], operation, strings[1], strings[2], fields,
-                      time if isinstance(time, str) else None, item)
+        entry = Entry(strings[0], operation, strings[1], strings[2], fields, time if isinstance(time, str) else None,
+                      item if item.keys() <= _ENTRY_KEYS and (time is None or isinstance(time, str)) else None)
         if entry.ident in out:
             return None
         out[entry.ident] = entry
@@ -125,8 +127,7 @@ def check_manager(field_manager: str, kind: str) -> None:
                                "fieldManager"))
     for i, ch in enumerate(field_manager):
         if not ch.isprintable():
-            causes.append(st.Cause("FieldValueInvalid", f"Invalid value: {field_manager!r}: invalid character "
-                                                        f"U+{ord(ch):04X} (at position {i})", "fieldManager"))
+            causes.append(invalid("fieldManager", field_manager, f"invalid character U+{ord(ch):04X} (at position {i})"))
             break
     if causes:
         raise st.invalid(kind, "", causes, "meta.k8s.io")

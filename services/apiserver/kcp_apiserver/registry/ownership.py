@@ -37,6 +37,9 @@ from kcp_apiserver.registry.typeschema import SchemaNode
 Obj = dict[str, Any]
 
 
+SYSTEM_MANAGER = "kcp-apiserver"  # the manager of the server's own writes (controllers), as kube-apiserver's
+
+
 class Ownership:
     """Common to both operations: whose write this is, through which endpoint, on what type."""
 
@@ -251,3 +254,12 @@ def _set_last_applied(new: Obj, config: Obj) -> None:
     last["metadata"] = meta
     text = orjson.dumps(last, option=orjson.OPT_SORT_KEYS).decode()
     new.setdefault("metadata", {}).setdefault("annotations", {})[LAST_APPLIED] = text
+
+
+def record_system_update(old: Obj, new: Obj, now: str, *, schema: SchemaNode | None, subresource: str = "",
+                         has_status: bool = False) -> Obj:
+    """A controller's write straight to storage, recorded as the server's own Update (new's metadata is copied)."""
+    new = {**new, "metadata": dict(new.get("metadata") or {})}
+    UpdateOwnership(SYSTEM_MANAGER, str(old.get("apiVersion", "")), schema, subresource=subresource,
+                    has_status=has_status).record(old, new, now)
+    return new

@@ -30,8 +30,10 @@ from kcp_apiserver.registry.deletion import deletion_finalizers
 from kcp_apiserver.registry.fieldsets import DuplicateItem
 from kcp_apiserver.registry.listing import Entry, decoded
 from kcp_apiserver.registry.managedfields import manager_name
-from kcp_apiserver.registry.ownership import ApplyOwnership, Ownership, UpdateOwnership
+from kcp_apiserver.registry.ownership import SYSTEM_MANAGER, ApplyOwnership, Ownership, UpdateOwnership
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.shared import REVISION as SHARED_REVISION
+from kcp_apiserver.registry.shared import SharedObjects
 from kcp_apiserver.registry.strategy import DEFAULT as DEFAULT_STRATEGY
 from kcp_apiserver.registry.strategy import Strategy
 from kcp_apiserver.registry.timestamps import normalize_timestamps
@@ -58,7 +60,6 @@ Objs = list[Obj]  # a name for the annotation: inside Registry, `list` is the me
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Admission = Callable[[Attributes], Awaitable[None]]
-SYSTEM_MANAGER = "kcp-apiserver"  # the manager of the server's own writes (controllers), as kube-apiserver's
 
 
 def new_uid() -> str:
@@ -137,6 +138,7 @@ class Registry:
         self.admit = admit
         self.ensure_cluster = ensure_cluster
         self.track_managed_fields = track_managed_fields  # off only to measure what tracking costs (bench)
+        self.shared: dict[str, SharedObjects] = {}  # by resource prefix: objects every cluster sees (shared.py)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -293,6 +295,9 @@ class Registry:
         if res.has_status:
             obj.pop("status", None)
         generate = not meta.get("name") and meta.get("generateName")
+        shared = self.shared.get(res.prefix)
+        if shared is not None and not generate and shared.get(cluster, meta.get("name", "")) is not None:
+            raise st.already_exists(res.plural, meta["name"], res.group)
         if generate:
             meta["name"] = generate_name(meta["generateName"])
         strategy_of(res).prepare_for_create(obj)
@@ -479,6 +484,10 @@ class Registry:
         propagation = propagation or Propagation()
         for _ in range(16):
             current = await self._read(res, key, name)
+            if current.mod_revision == SHARED_REVISION:
+                raise st.APIError(405, "MethodNotAllowed", f'{res.group_resource} "{name}" is shared by every '
+                                  "logical cluster and cannot be deleted", {"name": name, "kind": res.plural,
+                                                                            "group": res.group})
             await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
             meta = current.obj["metadata"]
             pre = preconditions or {}
@@ -548,6 +557,12 @@ class Registry:
     async def _read(self, res: Resource, key: str, name: str) -> Stored:
         try:
             return await self.storage.get(key)
+        except KeyNotFound as exc:
+            shared = self.shared.get(res.prefix)
+            found = shared.get(parse_key(res.prefix, key, res.namespaced).cluster, name) if shared is not None else None
+            if found is None:
+                raise storage_errors(res, name, exc) from exc
+            return Stored(key, found, SHARED_REVISION)
         except StorageError as exc:
             raise storage_errors(res, name, exc) from exc
 

@@ -18,6 +18,7 @@ from kcp_apiserver.filters.audit import AuditLog, add_audit_id_header, audit
 from kcp_apiserver.filters.authentication import authentication
 from kcp_apiserver.filters.authorization import authorization
 from kcp_apiserver.filters.errors import errors_to_status
+from kcp_apiserver.filters.impersonation import impersonation
 from kcp_apiserver.filters.inflight import max_inflight
 from kcp_apiserver.filters.observability import Metrics, observe
 from kcp_apiserver.filters.requestinfo import request_info
@@ -88,7 +89,8 @@ class APIServer:
                                                   ensure_cluster=self.clusters.ensure,
                                                   track_managed_fields=config.track_managed_fields)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
-                                         fields=FieldValidator(), tokens=config.service_accounts)
+                                         fields=FieldValidator(), tokens=config.service_accounts,
+                                         answers=config.answers)
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         while True:
@@ -139,12 +141,13 @@ class APIServer:
 
     def app(self, limits: RequestLimits | None = None) -> web.Application:
         """Filters outermost first, in kube's order: observe, errors as Status, request info, audit, the
-        request timeout, authentication, the in-flight limits, authorization."""
+        request timeout, authentication, impersonation, the in-flight limits, authorization."""
         limits = limits or RequestLimits()
         audited = [audit(self.audit)] if self.audit is not None else []
         app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info, *audited,
                                            request_timeout(limits.request_timeout),
                                            authentication(self.config.authenticators),
+                                           impersonation(self.config.authorizer),
                                            max_inflight(limits.max_requests_inflight,
                                                         limits.max_mutating_requests_inflight,
                                                         gauge=self.metrics.inflight),

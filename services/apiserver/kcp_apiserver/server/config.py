@@ -18,6 +18,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.endpoints.base import WatchSettings
+from kcp_apiserver.endpoints.reviews import Answer
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
@@ -59,6 +60,8 @@ class ServerConfig:
     resources: Sequence[Resource]  # built-in types, served in every logical cluster
     authenticators: Sequence[Authenticator]
     authorizer: Authorizer = field(default_factory=AlwaysAllow)
+    # create-only resources answered by a function, never stored (the review APIs), by (group, plural)
+    answers: Mapping[tuple[str, str], Answer] = field(default_factory=dict)
     admission: Sequence[AdmissionFactory] = ()  # in order; mutating ones run before validating ones
     extensions: Sequence[ControllerFactory] = ()  # run in every replica, before serving (CRD serving)
     controllers: Sequence[ControllerFactory] = ()  # run only where run_controllers (one replica of several)

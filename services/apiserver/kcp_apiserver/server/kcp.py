@@ -14,12 +14,19 @@ from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
+from kcp_apiserver.controllers.rbac_aggregation import AggregationController
 from kcp_apiserver.controllers.serviceaccounts import ServiceAccountsController
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
 from kcp_apiserver.filters.serviceaccount import ServiceAccountAuthenticator
 from kcp_apiserver.filters.x509 import ClientCertificateAuthenticator
+from kcp_apiserver.rbac.authorizer import RBACAuthorizer
+from kcp_apiserver.rbac.escalation import EscalationCheck
+from kcp_apiserver.rbac.follow import RBACFollowers
+from kcp_apiserver.rbac.policy import PolicyIndex
+from kcp_apiserver.rbac.reviews import Reviews
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE, SERVICE_ACCOUNT
+from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountLookup, ServiceAccountTokens
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -110,6 +117,19 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
                jwks_uri: str = "", audit_log_path: str = "") -> ServerConfig:
     crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
+    rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
+    authorizer = RBACAuthorizer(rbac)
+
+    async def no_escalation(parts: ServerParts) -> EscalationCheck:
+        return EscalationCheck(authorizer)
+
+    def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return AggregationController(rbac, parts.registry)
+
+    def follow_rbac(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return RBACFollowers(rbac, parts.storage, parts.caches, parts.registry)
 
     def follow_crds(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
@@ -120,20 +140,23 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
 
     # kube's order: client certificates, then bearer tokens
     authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
-    extensions: list[ControllerFactory] = [follow_crds]
+    extensions: list[ControllerFactory] = [follow_rbac, follow_crds]
     if service_accounts is not None:
         tokens = ServiceAccountAuthenticator(service_accounts)
         authenticators.append(tokens)
         extensions.append(lambda parts: _BindServiceAccounts(tokens, parts))
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
-        resources=(*BUILTINS, CRD),
+        resources=(*BUILTINS, *REVIEWS, CRD),  # the reviews are answered by `answers`
         authenticators=authenticators,
+        authorizer=authorizer,
+        answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
-        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
+        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
         extensions=extensions,
         controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, serviceaccounts_controller,
-                     garbage_collector, lambda parts: Compactor(parts.storage, compaction_interval)],
+                     garbage_collector, aggregate_cluster_roles,
+                     lambda parts: Compactor(parts.storage, compaction_interval)],
         service_accounts=service_accounts,
         jwks_uri=jwks_uri,
         audit_log_path=audit_log_path,
