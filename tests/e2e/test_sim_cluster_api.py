@@ -518,3 +518,41 @@ def test_an_older_release_and_several_clusters_in_one_process(tmp_path: Path, cl
     ns = namespace(cluster, "newest")
     kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=NEWEST_ONLY_POD)
     assert get(cluster, "-n", ns, "pod", "gated")["spec"]["schedulingGates"] == [{"name": "example.com/wait"}]
+
+
+def test_a_cluster_serves_custom_resources_as_a_real_one_does(cluster: KcpServer) -> None:
+    """Add-ons install CRDs on physical clusters; a syncer reports such types up."""
+    kubectl(cluster, "create", "-f", "-", input_text="""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.addons.example.com}
+spec:
+  group: addons.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
+""")
+    kubectl(cluster, "wait", "--for", "condition=Established", "crd/widgets.addons.example.com", "--timeout", "60s")
+    ns = namespace(cluster, "addons")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: addons.example.com/v1
+kind: Widget
+metadata: {name: w}
+spec: {size: 3}
+""")
+    assert get(cluster, "-n", ns, "widget", "w")["spec"] == {"size": 3}
+    err = fails(cluster, "create", "-f", "-", input_text="""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: deployments.apps}
+spec:
+  group: apps
+  scope: Namespaced
+  names: {plural: deployments, kind: Deployment}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+""")
+    assert "deployments.apps" in err  # a built-in type's storage is not a CRD's to take

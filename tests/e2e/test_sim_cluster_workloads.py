@@ -168,6 +168,32 @@ def test_a_deployment_rolls_out_updates_and_rolls_back(cluster: KcpServer) -> No
         "deployment.kubernetes.io/revision"] == "3"
 
 
+def test_a_rollout_that_cannot_progress_exceeds_its_deadline(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "stuck")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck}
+spec:
+  replicas: 2
+  progressDeadlineSeconds: 3
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}}
+    spec: {containers: [{name: c, image: nginx, resources: {requests: {cpu: "100"}}}]}
+""")
+    result = run_kubectl(cluster, "-n", ns, "rollout", "status", "deployment/stuck", "--timeout", f"{int(PATIENCE)}s",
+                         check=False, timeout=PATIENCE + 10)
+    assert result.returncode != 0
+    assert 'deployment "stuck" exceeded its progress deadline' in result.stderr
+    progressing = condition(get(cluster, "-n", ns, "deployment", "stuck"), "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert progressing["message"].startswith('ReplicaSet "stuck-') and \
+        progressing["message"].endswith('" has timed out progressing.')
+    available = condition(get(cluster, "-n", ns, "deployment", "stuck"), "Available")
+    assert (available["status"], available["reason"]) == ("False", "MinimumReplicasUnavailable")
+
+
 def test_scaling_a_deployment_and_a_paused_rollout(cluster: KcpServer) -> None:
     ns = namespace(cluster, "scaling")
     kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "2")
@@ -189,6 +215,53 @@ def test_scaling_a_deployment_and_a_paused_rollout(cluster: KcpServer) -> None:
             if not p["metadata"].get("deletionTimestamp")} == {"nginx:2"}
     kubectl(cluster, "-n", ns, "scale", "deployment/web", "--replicas", "1")
     eventually(lambda: len(pods(cluster, ns, "app=web")) == 1, "the pods to shrink to 1")
+
+
+def test_a_recreate_rollout_empties_the_old_replica_set_first(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "recreate")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: "nginx:1"}]}
+""")
+    rollout(cluster, ns, "deployment/web")
+    old = get(cluster, "-n", ns, "replicasets")["items"][0]["metadata"]["name"]
+    kubectl(cluster, "-n", ns, "set", "image", "deployment/web", "c=nginx:2")
+    rollout(cluster, ns, "deployment/web")
+    new = next(rs["metadata"]["name"] for rs in get(cluster, "-n", ns, "replicasets")["items"]
+               if rs["metadata"]["name"] != old)
+    events = sorted(get(cluster, "-n", ns, "events", "--field-selector", "reason=ScalingReplicaSet")["items"],
+                    key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
+    messages = [e["message"] for e in events]
+    assert messages[-2:] == [f"Scaled down replica set {old} from 3 to 0", f"Scaled up replica set {new} from 0 to 3"]
+
+
+def test_several_clusters_in_one_process_each_run_their_workloads(tmp_path: Path) -> None:
+    server = sim(tmp_path / "fleet", "--clusters", "2", "--name", "edge", "--nodes", "2", "--ready-delay", "0")
+    server.start()
+    try:
+        for name in ("edge-1", "edge-2"):
+            config = server.root / f"{name}.kubeconfig"
+            nodes = json.loads(kubectl(server, "get", "nodes", "-o", "json", kubeconfig=config))["items"]
+            assert [n["metadata"]["name"] for n in nodes] == ["sim-node-1", "sim-node-2"]
+        first = server.root / "edge-1.kubeconfig"
+        kubectl(server, "create", "deployment", "web", "--image", "nginx", "--replicas", "3", kubeconfig=first)
+        kubectl(server, "rollout", "status", "deployment/web", "--timeout", f"{int(PATIENCE)}s", kubeconfig=first,
+                timeout=PATIENCE + 10)
+        running = json.loads(kubectl(server, "get", "pods", "-o", "json", kubeconfig=first))["items"]
+        assert len(running) == 3 and all(p["status"]["phase"] == "Running" for p in running)
+        other = json.loads(kubectl(server, "get", "pods", "-A", "-o", "json",
+                                   kubeconfig=server.root / "edge-2.kubeconfig"))["items"]
+        assert other == []
+    finally:
+        server.stop()
 
 
 def test_a_service_follows_its_ready_pods(cluster: KcpServer) -> None:
@@ -285,6 +358,8 @@ def test_the_unready_and_crash_annotations(cluster: KcpServer) -> None:
     assert container["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert container["lastState"]["terminated"]["exitCode"] == 1
     assert "CrashLoopBackOff" in kubectl(cluster, "-n", ns, "get", "pod", "crasher")
+    logs = kubectl(cluster, "-n", ns, "logs", "crasher").splitlines()
+    assert len(logs) >= 2 and all(line.startswith("c started") for line in logs)  # a line per start
 
 
 def test_a_job_completes(cluster: KcpServer) -> None:
@@ -312,7 +387,10 @@ spec:
   selector: {matchLabels: {app: db}}
   template:
     metadata: {labels: {app: db}}
-    spec: {containers: [{name: c, image: postgres}]}
+    spec: {containers: [{name: c, image: postgres, volumeMounts: [{name: data, mountPath: /data}]}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -326,8 +404,25 @@ spec:
     rollout(cluster, ns, "statefulset/db")
     rollout(cluster, ns, "daemonset/agent")
     assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
+    claims = get(cluster, "-n", ns, "persistentvolumeclaims")["items"]
+    assert sorted(c["metadata"]["name"] for c in claims) == ["data-db-0", "data-db-1", "data-db-2"]
+    assert all(c["status"]["phase"] == "Bound" and c["status"]["capacity"] == {"storage": "1Gi"} for c in claims)
+    assert {v["persistentVolumeClaim"]["claimName"] for p in pods(cluster, ns, "app=db")
+            for v in p["spec"]["volumes"] if "persistentVolumeClaim" in v} == {"data-db-0", "data-db-1", "data-db-2"}
     agents = pods(cluster, ns, "app=agent")
     assert sorted(p["spec"]["nodeName"] for p in agents) == ["sim-node-1", "sim-node-2", "sim-node-3"]
+    for kind, container in (("statefulset/db", "c"), ("daemonset/agent", "c")):
+        kubectl(cluster, "-n", ns, "set", "image", kind, f"{container}=v2")
+        rollout(cluster, ns, kind)
+        history = kubectl(cluster, "-n", ns, "rollout", "history", kind)
+        assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"], history
+        kubectl(cluster, "-n", ns, "rollout", "undo", kind)
+        rollout(cluster, ns, kind)
+    for selector, image in (("app=db", "postgres"), ("app=agent", "agent")):
+        eventually(lambda selector=selector, image=image: {
+            p["spec"]["containers"][0]["image"] for p in pods(cluster, ns, selector)} == {image},
+            f"the {selector} pods to run {image} again")
+    assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
 
 
 # -- deletion -------------------------------------------------------------------------------------
@@ -386,6 +481,24 @@ def test_a_not_ready_node_has_its_pods_evicted_and_replaced(cluster: KcpServer) 
     eventually(lambda: condition(get(cluster, "node", "sim-node-2"), "Ready")["status"] == "True",
                "the node to be Ready again")
     eventually(lambda: not get(cluster, "node", "sim-node-2")["spec"].get("taints"), "the taints to go")
+
+
+def test_cordon_and_drain_move_pods_off_a_node(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "drained")
+    kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "6")
+    rollout(cluster, ns, "deployment/web")
+    kubectl(cluster, "cordon", "sim-node-3")
+    try:
+        fetched_when(lambda: get(cluster, "node", "sim-node-3"),
+                     lambda n: ("node.kubernetes.io/unschedulable", "NoSchedule") in
+                     {(t["key"], t["effect"]) for t in n["spec"].get("taints") or []}, "the unschedulable taint")
+        kubectl(cluster, "drain", "sim-node-3", "--ignore-daemonsets", "--force", "--timeout", f"{int(PATIENCE)}s",
+                timeout=PATIENCE + 10)
+        rollout(cluster, ns, "deployment/web")
+        assert "sim-node-3" not in {p["spec"]["nodeName"] for p in pods(cluster, ns, "app=web")}
+    finally:
+        kubectl(cluster, "uncordon", "sim-node-3")
+    eventually(lambda: not get(cluster, "node", "sim-node-3")["spec"].get("taints"), "the taint to go")
 
 
 # -- restart ----------------------------------------------------------------------------------------

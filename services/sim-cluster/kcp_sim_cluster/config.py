@@ -1,6 +1,6 @@
-"""The simulated cluster's `ServerConfig`: kube's workload API of one release, the admin token,
-NamespaceLifecycle and Service IP allocation, and the controllers (the apiserver's own plus the
-simulated control plane)."""
+"""The simulated cluster's `ServerConfig`: kube's workload API of one release and CRDs, the admin
+token, NamespaceLifecycle and Service IP allocation, and the controllers (the apiserver's own plus
+the simulated control plane)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,20 @@ import socket
 
 import structlog
 
+from kcp_apiserver.apiextensions.reserved import ReservedGroups
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
 from kcp_apiserver.server.cli import Backend, token_file_authenticators, watch_settings
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, ServerConfig, ServerParts
-from kcp_apiserver.server.kcp import garbage_collector, namespace_controller, namespace_lifecycle
+from kcp_apiserver.server.kcp import (
+    crd_serving,
+    garbage_collector,
+    namespace_controller,
+    namespace_lifecycle,
+    reserved_crds,
+)
 from kcp_sim_cluster.api import resource, resources
 from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
@@ -66,15 +73,17 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     def compaction(parts: ServerParts) -> Compactor:
         return Compactor(parts.storage, args.compaction_interval)
 
-    defaults: list[ControllerFactory] = [namespace_controller, garbage_collector, compaction]
+    follow_crds, crd_controller = crd_serving()
+    defaults: list[ControllerFactory] = [crd_controller, namespace_controller, garbage_collector, compaction]
     options = control_plane_options(args, logical_clusters)
     return ServerConfig(
         etcd_endpoints=backend.endpoints,
         resources=resources(args.release),
         authenticators=[StaticTokenAuthenticator.admin(backend.creds.admin_token), *token_file_authenticators(args)],
         identity=f"{socket.gethostname()}:{args.secure_port}",
-        admission=[namespace_lifecycle, service_ips(args.release)],
-        extensions=[lambda parts: ClusterBootstrap(parts, logical_clusters)],
+        # a CRD may take any group a cluster does not serve itself (no kcp.io reservation: a physical cluster)
+        admission=[namespace_lifecycle, service_ips(args.release), reserved_crds(ReservedGroups(groups=()))],
+        extensions=[follow_crds, lambda parts: ClusterBootstrap(parts, logical_clusters)],
         controllers=[*defaults, *control_plane(options)],
         run_controllers=backend.controllers,
         watch_cache_size=args.watch_cache_size,

@@ -115,3 +115,10 @@ def test_node_pod_cidrs_do_not_overlap(index: int) -> None:
 
     this = ipaddress.ip_network(pod_cidr(index))
     assert not this.overlaps(ipaddress.ip_network(pod_cidr(index + 1)))
+
+
+def test_a_cordoned_node_gets_the_unschedulable_taint() -> None:
+    cordoned = _taints(True, [], cordoned=True)
+    assert [(t["key"], t["effect"]) for t in cordoned] == [("node.kubernetes.io/unschedulable", "NoSchedule")]
+    assert _taints(True, cordoned, cordoned=True) == cordoned
+    assert _taints(True, cordoned) == []

@@ -98,3 +98,12 @@ def test_a_service_needs_ports_named_when_several() -> None:
 def test_a_budget_takes_one_of_min_available_and_max_unavailable() -> None:
     assert policy.validate_budget({"spec": {"minAvailable": 1, "maxUnavailable": 1}})
     assert policy.validate_budget({"spec": {"minAvailable": "50%"}}) == []
+
+
+def test_a_service_name_is_a_dns_1035_label() -> None:
+    svc = {"metadata": {"name": "1st"}, "spec": {"type": "ClusterIP", "sessionAffinity": "None",
+                                                 "ports": [{"port": 80, "protocol": "TCP"}]}}
+    assert messages(core.validate_service(svc)) == [
+        'metadata.name: Invalid value: "1st": a DNS-1035 label must consist of lower case alphanumeric characters '
+        "or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+        "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.builtin.declare import for_release
 from kcp_apiserver.registry.resource import Resource
@@ -13,8 +14,8 @@ from kcp_sim_cluster.api import apps, batch, core, networking, policy
 @functools.cache
 def resources(release: str) -> tuple[Resource, ...]:
     """Every built-in type of a simulated cluster, described by `release`'s schemas: kcp's own
-    (namespaces, configmaps, secrets, serviceaccounts, events, leases, RBAC) and the workload types."""
-    return (*for_release(BUILTINS, release), *core.resources(release), *apps.resources(release),
+    (namespaces, configmaps, secrets, serviceaccounts, events, leases, RBAC, CRDs) and the workload types."""
+    return (*for_release((*BUILTINS, CRD), release), *core.resources(release), *apps.resources(release),
             *batch.resources(release), *networking.resources(release), *policy.resources(release))
 
 

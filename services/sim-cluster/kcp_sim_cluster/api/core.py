@@ -3,6 +3,8 @@ Endpoints, Nodes and PersistentVolumeClaims."""
 
 from __future__ import annotations
 
+import re
+
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.apimachinery.validation import invalid, required
 from kcp_apiserver.registry.builtin.declare import kube_resource
@@ -41,10 +43,21 @@ POD_STRATEGY = PodStrategy(defaults.pod, validate_pod, validate_update=validate_
 # -- services -----------------------------------------------------------------------------------
 
 
+DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DNS1035_MESSAGE = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+                   "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                   "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+
+
 def validate_service(svc: Obj) -> list[Cause]:
     s = spec(svc)
     kind = s.get("type") or "ClusterIP"
     causes: list[Cause] = []
+    name = str((svc.get("metadata") or {}).get("name") or "")
+    if name and len(name) > 63:  # a Service's name is also a DNS label
+        causes.append(invalid("metadata.name", name, "must be no more than 63 characters"))
+    if name and not DNS1035_LABEL.match(name):
+        causes.append(invalid("metadata.name", name, DNS1035_MESSAGE))
     if kind not in v.SERVICE_TYPES:
         causes.append(v.unsupported("spec.type", kind, v.SERVICE_TYPES))
     ports = [p for p in s.get("ports") or [] if isinstance(p, dict)]

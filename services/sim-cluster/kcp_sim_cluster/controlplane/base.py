@@ -11,12 +11,15 @@ from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Controller, Result
 from kcpcommon.keys import ObjectKey
 
+COALESCE_SECONDS = 0.05  # dependents' events this close together cost one reconcile of their owner
+
 
 class SimController:
     """Subclasses name the informers they need, wire their handlers and reconcile one key."""
 
     name = "sim"
     needs: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()  # informers used when the server serves them
     workers = 1
 
     def __init__(self, sim: Sim) -> None:
@@ -40,3 +43,8 @@ class SimController:
     def enqueue(self, obj: Obj | None) -> None:
         if obj is not None:
             self.controller.enqueue(key_of(obj))
+
+    def enqueue_soon(self, key: ObjectKey) -> None:
+        """Queue an owner for a change of one of its many dependents (pods): a burst of them, as a rollout
+        of a thousand pods makes, is coalesced into one reconcile per `COALESCE_SECONDS`."""
+        self.controller.queue.add_after(key, COALESCE_SECONDS)

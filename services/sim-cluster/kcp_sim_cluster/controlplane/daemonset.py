@@ -17,6 +17,7 @@ from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.expectations import Expectations
 from kcp_sim_cluster.controlplane.hashing import pod_template_hash
+from kcp_sim_cluster.controlplane.history import sync_history
 from kcp_sim_cluster.controlplane.informer import cluster_of, controller_uid
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels
 from kcp_sim_cluster.controlplane.podutil import is_available, is_ready, is_terminal, node_name
@@ -55,12 +56,14 @@ def daemon_pod(ds: Obj, revision: str, node: str) -> dict[str, Any]:
 class DaemonSetController(SimController):
     name = "sim-daemonset"
     needs = ("daemonsets", "pods", "nodes")
+    optional = ("controllerrevisions",)
     workers = 2
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim)
         self.ds_res: Resource = sim.resource("daemonsets")  # type: ignore[assignment]
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
+        self.revision_res = sim.resource("controllerrevisions") if "controllerrevisions" in sim.informers else None
         self.expectations = Expectations()
 
     def wire(self) -> None:
@@ -76,7 +79,7 @@ class DaemonSetController(SimController):
         for key in self.sim.informer("daemonsets").keys_by_index("uid", controller_uid(pod)):
             if old is None:
                 self.expectations.created(key)
-            self.controller.enqueue(key)
+            self.enqueue_soon(key)
 
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
         node = new if new is not None else old
@@ -104,6 +107,10 @@ class DaemonSetController(SimController):
         for pod in self.sim.informer("pods").by_index("owner", ds["metadata"]["uid"]):
             if not is_terminal(pod):
                 pods_by_node.setdefault(node_name(pod), []).append(pod)
+        if not is_deleting(ds) and self.revision_res is not None:
+            in_use = {labels(p).get(REVISION_LABEL, "") for ps in pods_by_node.values() for p in ps}
+            await sync_history(self.sim, self.revision_res, ds, (ds.get("spec") or {}).get("template") or {},
+                               revision, in_use)
         if not is_deleting(ds) and self.expectations.satisfied(key):
             await self._manage(ds, key, revision, eligible, pods_by_node)
         return await self._status(ds, revision, eligible, pods_by_node)

@@ -95,7 +95,7 @@ class DeploymentController(SimController):
         uid = controller_uid(rs)
         if uid:
             for key in self.sim.informer("deployments").keys_by_index("uid", uid):
-                self.controller.enqueue(key)
+                self.enqueue_soon(key)
         elif new is not None:  # an orphan its Deployments may adopt
             namespace = index_value(cluster_of(new), new["metadata"].get("namespace", ""))
             for d in self.sim.informer("deployments").by_index("namespace", namespace):

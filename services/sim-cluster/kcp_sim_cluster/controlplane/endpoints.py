@@ -109,7 +109,7 @@ class EndpointsController(SimController):
                 continue
             match = LabelSelector.from_dict({"matchLabels": selector})
             if any(p is not None and match.matches(labels(p)) for p in (old, new)):
-                self.controller.enqueue(key_of(svc))
+                self.enqueue_soon(key_of(svc))
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         svc = self.sim.informer("services").get(key)

@@ -54,7 +54,7 @@ class JobController(SimController):
         for key in self.sim.informer("jobs").keys_by_index("uid", controller_uid(pod)):
             if old is None:
                 self.expectations.created(key)
-            self.controller.enqueue(key)
+            self.enqueue_soon(key)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         job = self.sim.informer("jobs").get(key)

@@ -89,6 +89,7 @@ class Kubelet(SimController):
         super().__init__(sim)
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
         self.ips: dict[tuple[str, str], NodeIPs] = {}
+        self.started: dict[str, float] = {}  # pod uid -> when its containers started (finer than startTime)
 
     def wire(self) -> None:
         self.sim.informer("pods").add_handler(self._on_pod)
@@ -97,12 +98,15 @@ class Kubelet(SimController):
     def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
         if new is None:
             assert old is not None
+            self.started.pop(str(old["metadata"].get("uid", "")), None)
             ip = (old.get("status") or {}).get("podIP")
             pool = self.ips.get((cluster_of(old), node_name(old)))
             if ip and pool is not None:
                 pool.release(ip)
             return
-        if node_name(new):
+        if is_terminal(new):
+            self.started.pop(str(new["metadata"].get("uid", "")), None)
+        elif node_name(new):
             self.enqueue(new)
 
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
@@ -164,7 +168,7 @@ class Kubelet(SimController):
         stamp = rfc3339()
         delay = self.sim.options.ready_delay
         may_ready, crashes = self._steer(pod)
-        ready = may_ready and not crashes and delay <= 0 and _restarts_always(pod)
+        ready = may_ready and not crashes and delay <= 0
         ip_holder: list[str] = []
 
         def start(current: dict[str, Any]) -> bool:
@@ -192,6 +196,7 @@ class Kubelet(SimController):
             if ip_holder and not (pod.get("status") or {}).get("podIP"):
                 pool.release(ip_holder[0])
             return None
+        self.started[str(pod["metadata"].get("uid", ""))] = started
         self._started_events(written, crashes)
         if crashes:
             return Result(requeue_after=BACKOFF_INITIAL)
@@ -201,8 +206,11 @@ class Kubelet(SimController):
 
     async def _progress(self, pod: Obj) -> Result | None:
         status = pod.get("status") or {}
-        started = parse_time(status.get("startTime"))
-        elapsed = time.time() - started.timestamp() if started else 0.0
+        started = self.started.get(str(pod["metadata"].get("uid", "")))
+        if started is None:  # started before this process: the status's time (to the second) will do
+            since = parse_time(status.get("startTime"))
+            started = since.timestamp() if since else time.time()
+        elapsed = time.time() - started
         delay = self.sim.options.ready_delay
         may_ready, crashes = self._steer(pod)
         if crashes:

@@ -31,6 +31,7 @@ log = structlog.get_logger("sim.nodelifecycle")
 
 COMPONENT = "node-controller"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 DEFAULT_TOLERATION_SECONDS = 300  # what the API server's DefaultTolerationSeconds stamps on pods
 
 
@@ -60,13 +61,24 @@ def node_ready(node: Obj) -> bool:
     return cond is None or cond.get("status") == "True"
 
 
-def _taints(ready: bool, current: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    kept = [t for t in current if t.get("key") != NOT_READY_TAINT]
+def _taints(ready: bool, current: list[dict[str, Any]], *, cordoned: bool = False) -> list[dict[str, Any]]:
+    """The node's taints with kube's condition taints brought in line: not-ready (NoSchedule and NoExecute)
+    while NotReady, unschedulable (NoSchedule) while cordoned; others untouched, existing ones kept as they are."""
+    kept = [t for t in current if t.get("key") not in (NOT_READY_TAINT, UNSCHEDULABLE_TAINT)]
+    existing = {(t.get("key"), t.get("effect")): t for t in current}
+    if cordoned:
+        kept.append(existing.get((UNSCHEDULABLE_TAINT, "NoSchedule"))
+                    or {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": rfc3339()})
     if ready:
         return kept
-    existing = {t.get("effect"): t for t in current if t.get("key") == NOT_READY_TAINT}
-    return [*kept, existing.get("NoSchedule") or {"key": NOT_READY_TAINT, "effect": "NoSchedule"},
-            existing.get("NoExecute") or {"key": NOT_READY_TAINT, "effect": "NoExecute", "timeAdded": rfc3339()}]
+    return [*kept, existing.get((NOT_READY_TAINT, "NoSchedule")) or {"key": NOT_READY_TAINT, "effect": "NoSchedule"},
+            existing.get((NOT_READY_TAINT, "NoExecute"))
+            or {"key": NOT_READY_TAINT, "effect": "NoExecute", "timeAdded": rfc3339()}]
+
+
+def node_ready_before(taints: list[dict[str, Any]]) -> bool:
+    """Whether the taints said Ready (no not-ready taint)."""
+    return not any(t.get("key") == NOT_READY_TAINT for t in taints)
 
 
 class NodeLifecycleController(SimController):
@@ -84,7 +96,9 @@ class NodeLifecycleController(SimController):
 
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
         if new is not None and (old is None or node_ready(old) != node_ready(new)
-                                or (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")):
+                                or (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")
+                                or (old.get("spec") or {}).get("unschedulable")
+                                != (new.get("spec") or {}).get("unschedulable")):
             self.enqueue(new)
 
     def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
@@ -103,15 +117,18 @@ class NodeLifecycleController(SimController):
             return None
         ready = node_ready(node)
         taints = list((node.get("spec") or {}).get("taints") or [])
-        wanted = _taints(ready, taints)
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        wanted = _taints(ready, taints, cordoned=cordoned)
         if wanted != taints:
             def taint(current: dict[str, Any]) -> None:
                 spec = current.setdefault("spec", {})
-                spec["taints"] = _taints(ready, list(spec.get("taints") or []))
+                spec["taints"] = _taints(ready, list(spec.get("taints") or []),
+                                         cordoned=bool(spec.get("unschedulable")))
                 if not spec["taints"]:
                     del spec["taints"]
 
             node = await self.sim.patch(self.node_res, node, taint) or node
+        if wanted != taints and ready != node_ready_before(taints):
             self.sim.recorder.record(node, NORMAL, "NodeNotReady" if not ready else "NodeReady",
                                      f"Node {key.name} status is now: {'NodeNotReady' if not ready else 'NodeReady'}",
                                      component=COMPONENT)

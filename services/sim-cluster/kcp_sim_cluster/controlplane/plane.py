@@ -33,9 +33,11 @@ def _controller_types() -> list[type[SimController]]:
     from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
     from kcp_sim_cluster.controlplane.statefulset import StatefulSetController
+    from kcp_sim_cluster.controlplane.volumes import VolumeBinder
 
     return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
-            EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController]
+            EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController,
+            VolumeBinder]
 
 
 class ControlPlane:
@@ -68,7 +70,7 @@ class ControlPlane:
             controller = kind(sim)
             controller.wire()
             self.controllers.append(controller)
-        needed = {n for c in self.controllers for n in c.needs}
+        needed = {n for c in self.controllers for n in (*c.needs, *c.optional)}
         for name in [n for n in sim.informers if n not in needed]:
             del sim.informers[name]
         sim.recorder.start()

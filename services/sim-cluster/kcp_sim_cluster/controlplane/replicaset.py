@@ -123,7 +123,7 @@ class ReplicaSetController(SimController):
                 self.expectations.created(owner)
             elif new is None:
                 self.expectations.deleted(owner, key_of(pod))
-            self.controller.enqueue(owner)
+            self.enqueue_soon(owner)
             if old is None or new is None:
                 break
 

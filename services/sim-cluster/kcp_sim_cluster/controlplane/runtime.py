@@ -35,6 +35,7 @@ RESOURCES = {
     "statefulsets": ("apps", "statefulsets"), "daemonsets": ("apps", "daemonsets"),
     "jobs": ("batch", "jobs"), "cronjobs": ("batch", "cronjobs"),
     "persistentvolumeclaims": ("", "persistentvolumeclaims"),
+    "controllerrevisions": ("apps", "controllerrevisions"),
 }
 
 

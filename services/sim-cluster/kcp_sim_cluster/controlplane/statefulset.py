@@ -16,11 +16,13 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.hashing import pod_template_hash
+from kcp_sim_cluster.controlplane.history import sync_history
 from kcp_sim_cluster.controlplane.informer import controller_uid
-from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels
+from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels, owner_reference
 from kcp_sim_cluster.controlplane.podutil import is_available, is_ready, is_terminal, phase
 from kcp_sim_cluster.controlplane.replicaset import pod_from_template
 from kcp_sim_cluster.controlplane.runtime import Sim
+from kcp_sim_cluster.controlplane.volumes import claim_name
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 
@@ -38,12 +40,15 @@ def _ordinal(sts_name: str, pod: Obj) -> int | None:
 class StatefulSetController(SimController):
     name = "sim-statefulset"
     needs = ("statefulsets", "pods")
+    optional = ("controllerrevisions",)
     workers = 2
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim)
         self.sts_res: Resource = sim.resource("statefulsets")  # type: ignore[assignment]
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
+        self.revision_res = sim.resource("controllerrevisions") if "controllerrevisions" in sim.informers else None
+        self.pvc_res = sim.resource("persistentvolumeclaims")
 
     def wire(self) -> None:
         informer = self.sim.informer("statefulsets")
@@ -55,7 +60,7 @@ class StatefulSetController(SimController):
         pod = new if new is not None else old
         assert pod is not None
         for key in self.sim.informer("statefulsets").keys_by_index("uid", controller_uid(pod)):
-            self.controller.enqueue(key)
+            self.enqueue_soon(key)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         sts = self.sim.informer("statefulsets").get(key)
@@ -64,7 +69,8 @@ class StatefulSetController(SimController):
         spec = sts.get("spec") or {}
         name = key.name
         template = spec.get("template") or {}
-        revision = f"{name}-{pod_template_hash(template)}"
+        hash_ = pod_template_hash(template)
+        revision = f"{name}-{hash_}"
         pods: dict[int, Obj] = {}
         for pod in self.sim.informer("pods").by_index("owner", sts["metadata"]["uid"]):
             ordinal = _ordinal(name, pod)
@@ -73,6 +79,10 @@ class StatefulSetController(SimController):
         replicas = int(spec.get("replicas", 1))
         ordered = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
         if not is_deleting(sts):
+            if self.revision_res is not None:
+                in_use = {labels(p).get(REVISION_LABEL, "") for p in pods.values()}
+                in_use.add(str((sts.get("status") or {}).get("currentRevision") or ""))
+                await sync_history(self.sim, self.revision_res, sts, template, hash_, in_use)
             await self._manage(sts, key, revision, pods, replicas, ordered)
         return await self._status(sts, revision, pods, replicas)
 
@@ -122,9 +132,32 @@ class StatefulSetController(SimController):
         pod["spec"]["hostname"] = name
         if spec.get("serviceName"):
             pod["spec"]["subdomain"] = spec["serviceName"]
+        await self._claims(sts, key, ordinal, pod)
         if await self.sim.create(self.pod_res, key.cluster, key.namespace, pod) is not None:
             self.sim.recorder.record(sts, NORMAL, "SuccessfulCreate",
                                      f"create Pod {name} in StatefulSet {key.name} successful", component=COMPONENT)
+
+    async def _claims(self, sts: Obj, key: ObjectKey, ordinal: int, pod: dict[str, Any]) -> None:
+        """The pod's PersistentVolumeClaims from volumeClaimTemplates, created if missing, mounted by name."""
+        templates = (sts.get("spec") or {}).get("volumeClaimTemplates") or []
+        if not templates or self.pvc_res is None:
+            return
+        selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        retention = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+        volumes = [v for v in pod["spec"].get("volumes") or []]
+        for template in templates:
+            name = claim_name(template, key.name, ordinal)
+            claim: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                     "metadata": {"name": name, "namespace": key.namespace,
+                                                  "labels": {**(template.get("metadata") or {}).get("labels", {}),
+                                                             **selector}},
+                                     "spec": copy_obj(template.get("spec") or {})}
+            if retention.get("whenDeleted") == "Delete":
+                claim["metadata"]["ownerReferences"] = [{**owner_reference(sts), "controller": True}]
+            await self.sim.create(self.pvc_res, key.cluster, key.namespace, claim)  # None: it exists, kept
+            volumes = [v for v in volumes if v.get("name") != template["metadata"]["name"]]
+            volumes.append({"name": template["metadata"]["name"], "persistentVolumeClaim": {"claimName": name}})
+        pod["spec"]["volumes"] = volumes
 
     async def _status(self, sts: Obj, revision: str, pods: dict[int, Obj], replicas: int) -> Result | None:
         spec = sts.get("spec") or {}
