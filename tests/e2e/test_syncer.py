@@ -146,6 +146,17 @@ def test_objects_go_down_into_the_mapped_namespace_and_status_comes_up(env: Env)
         return obj if (obj.get("status") or {}).get("readyReplicas") == 2 else None
     synced = eventually(ready_upstream, "the downstream Deployment's status upstream")
     assert syncer_finalizer("east") in synced["metadata"]["finalizers"]
+    assert synced["status"]["observedGeneration"] == synced["metadata"]["generation"]
+
+    env.up_a.patch(deploy_path("default", name), {"spec": {"replicas": 3}})
+
+    def rolled_out() -> dict[str, Any] | None:  # what `kubectl rollout status` waits for, upstream
+        obj = env.up_a.get(deploy_path("default", name))
+        status = obj.get("status") or {}
+        done = (status.get("observedGeneration") == obj["metadata"]["generation"]
+                and status.get("updatedReplicas") == status.get("readyReplicas") == 3)
+        return obj if done else None
+    eventually(rolled_out, "the scaled Deployment rolled out, as seen upstream")
 
     target = eventually(lambda: (env.up_a.get("/apis/workload.kcp.io/v1alpha1/synctargets/east")
                                  .get("status") or {}).get("lastSyncerHeartbeatTime") and
