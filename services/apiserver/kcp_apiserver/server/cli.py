@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from kcp_apiserver.apiextensions.reserved import ReservedGroups
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
@@ -102,15 +103,16 @@ ConfigBuilder = Callable[[Any, Backend], ServerConfig]  # (the settings, the bac
 Published = Callable[[Any, str, Credentials], None]  # once serving: (the settings, its URL, creds) -> kubeconfigs
 
 
-def kcp_server_config(args: APIServerSettings, backend: Backend) -> ServerConfig:
-    """kcp's configuration from its flags."""
+def kcp_server_config(args: APIServerSettings, backend: Backend, *,
+                      reserved: ReservedGroups | None = None) -> ServerConfig:
+    """kcp's configuration from its flags (kcp-sim-cluster starts from it too, with its own `reserved`)."""
     config = kcp_config(
         backend.endpoints, backend.creds.admin_token, run_controllers=backend.controllers,
         watch_cache_size=args.watch_cache_size, identity=f"{socket.gethostname()}:{args.secure_port}",
         compaction_interval=args.compaction_interval, watch=watch_settings(args),
         etcd_tls=backend.etcd_tls, live_checks=backend.live_checks,
         service_accounts=service_account_tokens(args, backend.creds),
-        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path)
+        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path, reserved=reserved)
     config.track_managed_fields = args.track_managed_fields
     config.authenticators = [*config.authenticators, *token_file_authenticators(args)]
     return config

@@ -134,7 +134,8 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
                live_checks: Mapping[str, Check] | None = None,
                system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
-               jwks_uri: str = "", audit_log_path: str = "") -> ServerConfig:
+               jwks_uri: str = "", audit_log_path: str = "", reserved: ReservedGroups | None = None) -> ServerConfig:
+    """`reserved`: the groups no tenant's CRD may take (default: kcp's, but for `system_crds`)."""
     follow_crds, crd_controller = crd_serving()
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
@@ -164,7 +165,8 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         authorizer=authorizer,
         answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
-        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
+        admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
+                   no_escalation],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
                      garbage_collector, aggregate_cluster_roles,
