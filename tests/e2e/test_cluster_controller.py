@@ -145,6 +145,18 @@ def test_a_kubeconfig_that_does_not_parse_is_invalid_kubeconfig(env: Env) -> Non
     assert "YAML" in ready["message"]
 
 
+def test_unauthorized_credentials_are_reported_with_the_servers_answer(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-bad")
+    config = yaml.safe_load(env.new.kubeconfig.read_text())
+    config["users"][0]["user"]["token"] = "not-a-valid-token"
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("stranger", None, yaml.safe_dump(config)),
+                kubeconfig=kubeconfig)
+    rest = Rest(env.kcp).at("cc-bad")
+    ready = eventually(lambda: (c := condition(rest, "stranger", "Ready")).get("reason") and c, "Ready reported")
+    assert (ready["status"], ready["reason"]) == ("False", "ClusterUnreachable")
+    assert "401" in ready["message"] and "Unauthorized" in ready["message"]
+
+
 def test_negotiation_names_what_the_older_cluster_lacks_and_forgets_it_when_it_leaves(env: Env) -> None:
     kubeconfig = logical_cluster(env, "cc-neg")
     rest = Rest(env.kcp).at("cc-neg")
