@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kcpcommon.controller import Result
-from kcpcommon.errors import APIConflictError, APINotFoundError, APITransportError
+from kcpcommon.controller import Result, TerminalError
+from kcpcommon.errors import APIConflictError, APIInvalidError, APINotFoundError, APITransportError
 from kcpcommon.informer import SharedInformer
 from kcpcommon.sync import SyncerOptions, downstream_namespace, syncer_finalizer
 from kcpcommon.sync.discovery import APIType
@@ -215,7 +215,7 @@ async def test_status_goes_up_once_and_a_conflict_is_retried_quietly() -> None:
     await h.reconcile()
     (_, _, patch, kw), = h.up.calls
     assert kw["subresource"] == "status"
-    assert patch == {"status": {"replicas": 1, "readyReplicas": 1}, "metadata": {"resourceVersion": "5"}}
+    assert patch == {"status": {"replicas": 1, "readyReplicas": 1}}
 
     h2 = Harness(DEPLOY)
     h2.caches([{**up, "status": dict(down["status"])}], [down])
@@ -229,3 +229,54 @@ async def test_status_goes_up_once_and_a_conflict_is_retried_quietly() -> None:
     h3.up.patch = conflict  # type: ignore[method-assign]
     result = await h3.reconcile()
     assert result is not None and result.requeue_after
+
+
+async def test_a_cache_behind_our_own_finalizer_patch_does_not_make_us_patch_again() -> None:
+    h = Harness()
+    up = upstream_cm(finalizers=[])
+    h.caches([up], [])
+    await h.reconcile()
+    assert h.up.verbs() == ["patch"]
+    h.down_informer.replace([downstream_copy(up)], "11")  # the apply arrived; the finalizer patch not yet
+    await h.reconcile()
+    assert h.up.verbs() == ["patch"]  # no second finalizer patch from the stale copy
+    assert h.down.verbs() == ["patch"]  # and the applied object is up to date: no second apply
+
+
+async def test_one_apply_while_the_downstream_cache_lags_yet_a_later_downstream_delete_is_repaired() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([up], [])
+    await h.reconcile()
+    await h.reconcile()  # say, the upstream finalizer event: the downstream cache has not seen our apply
+    assert h.down.verbs() == ["patch"]
+    copy_down = downstream_copy(up)
+    h.syncer._downstream_changed("configmaps", None, copy_down)  # our apply's ADDED event
+    h.syncer._downstream_deleted("configmaps", copy_down)  # then someone deletes it by hand
+    h.down_informer.replace([], "12")
+    await h.reconcile()
+    assert h.down.verbs() == ["patch", "patch"]
+
+
+async def test_a_missing_mapped_namespace_is_recreated_without_an_event_for_the_user() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([up], [])
+
+    async def refused(*_args: Any, **_kw: Any) -> Any:
+        raise APINotFoundError('namespaces "x" not found', status=404, reason="NotFound",
+                               details={"name": MAPPED, "kind": "namespaces"})
+    h.down.patch = refused  # type: ignore[method-assign]
+    with pytest.raises(APINotFoundError):
+        await h.reconcile()
+    assert MAPPED not in h.syncer._namespaces  # ensured again on the retry
+    assert "events" not in h.up_clients.resources
+
+    async def invalid(*_args: Any, **_kw: Any) -> Any:
+        raise APIInvalidError("spec.replicas: Invalid value: -1", status=422, reason="Invalid")
+    h.down.patch = invalid  # type: ignore[method-assign]
+    with pytest.raises(TerminalError):
+        await h.reconcile()
+    (_, event, _), = h.up_clients.resources["events"].calls
+    assert event["reason"] == "SyncFailed" and "spec.replicas" in event["message"]
+    assert event["involvedObject"]["name"] == "web"

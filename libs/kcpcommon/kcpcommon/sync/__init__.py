@@ -15,6 +15,7 @@ shares one kcp `ClientFactory` across all its syncers.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,8 @@ from .names import (
 )
 
 __all__ = ["ASSIGNMENT_LABEL", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_LOCATOR_ANNOTATION",
-           "SyncerOptions", "connect", "downstream_namespace", "run_syncer", "syncer_finalizer"]
+           "SyncerOptions", "connect", "downstream_namespace", "keep_bodies_out_of_logs", "run_syncer",
+           "syncer_finalizer"]
 
 COMPONENT = "kcp-syncer"
 VERSION = "0.1.0"
@@ -58,8 +60,8 @@ class SyncerOptions:
 
 
 async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,
-                  from_context: str | None = None, to_context: str | None = None, qps: float = 200.0,
-                  burst: int = 400) -> tuple[ClientFactory, KubeClientFactory]:
+                  from_context: str | None = None, to_context: str | None = None, qps: float = 1000.0,
+                  burst: int = 2000) -> tuple[ClientFactory, KubeClientFactory]:
     """Client factories for kcp and the physical cluster, from kubeconfig paths or text (close both after)."""
     upstream = await ClientFactory.load(from_kubeconfig, context=from_context, component=COMPONENT,
                                         version=VERSION, qps=qps, burst=burst)
@@ -82,4 +84,13 @@ async def run_syncer(options: SyncerOptions, *, registry: CollectorRegistry | No
     """
     from .engine import Syncer
 
+    keep_bodies_out_of_logs()
     await Syncer(options, registry=registry).run(ready=ready)
+
+
+def keep_bodies_out_of_logs() -> None:
+    """kubernetes_asyncio logs every response body at debug level, and the syncer reads Secrets: never
+    let its logger go below info, whatever level the daemon logs at."""
+    client_log = logging.getLogger("kubernetes_asyncio")
+    if client_log.getEffectiveLevel() < logging.INFO:
+        client_log.setLevel(logging.INFO)

@@ -46,6 +46,7 @@ from .names import (
     HEARTBEAT_GROUP_VERSION,
     NAMESPACE_LOCATOR_ANNOTATION,
     OWNER_LABEL,
+    SPEC_HASH_ANNOTATION,
     UPSTREAM_CLUSTER_ANNOTATION,
     UPSTREAM_NAME_ANNOTATION,
     UPSTREAM_NAMESPACE_ANNOTATION,
@@ -65,8 +66,8 @@ log = structlog.get_logger("kcpcommon.sync")
 
 EVENT_ERRORS = (400, 403, 404, 422)  # downstream refusals a user can act on: reported as Events upstream
 REFUSED = (400, 422)  # the object itself is refused downstream: retrying the same spec cannot help
-DELETE_WAIT = 2.0
-CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first  # seconds before looking again at a downstream object still being finalized
+DELETE_WAIT = 2.0  # seconds before looking again at a downstream object still being finalized
+CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -115,6 +116,15 @@ def _deleting(obj: Obj) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
 
+def _namespace_trouble(exc: APIClientError) -> bool:
+    """The mapped namespace is missing or terminating: the syncer's own business (it recreates it), not the user's."""
+    return (exc.status == 404 and exc.details.get("kind") == "namespaces") or "being terminated" in exc.message
+
+
+def _hash_of(body: Obj) -> str:
+    return str(((_meta(body).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)) or "")
+
+
 def rfc3339_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -144,6 +154,10 @@ class Syncer:
         self._changed: dict[SyncKey, float] = {}  # first unsynced upstream change, for the latency histogram
         self._status_seen: dict[SyncKey, float] = {}  # first unsynced downstream status change
         self._reported: dict[SyncKey, str] = {}  # last error reported as an Event, not repeated
+        self._finalized: dict[SyncKey, str] = {}  # uid of the object we added our finalizer to
+        # spec hash we applied, until the downstream informer next reports on the object: meanwhile the
+        # downstream cache is known to be behind our own write, and must not trigger a second apply
+        self._applied: dict[SyncKey, str] = {}
         self._log = log.bind(logical_cluster=self.lc, sync_target=self.target)
 
     # --- running ---
@@ -229,6 +243,7 @@ class Syncer:
         key = self._upstream_key(resource, new)
         if key is None:
             return
+        self._applied.pop(key, None)
         if new.get("status") is not None and (old is None or old.get("status") != new.get("status")):
             self._status_seen.setdefault(key, time.monotonic())
         self.controller.enqueue(key)
@@ -237,6 +252,7 @@ class Syncer:
         final = deleted_object(obj)
         key = self._upstream_key(resource, final)
         if key is not None:
+            self._applied.pop(key, None)
             self.controller.enqueue(key)
         namespace = _meta(final).get("namespace")
         if namespace:  # its namespace may be empty now
@@ -264,8 +280,8 @@ class Syncer:
         try:
             if up is None or _deleting(up) or (_meta(up).get("labels") or {}).get(ASSIGNMENT_LABEL) != self.target:
                 return await self._remove(typ, key, up, down, down_ns)
-            await self._sync_down(typ, key, up, down, down_ns)
-            await self._sync_up(typ, key, up, down)
+            applied_hash = await self._sync_down(typ, key, up, down, down_ns)
+            await self._sync_up(typ, key, up, down, applied_hash)
         except APIConflictError:
             # our cached upstream copy is stale (the change's own event requeues the key): not a failure
             self.metrics.error("Conflict")
@@ -294,6 +310,8 @@ class Syncer:
         if down is not None:
             if not await self._delete_downstream(typ, key, down, down_ns):
                 return Result(requeue_after=DELETE_WAIT)
+        self._finalized.pop(key, None)
+        self._applied.pop(key, None)
         if up is not None and self.finalizer in _finalizers(up):
             await self._set_finalizers(typ, up, [f for f in _finalizers(up) if f != self.finalizer])
         self._reported.pop(key, None)
@@ -326,13 +344,16 @@ class Syncer:
             pass  # already gone: nothing to hold or release
 
     async def _sync_down(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None,
-                         down_ns: str | None) -> None:
+                         down_ns: str | None) -> str:
+        """Finalizer up and one apply down, as needed; returns the spec hash the object should carry."""
         desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
                                     logical_cluster=self.lc, sync_target=self.target)
         writes = []
-        if self.finalizer not in _finalizers(up):
-            writes.append(self._set_finalizers(typ, up, [*_finalizers(up), self.finalizer]))
-        stale = not up_to_date(desired, down)
+        uid = str(_meta(up).get("uid") or "")
+        if self.finalizer not in _finalizers(up) and self._finalized.get(key) != uid:
+            writes.append(self._add_finalizer(typ, key, up, uid))
+        applied = self._applied.get(key)
+        stale = not up_to_date(desired, down) and (applied is None or applied != _hash_of(desired))
         if stale:
             writes.append(self._apply(typ, key, up, desired, down_ns))
         if writes:
@@ -340,6 +361,13 @@ class Syncer:
         changed = self._changed.pop(key, None)
         if stale and changed is not None:
             self.metrics.latency(DOWN, time.monotonic() - changed)
+        return _hash_of(desired)
+
+    async def _add_finalizer(self, typ: SyncedType, key: SyncKey, up: Obj, uid: str) -> None:
+        """Hold the upstream object until its downstream copy is deleted; remembered, so a cache that
+        has not seen our own patch yet does not make us patch again (and conflict)."""
+        await self._set_finalizers(typ, up, [*_finalizers(up), self.finalizer])
+        self._finalized[key] = uid
 
     async def _apply(self, typ: SyncedType, key: SyncKey, up: Obj, desired: dict[str, Any],
                      down_ns: str | None) -> None:
@@ -352,22 +380,29 @@ class Syncer:
             self.metrics.error(exc.reason or f"HTTP{exc.status}")
             if down_ns and exc.status in (403, 404):  # the namespace may be gone or terminating: recreate it
                 self._namespaces.discard(down_ns)
-            if exc.status in EVENT_ERRORS:
+            if exc.status in EVENT_ERRORS and not _namespace_trouble(exc):
                 await self._report(typ, key, up, exc)
             if exc.status in REFUSED:  # only a change of the upstream object (which requeues it) can help
                 raise TerminalError(f"the physical cluster refuses the object: {exc}") from exc
             raise
         self.metrics.synced(DOWN, typ.name)
+        self._applied[key] = _hash_of(desired)
         self._reported.pop(key, None)
 
-    async def _sync_up(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None) -> None:
+    async def _sync_up(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, applied_hash: str) -> None:
+        """The downstream status, as a merge patch of the status subresource, without a precondition.
+
+        The syncer is the only writer of a synced object's status, and the patch is recomputed
+        against the cache on every upstream change: a patch made from a stale copy is corrected by
+        the reconcile its own event triggers. A precondition would only turn the cache's lag
+        behind our own finalizer patch into conflicts and retries.
+        """
         seen = self._status_seen.pop(key, None)
         if down is None or not typ.status_up:
             return
-        patch = status_patch(up, down)
+        patch = status_patch(up, down, applied_hash)
         if patch is None:
             return
-        patch["metadata"] = {"resourceVersion": _meta(up).get("resourceVersion")}
         try:
             await typ.up_resource.patch(key.name, patch, namespace=key.namespace or None, subresource="status")
         except APIClientError as exc:
@@ -451,17 +486,28 @@ class Syncer:
     # --- heartbeat ---
 
     async def _heartbeat_loop(self) -> None:
+        """The SyncTarget's heartbeat, written only while the physical cluster answers.
+
+        The heartbeat is what the cluster controller turns into Ready: a syncer that keeps beating
+        while its physical cluster is down would keep a dead cluster Ready (and scheduled on).
+        """
         synctargets = self.up.resource(HEARTBEAT_GROUP_VERSION, "synctargets", namespaced=False)
         while True:
             try:
-                await synctargets.patch(self.target, {"status": {
-                    "lastSyncerHeartbeatTime": rfc3339_now(),
-                    "syncedResources": sorted(t.name for t in self.types.values() if t.synced)}},
-                    subresource="status")
-                self.metrics.heartbeat(time.time())
+                await self.down.request("GET", "/version")
             except APIClientError as exc:
-                self.metrics.error(exc.reason or "HeartbeatFailed")
-                self._log.warning("heartbeat failed", error=str(exc))
+                self.metrics.error("PhysicalClusterUnreachable")
+                self._log.warning("heartbeat skipped: the physical cluster does not answer", error=str(exc))
+            else:
+                try:
+                    await synctargets.patch(self.target, {"status": {
+                        "lastSyncerHeartbeatTime": rfc3339_now(),
+                        "syncedResources": sorted(t.name for t in self.types.values() if t.synced)}},
+                        subresource="status")
+                    self.metrics.heartbeat(time.time())
+                except APIClientError as exc:
+                    self.metrics.error(exc.reason or "HeartbeatFailed")
+                    self._log.warning("heartbeat failed", error=str(exc))
             await asyncio.sleep(self.options.heartbeat_interval)
 
 

@@ -9,6 +9,7 @@ logical cluster name (`root:org`) is not a valid label value.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 
@@ -41,6 +42,7 @@ def _base36(digest: bytes, length: int) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def downstream_namespace(logical_cluster: str, namespace: str) -> str:
     """`kcp-<hash>` for an upstream namespace: the same for every syncer, distinct per tenant."""
     digest = hashlib.sha256(f"{logical_cluster}\x00{namespace}".encode()).digest()
