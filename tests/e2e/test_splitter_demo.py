@@ -30,6 +30,7 @@ from kcp_process import (
     sim_cluster_command,
     sim_cluster_env,
 )
+from kcpcommon.sync import downstream_namespace
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
@@ -187,3 +188,21 @@ def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: De
                                                                   "loss--steady": "3/3"}, "back to 3/3", timeout=120)
     finally:
         flaky.stop()
+
+
+def test_a_configmap_the_workload_uses_arrives_in_both_clusters_and_leaves_one_with_it(demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-deps")
+    connect(demo, kubeconfig, {"east": demo.east, "west": demo.west})
+    run_kubectl(demo.kcp, "create", "configmap", "web-config", "--from-literal=greeting=hello", kubeconfig=kubeconfig)
+    app = yaml.safe_load(WEB.replace("name: web", "name: deps").replace("replicas: 15", "replicas: 2"))
+    app["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "web-config"}}]
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(app), kubeconfig=kubeconfig)
+    mapped = f"/api/v1/namespaces/{downstream_namespace('demo-deps', 'default')}/configmaps/web-config"
+    for physical in (demo.east, demo.west):
+        eventually(lambda physical=physical: (Rest(physical).get(mapped) or {}).get("data") == {"greeting": "hello"},
+                   f"web-config in {physical.root.name}", timeout=90)
+    run_kubectl(demo.kcp, "rollout", "status", "deployment/deps", "--timeout=180s", kubeconfig=kubeconfig,
+                timeout=200)
+    run_kubectl(demo.kcp, "scale", "deployment/deps", "--replicas=1", kubeconfig=kubeconfig)
+    eventually(lambda: Rest(demo.west).get(mapped) is None, "web-config leaves west with the workload", timeout=90)
+    assert Rest(demo.east).get(mapped) is not None
