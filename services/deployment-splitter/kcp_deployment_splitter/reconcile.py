@@ -17,9 +17,9 @@ from prometheus_client import CollectorRegistry, Counter
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.errors import APINotFoundError
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import CLUSTER_INDEX, Indexer
+from kcpcommon.store import CLUSTER_INDEX, LABELS_INDEX, Indexer, label_value
 
 from .capacity import CapacityTracker, capacity_of, pod_requests, requested_by
 from .children import desired_child, matches, repaired
@@ -130,16 +130,17 @@ class Splitter:
         requests = pod_requests(((root.get("spec") or {}).get("template")) or {})
         waits: list[float] = []
         caps: dict[str, int] = {}
-        mine = {child_name(key.name, t) for t in usable}
+        mine = {_child_key(key, t) for t in usable}
         for target in usable:
             allocatable = targets.allocatable.get(target) or {}
             if target in children:
                 wait = self.capacity.observe(key, target, children[target], allocatable)
                 if wait is not None:
                     waits.append(wait)
-            others = [d for d in self.deployments.by_index(CLUSTER_INDEX, key.cluster)
-                      if ((d.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL) == target
-                      and (d.get("metadata") or {}).get("name") not in mine]
+            others: list[Mapping[str, Any]] = []
+            if allocatable:  # what the other Deployments on this target request comes off its allocatable
+                others = [d for d in self.deployments.by_index(LABELS_INDEX, label_value(ASSIGNMENT_LABEL, target))
+                          if key_for(d).cluster == key.cluster and key_for(d) not in mine]
             cap = capacity_of(requests=requests, allocatable=allocatable, used=requested_by(others),
                               learned=self.capacity.learned(key, target, allocatable))
             if cap is not None:
