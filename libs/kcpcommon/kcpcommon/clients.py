@@ -44,6 +44,9 @@ _CLUSTER_NAME = re.compile(r"^[a-z0-9]([a-z0-9:-]{0,78}[a-z0-9])?$")
 _CLUSTER_SUFFIX = re.compile(r"/clusters/[^/]+/?$")
 
 
+CONNECTIONS = 1000  # per server: room for the long-lived watches of many informers
+
+
 def base_server(server: str) -> str:
     """The server URL without a trailing `/clusters/<name>` (kcp kubeconfigs often carry one)."""
     return _CLUSTER_SUFFIX.sub("", server.rstrip("/")).rstrip("/")
@@ -98,6 +101,9 @@ class BaseClientFactory(ABC):
         self.server = self._server_url((configuration.host or "").rstrip("/"))
         self.user_agent = f"{component}/{version}"
         self.request_timeout = request_timeout
+        # every watch holds one connection for minutes (no HTTP/2 multiplexing as client-go has): a process
+        # running many informers, such as push-mode syncers, must not queue its requests behind them
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTIONS)
         self._configuration = configuration
         try:
             self._owner = ThrottledApiClient(self._configuration_at(self.server), bucket=TokenBucket(qps, burst),
