@@ -47,7 +47,9 @@ def choose(namespace: str, current: str | None, usable: tuple[str, ...]) -> str 
 
 
 def opted_out(namespace: Mapping[str, Any]) -> bool:
-    return SCHEDULING_DISABLED_LABEL in ((namespace.get("metadata") or {}).get("labels") or {})
+    """Labelled `scheduling.kcp.io/disabled`, or one of the system's own (`kube-system`, `kube-public`, ...)."""
+    meta = namespace.get("metadata") or {}
+    return SCHEDULING_DISABLED_LABEL in (meta.get("labels") or {}) or str(meta.get("name") or "").startswith("kube-")
 
 
 def follows_namespace(kind: str, obj: Mapping[str, Any]) -> bool:

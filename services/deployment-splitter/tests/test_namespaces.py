@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kcp_deployment_splitter.names import ASSIGNMENT_LABEL, NAMESPACE_PLACED_ANNOTATION, PLACED_ANNOTATION
-from kcp_deployment_splitter.namespaces import choose, follows_namespace, object_patch
+from kcp_deployment_splitter.namespaces import choose, follows_namespace, object_patch, opted_out
 from kcp_deployment_splitter.reconcile_dependencies import label_patch
 
 
@@ -46,3 +46,9 @@ def test_a_dependency_placed_by_the_namespace_rule_is_taken_over_by_its_workload
     assert patch["metadata"]["labels"][ASSIGNMENT_LABEL] is None
     assert patch["metadata"]["annotations"][NAMESPACE_PLACED_ANNOTATION] is None
     assert label_patch(followed, set()) is None  # no split workload uses it: it stays the namespace's
+
+
+def test_system_namespaces_and_labelled_ones_opt_out() -> None:
+    assert opted_out({"metadata": {"name": "kube-system"}})
+    assert opted_out({"metadata": {"name": "apps", "labels": {"scheduling.kcp.io/disabled": "true"}}})
+    assert not opted_out({"metadata": {"name": "default"}})
