@@ -68,7 +68,7 @@ class CronJobController(SimController):
         active = [j for j in jobs if not finished(j)]
         await self._cleanup(spec, [j for j in jobs if finished(j)])
         try:
-            schedule = cron.parse(str(spec.get("schedule", "")))
+            schedule = cron.parse(str(spec.get("schedule", "")), str(spec.get("timeZone") or ""))
         except cron.CronError as exc:
             self.sim.recorder.record(cj, WARNING, "UnparseableSchedule", f"unparseable schedule: {exc}",
                                      component=COMPONENT)
