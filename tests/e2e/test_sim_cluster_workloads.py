@@ -374,6 +374,15 @@ def test_a_job_completes(cluster: KcpServer) -> None:
     phases = [p["status"]["phase"] for p in pods(cluster, ns)]
     assert phases == ["Succeeded"] * 3
 
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=JOB.replace("name: batch", "name: indexed").replace(
+        "parallelism: 2", "parallelism: 2\n  completionMode: Indexed"))
+    kubectl(cluster, "-n", ns, "wait", "--for=condition=complete", "job/indexed", "--timeout", f"{int(PATIENCE)}s",
+            timeout=PATIENCE + 10)
+    assert get(cluster, "-n", ns, "job", "indexed")["status"]["completedIndexes"] == "0-2"
+    indexes = sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+                     for p in pods(cluster, ns, "job-name=indexed"))
+    assert indexes == ["0", "1", "2"]
+
 
 def test_statefulset_and_daemonset_roll_out(cluster: KcpServer) -> None:
     ns = namespace(cluster, "sets")

@@ -122,3 +122,16 @@ def test_a_cordoned_node_gets_the_unschedulable_taint() -> None:
     assert [(t["key"], t["effect"]) for t in cordoned] == [("node.kubernetes.io/unschedulable", "NoSchedule")]
     assert _taints(True, cordoned, cordoned=True) == cordoned
     assert _taints(True, cordoned) == []
+
+
+def test_completed_indexes_are_written_as_ranges() -> None:
+    from kcp_sim_cluster.controlplane.job import format_indexes, indexed_pod
+
+    assert format_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7"
+    assert format_indexes(set()) == ""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    pod = indexed_pod(job, {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}, "j", 3)
+    assert pod["metadata"]["generateName"] == "j-3-"
+    assert pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "3"
+    assert pod["spec"]["hostname"] == "j-3"
+    assert pod["spec"]["containers"][0]["env"][0]["name"] == "JOB_COMPLETION_INDEX"
