@@ -9,6 +9,7 @@ generous deadline), never a fixed sleep.
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -382,6 +383,23 @@ def test_a_job_completes(cluster: KcpServer) -> None:
     indexes = sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
                      for p in pods(cluster, ns, "job-name=indexed"))
     assert indexes == ["0", "1", "2"]
+
+
+def test_a_cronjob_runs_a_job_on_schedule(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "cron")
+    kubectl(cluster, "-n", ns, "create", "cronjob", "tick", "--image", "busybox", "--schedule", "* * * * *")
+    job = eventually(lambda: get(cluster, "-n", ns, "jobs")["items"], "the first scheduled Job", timeout=90)[0]
+    assert job["metadata"]["name"].startswith("tick-")
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    scheduled = job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+    assert int(job["metadata"]["name"].removeprefix("tick-")) * 60 == int(
+        datetime.datetime.fromisoformat(scheduled.replace("Z", "+00:00")).timestamp())
+    kubectl(cluster, "-n", ns, "wait", "--for=condition=complete", f"job/{job['metadata']['name']}", "--timeout",
+            f"{int(PATIENCE)}s", timeout=PATIENCE + 10)
+    cron = fetched_when(lambda: get(cluster, "-n", ns, "cronjob", "tick"),
+                        lambda c: c["status"].get("lastSuccessfulTime"), "lastSuccessfulTime")
+    assert cron["status"]["lastScheduleTime"] == scheduled
+    assert not cron["status"].get("active")
 
 
 def test_statefulset_and_daemonset_roll_out(cluster: KcpServer) -> None:

@@ -15,7 +15,6 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.expectations import Expectations
-from kcp_sim_cluster.controlplane.informer import controller_uid
 from kcp_sim_cluster.controlplane.objects import (
     Obj,
     annotations_of,
@@ -83,18 +82,7 @@ class JobController(SimController):
         self.expectations = Expectations()
 
     def wire(self) -> None:
-        informer = self.sim.informer("jobs")
-        informer.add_index("uid", lambda o: [o["metadata"].get("uid", "")])
-        informer.add_handler(lambda old, new: self.enqueue(new if new is not None else old))
-        self.sim.informer("pods").add_handler(self._on_pod)
-
-    def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
-        pod = new if new is not None else old
-        assert pod is not None
-        for key in self.sim.informer("jobs").keys_by_index("uid", controller_uid(pod)):
-            if old is None:
-                self.expectations.created(key)
-            self.enqueue_soon(key)
+        self.watch_owned("jobs", "pods", self.expectations)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         job = self.sim.informer("jobs").get(key)
