@@ -317,6 +317,23 @@ def test_a_pod_that_fits_nowhere_stays_pending_with_kubes_message(cluster: KcpSe
     assert events[0]["involvedObject"]["name"] == "greedy"
 
 
+def test_a_gated_pod_is_not_scheduled(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "gated")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: nginx}]
+""")
+    pod = fetched_when(lambda: get(cluster, "-n", ns, "pod", "gated"),
+                       lambda p: (condition(p, "PodScheduled") or {}).get("reason") == "SchedulingGated",
+                       "the SchedulingGated condition")
+    assert not pod["spec"].get("nodeName")
+    assert "SchedulingGated" in kubectl(cluster, "-n", ns, "get", "pod", "gated")
+
+
 def test_a_pod_becomes_ready_with_kubes_status(cluster: KcpServer) -> None:
     ns = namespace(cluster, "kubelet")
     kubectl(cluster, "-n", ns, "run", "single", "--image", "nginx")
