@@ -366,6 +366,16 @@ def test_cluster_ips_come_from_the_service_cidr_unique_and_freed_on_delete(clust
     assert get(cluster, "-n", ns, "service", "headless")["spec"]["clusterIP"] == "None"
 
 
+def test_the_kubernetes_service_is_there_from_the_start(cluster: KcpServer) -> None:
+    """As kube-apiserver's bootstrap controller makes it: the first address of the range, port 443."""
+    spec = get(cluster, "-n", "default", "service", "kubernetes")["spec"]
+    assert (spec["clusterIP"], spec["ports"][0]["port"], spec["ports"][0]["targetPort"]) == (
+        "10.96.0.1", 443, cluster.port)
+    subsets = get(cluster, "-n", "default", "endpoints", "kubernetes")["subsets"]
+    assert subsets == [{"addresses": [{"ip": "127.0.0.1"}],
+                        "ports": [{"name": "https", "port": cluster.port, "protocol": "TCP"}]}]
+
+
 # -- printing and OpenAPI -----------------------------------------------------------------------
 
 
@@ -507,6 +517,8 @@ def test_an_older_release_and_several_clusters_in_one_process(tmp_path: Path, cl
         err = fails(old, "create", "-f", "-", input_text=NEWEST_ONLY_POD, kubeconfig=first)
         assert 'unknown field "spec.schedulingGates"' in err
         assert "kube-node-lease" in kubectl(old, "get", "namespaces", kubeconfig=second)  # there before any write
+        assert get(old, "-n", "default", "service", "kubernetes", kubeconfig=second)["spec"]["clusterIP"] == \
+            "10.96.0.1"
         kubectl(old, "create", "deployment", "only-in-first", "--image", "nginx", kubeconfig=first)
         assert "only-in-first" in kubectl(old, "get", "deployments", kubeconfig=first)
         assert "only-in-first" not in run_kubectl(old, "get", "deployments", kubeconfig=second).stdout

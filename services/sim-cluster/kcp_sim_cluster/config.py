@@ -4,13 +4,9 @@ the simulated control plane)."""
 
 from __future__ import annotations
 
-import asyncio
 import socket
 
-import structlog
-
 from kcp_apiserver.apiextensions.reserved import ReservedGroups
-from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
@@ -25,10 +21,9 @@ from kcp_apiserver.server.kcp import (
 )
 from kcp_sim_cluster.api import resource, resources
 from kcp_sim_cluster.api.serviceips import ServiceIPs
+from kcp_sim_cluster.bootstrap import ClusterBootstrap
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
 from kcp_sim_cluster.settings import SimClusterSettings
-
-log = structlog.get_logger("kcp-sim-cluster")
 
 
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...]) -> ControlPlaneOptions:
@@ -44,27 +39,9 @@ def service_ips(release: str) -> AdmissionFactory:
     return build
 
 
-class ClusterBootstrap:
-    """Every simulated cluster exists from the start, with kube's system namespaces, as a real cluster's
-    apiserver has them before anyone writes (a logical cluster is otherwise born on its first write)."""
-
-    def __init__(self, parts: ServerParts, clusters: tuple[str, ...]) -> None:
-        assert parts.registry is not None
-        self.ensure = parts.registry.ensure_cluster
-        self.clusters = clusters
-
-    async def start(self) -> None:
-        for cluster in self.clusters:
-            while True:
-                try:
-                    await self.ensure(cluster)
-                    break
-                except APIError:
-                    log.warning("etcd unavailable at startup, retrying", cluster=cluster)
-                    await asyncio.sleep(1.0)
-
-    async def stop(self) -> None:
-        return None
+def advertise_address(args: SimClusterSettings) -> str:
+    """The address the `kubernetes` Service's endpoints name: where this server listens."""
+    return args.bind_address if args.bind_address not in ("", "0.0.0.0", "::") else "127.0.0.1"
 
 
 def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tuple[str, ...]) -> ServerConfig:
@@ -83,7 +60,8 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
         identity=f"{socket.gethostname()}:{args.secure_port}",
         # a CRD may take any group a cluster does not serve itself (no kcp.io reservation: a physical cluster)
         admission=[namespace_lifecycle, service_ips(args.release), reserved_crds(ReservedGroups(groups=()))],
-        extensions=[follow_crds, lambda parts: ClusterBootstrap(parts, logical_clusters)],
+        extensions=[follow_crds, lambda parts: ClusterBootstrap(parts, args.release, logical_clusters,
+                                                                 advertise_address(args), args.secure_port)],
         controllers=[*defaults, *control_plane(options)],
         run_controllers=backend.controllers,
         watch_cache_size=args.watch_cache_size,

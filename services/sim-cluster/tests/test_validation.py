@@ -107,3 +107,14 @@ def test_a_service_name_is_a_dns_1035_label() -> None:
         'metadata.name: Invalid value: "1st": a DNS-1035 label must consist of lower case alphanumeric characters '
         "or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
         "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"]
+
+
+def test_rolling_update_amounts_are_counts_or_percents() -> None:
+    obj = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
+    obj["spec"]["strategy"]["rollingUpdate"] = {"maxSurge": "50", "maxUnavailable": "120%"}
+    assert messages(apps.validate_deployment(obj)) == [
+        'spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "120%": must not be greater than 100%',
+        'spec.strategy.rollingUpdate.maxSurge: Invalid value: "50": a valid percent string must be a numeric '
+        "string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
+    assert messages(policy.validate_budget({"spec": {"minAvailable": -1}})) == [
+        "spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]

@@ -35,6 +35,9 @@ def validate_deployment(obj: Obj) -> list[Cause]:
         causes.append(Cause("FieldValueForbidden", "Forbidden: may not be specified when strategy `type` is "
                                                    "'Recreate'", "spec.strategy.rollingUpdate"))
     rolling = member(strategy, "rollingUpdate")
+    path = "spec.strategy.rollingUpdate"
+    causes += v.int_or_percent(f"{path}.maxUnavailable", rolling.get("maxUnavailable"), at_most_100=True)
+    causes += v.int_or_percent(f"{path}.maxSurge", rolling.get("maxSurge"))
     if rolling and _zero(rolling.get("maxUnavailable")) and _zero(rolling.get("maxSurge")):
         causes.append(v.invalid("spec.strategy.rollingUpdate.maxUnavailable", rolling.get("maxUnavailable"),
                                 "may not be 0 when `maxSurge` is 0"))

@@ -8,6 +8,7 @@ from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.builtin.declare import kube_resource
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_sim_cluster.api import columns
+from kcp_sim_cluster.api import validation as v
 from kcp_sim_cluster.api.strategy import KubeStrategy, spec
 
 EMPTY_STATUS = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
@@ -18,7 +19,8 @@ def validate_budget(pdb: Obj) -> list[Cause]:
     if s.get("minAvailable") is not None and s.get("maxUnavailable") is not None:
         return [Cause("FieldValueInvalid", "Invalid value: policy.PodDisruptionBudgetSpec: minAvailable and "
                                            "maxUnavailable cannot be both set", "spec")]
-    return []
+    return (v.int_or_percent("spec.minAvailable", s.get("minAvailable"), at_most_100=True)
+            + v.int_or_percent("spec.maxUnavailable", s.get("maxUnavailable"), at_most_100=True))
 
 
 @functools.cache

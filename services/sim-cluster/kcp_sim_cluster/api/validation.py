@@ -7,6 +7,7 @@ Values are rendered as kube's field errors print them (`%#v` of Go's types where
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from kcp_apiserver.apimachinery.selectors import LabelSelector
@@ -70,6 +71,24 @@ def _non_negative(field: str, value: Any) -> list[Cause]:
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         return [invalid(field, value, "must be greater than or equal to 0")]
     return []
+
+
+PERCENT = re.compile(r"^[0-9]+%$")
+PERCENT_MESSAGE = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
+                   "'93%', regex used for validation is '[0-9]+%')")
+
+
+def int_or_percent(field: str, value: Any, *, at_most_100: bool = False) -> list[Cause]:
+    """kube's ValidatePositiveIntOrPercent (and IsNotMoreThan100Percent where asked)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if not PERCENT.match(value):
+            return [invalid(field, value, PERCENT_MESSAGE)]
+        if at_most_100 and int(value[:-1]) > 100:
+            return [invalid(field, value, "must not be greater than 100%")]
+        return []
+    return _non_negative(field, value)
 
 
 def _dicts(value: Any) -> list[Obj]:
