@@ -402,6 +402,29 @@ def test_a_job_completes(cluster: KcpServer) -> None:
     assert indexes == ["0", "1", "2"]
 
 
+def test_a_job_whose_pods_fail_stops_at_its_backoff_limit(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "failing")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: doomed}
+spec:
+  backoffLimit: 1
+  template:
+    metadata: {annotations: {sim.kcp.io/crash: "true"}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+""")
+    kubectl(cluster, "-n", ns, "wait", "--for=condition=failed", "job/doomed", "--timeout", f"{int(PATIENCE)}s",
+            timeout=PATIENCE + 10)
+    job = get(cluster, "-n", ns, "job", "doomed")
+    assert job["status"]["failed"] == 2
+    failed = condition(job, "Failed")
+    assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert [p["status"]["phase"] for p in pods(cluster, ns)] == ["Failed", "Failed"]
+
+
 def test_a_cronjob_runs_a_job_on_schedule(cluster: KcpServer) -> None:
     ns = namespace(cluster, "cron")
     kubectl(cluster, "-n", ns, "create", "cronjob", "tick", "--image", "busybox", "--schedule", "* * * * *")

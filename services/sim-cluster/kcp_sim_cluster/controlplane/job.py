@@ -40,6 +40,13 @@ def finished(job: Obj) -> bool:
                for c in (job.get("status") or {}).get("conditions") or [])
 
 
+def restarts(pods: list[Obj]) -> int:
+    """Container restarts of pods that restart on failure (each is one more try, as kube counts them)."""
+    return sum(int(c.get("restartCount") or 0) for p in pods
+               if (p.get("spec") or {}).get("restartPolicy") == "OnFailure"
+               for c in (p.get("status") or {}).get("containerStatuses") or [])
+
+
 def completion_index(pod: Obj) -> int | None:
     value = annotations_of(pod).get(INDEX_KEY) or labels(pod).get(INDEX_KEY)
     return int(value) if value is not None and str(value).isdigit() else None
@@ -102,7 +109,7 @@ class JobController(SimController):
         parallelism = int(spec.get("parallelism", 1))
         backoff_limit = int(spec.get("backoffLimit", 6))
         outcome = ""
-        if failed > backoff_limit:
+        if failed + restarts(active) > backoff_limit:  # kube counts OnFailure restarts as failures too
             outcome = "Failed"
         elif (completions is not None and succeeded >= int(completions)) or \
                 (completions is None and succeeded > 0 and not active):
