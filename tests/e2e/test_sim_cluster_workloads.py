@@ -621,3 +621,27 @@ def test_orphans_are_adopted_and_relabelled_pods_released(cluster: KcpServer) ->
     eventually(lambda: len(pods(cluster, ns, "app=web")) == 3 and released not in
                {p["metadata"]["uid"] for p in pods(cluster, ns, "app=web")}, "a replacement for the released pod")
     rollout(cluster, ns, "deployment/web")
+
+
+def test_a_node_no_longer_run_turns_unreachable_and_its_pods_move(tmp_path: Path) -> None:
+    server = sim(tmp_path / "shrink", "--nodes", "2", "--ready-delay", "0", "--eviction-toleration", "1")
+    server.start()
+    try:
+        ns = namespace(server, "shrink")
+        kubectl(server, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "4")
+        rollout(server, ns, "deployment/web")
+        assert "sim-node-2" in {p["spec"]["nodeName"] for p in pods(server, ns)}
+        assert server.stop() == 0
+        server.extra_args[server.extra_args.index("--nodes") + 1] = "1"
+        server.start()
+        node = fetched_when(lambda: get(server, "node", "sim-node-2"),
+                            lambda n: condition(n, "Ready")["status"] == "Unknown", "sim-node-2 to turn Unknown")
+        assert condition(node, "Ready")["reason"] == "NodeStatusUnknown"
+        eventually(lambda: {p["spec"]["nodeName"] for p in pods(server, ns)} == {"sim-node-1"},
+                   "the pods to move to the node still running")
+        rollout(server, ns, "deployment/web")
+        taints = {(t["key"], t["effect"]) for t in get(server, "node", "sim-node-2")["spec"]["taints"]}
+        assert taints == {("node.kubernetes.io/unreachable", "NoSchedule"),
+                          ("node.kubernetes.io/unreachable", "NoExecute")}
+    finally:
+        server.stop()
