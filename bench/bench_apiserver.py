@@ -23,7 +23,9 @@ import aiohttp
 import orjson
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("create", "get", "list", "watch-start", "watch", "list-big", "fanout")
+SECTIONS = ("create", "managed-fields", "apply", "get", "rbac", "list", "watch-start", "watch", "list-big", "fanout")
+RBAC_TOKEN = "bench-rbac-token"  # a user of the --token-auth-file the benchmark gives the server
+RBAC_CLUSTER = "/clusters/rbac-bench"
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from kcp_process import KcpServer, free_port  # noqa: E402
@@ -75,12 +77,15 @@ async def run_concurrent(count: int, concurrency: int, op) -> float:  # type: ig
     return count / (time.perf_counter() - started)
 
 
+APPLY_FIELDS = 30  # fields of the custom resource the apply section applies
+
+
 class Bench:
-    def __init__(self, server: KcpServer, session: aiohttp.ClientSession) -> None:
+    def __init__(self, server: KcpServer, session: aiohttp.ClientSession, token: str | None = None) -> None:
         self.server = server
         self.session = session
         self.ssl = server.ssl_context()
-        self.headers = {"Authorization": f"Bearer {server.token}", "Content-Type": "application/json",
+        self.headers = {"Authorization": f"Bearer {token or server.token}", "Content-Type": "application/json",
                         "Accept": "application/json"}
 
     async def post(self, path: str, body: dict[str, Any]) -> None:
@@ -99,6 +104,70 @@ class Bench:
 
     async def namespace(self, name: str) -> None:
         await self.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    async def apply(self, path: str, body: dict[str, Any], manager: str) -> None:
+        headers = {**self.headers, "Content-Type": "application/apply-patch+yaml"}
+        async with self.session.patch(self.server.url + path, data=orjson.dumps(body), headers=headers,
+                                      params={"fieldManager": manager}, ssl=self.ssl) as resp:
+            if resp.status not in (200, 201):
+                raise RuntimeError(f"apply failed: {resp.status} {await resp.text()}")
+            await resp.read()
+
+
+async def managed_fields_cost(bench: Bench, untracked: Bench, count: int, payload: str,
+                              rounds: int = 5) -> dict[str, Any]:
+    """Create throughput at c=32 with managedFields tracking (`bench`) and without (`untracked`, a server
+    started with --no-track-managed-fields), in alternating rounds so drift hits both alike."""
+    rates: dict[str, list[float]] = {"tracked": [], "untracked": []}
+    for round_ in range(rounds):
+        for label, target in (("tracked", bench), ("untracked", untracked)):
+            ns = f"mf-{label}-{round_}"
+            await target.namespace(ns)
+
+            async def op(i: int, ns: str = ns, target: Bench = target) -> None:
+                await target.post(f"/api/v1/namespaces/{ns}/configmaps", cm(f"cm-{i}", payload))
+
+            rates[label].append(await run_concurrent(count, 32, op))
+    tracked, untracked_rate = max(rates["tracked"]), max(rates["untracked"])
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    return {"tracked_per_s": round(tracked, 1), "untracked_per_s": round(untracked_rate, 1),
+            "ratio": round(tracked / untracked_rate, 3),
+            "median_ratio": round(medians["tracked"] / medians["untracked"], 3), "count": count, "rounds": rounds,
+            "all": {k: [round(v, 1) for v in vs] for k, vs in rates.items()}}
+
+
+def gadget_crd() -> dict[str, Any]:
+    fields = {f"f{i:02d}": {"type": "integer"} if i % 2 else {"type": "string"} for i in range(APPLY_FIELDS)}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.bench.example.com"},
+            "spec": {"group": "bench.example.com", "scope": "Namespaced",
+                     "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "properties": {"spec": {"type": "object", "properties": fields}}}}}]}}
+
+
+def gadget(name: str, generation: int) -> dict[str, Any]:
+    spec = {f"f{i:02d}": generation + i if i % 2 else f"value-{generation}-{i}" for i in range(APPLY_FIELDS)}
+    return {"apiVersion": "bench.example.com/v1", "kind": "Gadget", "metadata": {"name": name}, "spec": spec}
+
+
+async def apply_throughput(bench: Bench, count: int) -> dict[str, Any]:
+    """Server-side apply of a 30-field custom resource at c=32: creating by apply, then changing every field."""
+    await bench.apply("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.bench.example.com",
+                      gadget_crd(), "bench")
+    await bench.namespace("apply")
+    path = "/apis/bench.example.com/v1/namespaces/apply/gadgets/"
+    for _ in range(300):  # the CRD is served once established
+        async with bench.session.get(bench.server.url + path[:-1], headers=bench.headers, ssl=bench.ssl) as resp:
+            await resp.read()
+            if resp.status == 200:
+                break
+        await asyncio.sleep(0.1)
+    created = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 0), "bench"))
+    changed = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 1), "bench"))
+    unchanged = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 1), "bench"))
+    return {"fields": APPLY_FIELDS, "count": count, "create_per_s": round(created, 1),
+            "change_per_s": round(changed, 1), "unchanged_per_s": round(unchanged, 1)}
 
 
 async def etcd_puts(endpoint: str, objects: list[tuple[str, bytes]], concurrency: int) -> float:
@@ -332,6 +401,67 @@ async def watch_start(bench: Bench, path: str, objects: int, repeats: int) -> di
             "initial_state_best_s": round(min(whole), 3), "initial_state_median_s": round(statistics.median(whole), 3)}
 
 
+def rbac_object(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": name}, **fields}
+
+
+async def get_latencies(bench: Bench, path: str, count: int) -> dict[str, float]:
+    for _ in range(50):
+        await bench.get(path)
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await bench.get(path)
+        samples.append(time.perf_counter() - started)
+    return {"p50_ms": round(percentile(samples, 50) * 1000, 3), "p99_ms": round(percentile(samples, 99) * 1000, 3)}
+
+
+async def rbac_cost(admin: Bench, user: Bench, args: argparse.Namespace, payload: str) -> dict[str, Any]:
+    """GET p50/p99 and create throughput at c=32 as a non-admin user whose rights come from a RoleBinding, in a
+    logical cluster holding `--rbac-roles` Roles and RoleBindings, against the admin token, back to back."""
+    base = f"{RBAC_CLUSTER}/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    rule = {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create"]}
+
+    async def fill(i: int) -> None:
+        await admin.post(f"{base}/roles", rbac_object("Role", f"role-{i}", rules=[{**rule, "resourceNames": [f"x{i}"]}]))
+        await admin.post(f"{base}/rolebindings", rbac_object(
+            "RoleBinding", f"binding-{i}", roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                                    "name": f"role-{i}"},
+            subjects=[{"kind": "User", "name": f"user-{i}"}, {"kind": "Group", "name": f"group-{i}"}]))
+
+    await run_concurrent(args.rbac_roles, 32, fill)
+    await admin.post(f"{base}/roles", rbac_object("Role", "bench", rules=[rule]))
+    await admin.post(f"{base}/rolebindings", rbac_object(
+        "RoleBinding", "bench", roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "bench"},
+        subjects=[{"kind": "User", "name": "bench-user"}]))
+    cms = f"{RBAC_CLUSTER}/api/v1/namespaces/default/configmaps"
+    await admin.post(cms, cm("cm-0", payload))
+    for _ in range(200):  # the binding reaches the authorizer through a watch
+        try:
+            await user.get(f"{cms}/cm-0")
+            break
+        except RuntimeError:
+            await asyncio.sleep(0.05)
+    out: dict[str, Any] = {"roles_and_bindings": args.rbac_roles}
+    whos = {"admin": admin, "rbac_user": user}
+    for round_ in range(2):  # both orders, best of each kept: the shared machine's drift favours neither
+        for label in (("admin", "rbac_user") if round_ == 0 else ("rbac_user", "admin")):
+            who = whos[label]
+            gets = await get_latencies(who, f"{cms}/cm-0", args.gets)
+
+            async def op(i: int, who: Bench = who, name: str = f"{label.replace('_', '-')}-{round_}") -> None:
+                await who.post(cms, cm(f"{name}-{i}", payload))
+
+            rate = round(await run_concurrent(args.creates, 32, op), 1)
+            best = out.setdefault(label, {"p50_ms": gets["p50_ms"], "p99_ms": gets["p99_ms"], "create_c32_per_s": 0})
+            best["p50_ms"] = min(best["p50_ms"], gets["p50_ms"])
+            best["p99_ms"] = min(best["p99_ms"], gets["p99_ms"])
+            best["create_c32_per_s"] = max(best["create_c32_per_s"], rate)
+    out["create_ratio"] = round(out["rbac_user"]["create_c32_per_s"] / out["admin"]["create_c32_per_s"], 3)
+    out["get_p99_ratio"] = round(out["rbac_user"]["p99_ms"] / out["admin"]["p99_ms"], 3)
+    return out
+
+
 async def peak_rss_growth(pid: int, work) -> tuple[int, float]:  # type: ignore[no-untyped-def]
     """Run `work()` while sampling the server's RSS every 5 ms: (peak growth over the start in KiB, seconds)."""
     before = peak = tree_rss_kib(pid)
@@ -392,9 +522,11 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
     (root / "external").mkdir()
     await etcd.start()
     etcd_endpoint = etcd.endpoint
+    tokens = root / "tokens.csv"
+    tokens.write_text(f"{RBAC_TOKEN},bench-user,bench-user-uid\n")
     server = KcpServer(root / "kcp", free_port(),
                        ["--log-level", args.log_level, "--etcd-servers", etcd_endpoint, "--workers", str(workers),
-                        *args.server_args])
+                        "--token-auth-file", str(tokens), *args.server_args])
     server.start()
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "server_args": args.server_args, "log_level": args.log_level,
@@ -424,6 +556,25 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             if create:
                 results["create"] = create
 
+            if "managed-fields" in wanted:
+                # two more servers on the same etcd, neither leading the controllers (the first one does):
+                # the same work but for tracking, so the ratio is what tracking costs
+                pair = [KcpServer(root / f"kcp-{label}", free_port(),
+                                  ["--log-level", args.log_level, "--etcd-servers", etcd_endpoint, flag,
+                                   *args.server_args])
+                        for label, flag in (("tracked", "--track-managed-fields"),
+                                            ("untracked", "--no-track-managed-fields"))]
+                try:
+                    for extra in pair:
+                        extra.start()
+                    results["managed_fields"] = await managed_fields_cost(
+                        Bench(pair[0], session), Bench(pair[1], session), args.creates, payload)
+                finally:
+                    for extra in pair:
+                        extra.stop()
+            if "apply" in wanted:
+                results["apply"] = await apply_throughput(bench, args.applies)
+
             if "get" in wanted:
                 await bench.namespace("get")
                 await bench.post("/api/v1/namespaces/get/configmaps", cm("cm-0", payload))
@@ -437,6 +588,9 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
                     samples.append(time.perf_counter() - started)
                 results["get"] = {"p50_ms": round(percentile(samples, 50) * 1000, 3),
                                   "p99_ms": round(percentile(samples, 99) * 1000, 3), "count": len(samples)}
+
+            if "rbac" in wanted:
+                results["rbac"] = await rbac_cost(bench, Bench(server, session, RBAC_TOKEN), args, payload)
 
             if {"list", "watch-start"} & wanted:
                 await bench.namespace("list10k")
@@ -483,8 +637,24 @@ def summary(results: dict[str, Any]) -> str:
     for conc, row in results.get("create", {}).items():
         lines.append(f"create c={conc:>3}: {row['api_per_s']:>8.1f}/s   raw etcd put {row['etcd_put_per_s']:>8.1f}/s"
                      f"   ratio {row['ratio']:.2f}")
+    mf = results.get("managed_fields")
+    if mf is not None:
+        lines.append(f"create c= 32 with managedFields {mf['tracked_per_s']:>8.1f}/s, without "
+                     f"{mf['untracked_per_s']:>8.1f}/s   ratio {mf['ratio']:.2f} (best of {mf['rounds']} rounds; "
+                     f"of the medians {mf['median_ratio']:.2f})")
+    ap = results.get("apply")
+    if ap is not None:
+        lines.append(f"apply c=32, {ap['fields']}-field custom resource: create {ap['create_per_s']:.1f}/s, "
+                     f"change {ap['change_per_s']:.1f}/s, unchanged {ap['unchanged_per_s']:.1f}/s")
     if "get" in results:
         lines.append(f"GET unloaded: p50 {results['get']['p50_ms']:.2f} ms, p99 {results['get']['p99_ms']:.2f} ms")
+    if "rbac" in results:
+        r = results["rbac"]
+        for label in ("admin", "rbac_user"):
+            lines.append(f"RBAC ({r['roles_and_bindings']} Roles and RoleBindings), {label:>9}: GET p50 "
+                         f"{r[label]['p50_ms']:.2f} ms, p99 {r[label]['p99_ms']:.2f} ms, create c=32 "
+                         f"{r[label]['create_c32_per_s']:.1f}/s")
+        lines.append(f"  RBAC user vs admin: create {r['create_ratio']:.2f}x, GET p99 {r['get_p99_ratio']:.2f}x")
     if "list" in results:
         row = results["list"]
         lines.append(f"LIST {row['objects']} objects: best {row['best_s']:.3f} s (consistent), "
@@ -523,7 +693,10 @@ def summary(results: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--creates", type=int, default=3000)
+    parser.add_argument("--applies", type=int, default=2000, help="custom resources applied in the apply section")
     parser.add_argument("--gets", type=int, default=2000)
+    parser.add_argument("--rbac-roles", type=int, default=1000, help="Roles and RoleBindings in the RBAC section's "
+                                                                       "logical cluster")
     parser.add_argument("--list-objects", type=int, default=10_000)
     parser.add_argument("--big-list-objects", type=int, default=50_000, help="ConfigMaps in the unpaged LIST")
     parser.add_argument("--watchers", type=int, default=1000)

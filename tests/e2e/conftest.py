@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kcp_process import KcpServer, free_port
+from kcp_process import KcpServer, free_port, kubectl_1_35
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +41,13 @@ async def namespace(api, unique: str):  # type: ignore[no-untyped-def]
     reply = await api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     assert reply.status == 201, reply.body
     return name
+
+
+@pytest.fixture(params=["1.32", "1.35"])
+def kubectl_version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per supported kubectl: the one on PATH (1.32), then 1.35 (`make tools`, $KUBECTL_135).
+
+    `run_kubectl` and `kubectl_binary` honour $KUBECTL, which this sets for the test."""
+    if request.param == "1.35":
+        monkeypatch.setenv("KUBECTL", kubectl_1_35())
+    return str(request.param)

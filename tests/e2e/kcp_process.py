@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import shutil
@@ -32,6 +33,17 @@ def kubectl_binary() -> str:
         if candidate and Path(candidate).exists():
             return candidate
     raise RuntimeError("kubectl not found: run `make tools`")
+
+
+def kubectl_1_35() -> str:
+    """kubectl 1.35 (watch-list on by default): $KUBECTL_135, or the copy `make tools` fetches."""
+    for candidate in (os.environ.get("KUBECTL_135"), str(REPO / ".tools/bin/kubectl")):
+        if candidate and Path(candidate).exists():
+            version = json.loads(subprocess.run([candidate, "version", "--client", "-o", "json"], capture_output=True,
+                                                text=True, check=True).stdout)["clientVersion"]
+            if int(version["minor"].rstrip("+")) >= 35:
+                return candidate
+    raise AssertionError("kubectl 1.35 not found: run `make tools` (or set KUBECTL_135)")
 
 
 def apiserver_binary() -> str:
@@ -121,6 +133,21 @@ class KcpServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()
+
+
+def cluster_kubeconfig(kcp: KcpServer, cluster: str, unique: str) -> Path:
+    """The admin kubeconfig with one more context, current, for logical cluster `cluster`."""
+    import yaml
+
+    config = yaml.safe_load(kcp.kubeconfig.read_text())
+    base = config["clusters"][0]["cluster"]["server"]
+    config["clusters"].append({"name": cluster, "cluster": {**config["clusters"][0]["cluster"],
+                                                            "server": f"{base}/clusters/{cluster}"}})
+    config["contexts"].append({"name": cluster, "context": {"cluster": cluster, "user": "admin"}})
+    config["current-context"] = cluster
+    path = kcp.root / f"kubeconfig-{unique}"
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def run_kubectl(server: KcpServer, *args: str, input_text: str | None = None, context: str | None = None,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from api import Api
-from kcp_process import KcpServer, OutputLines, kubectl_binary
+from kcp_process import KcpServer, OutputLines, cluster_kubeconfig, kubectl_binary
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -335,19 +335,6 @@ async def test_tables_use_additional_printer_columns(api: Api, crd_cluster) -> N
 
 
 # --- the real kubectl --------------------------------------------------------------------------
-
-
-def cluster_kubeconfig(kcp: KcpServer, cluster: str, unique: str) -> Path:
-    """The admin kubeconfig with one more context, current, for logical cluster `cluster`."""
-    config = yaml.safe_load(kcp.kubeconfig.read_text())
-    base = config["clusters"][0]["cluster"]["server"]
-    config["clusters"].append({"name": cluster, "cluster": {**config["clusters"][0]["cluster"],
-                                                            "server": f"{base}/clusters/{cluster}"}})
-    config["contexts"].append({"name": cluster, "context": {"cluster": cluster, "user": "admin"}})
-    config["current-context"] = cluster
-    path = kcp.root / f"kubeconfig-{unique}"
-    path.write_text(yaml.safe_dump(config))
-    return path
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import yaml
 
 from kcp_process import KcpServer, OutputLines, kubectl_binary, run_kubectl
 
+pytestmark = pytest.mark.usefixtures("kubectl_version")  # every test with kubectl 1.32 and with 1.35
+
 
 @pytest.fixture
 def ns(kcp: KcpServer, unique: str) -> str:

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from api import Api, configmap
-from kcp_process import KcpServer, free_port
+from kcp_process import KcpServer, free_port, run_kubectl
 
 READ_HEADER_TIMEOUT = 1.0
 IDLE_TIMEOUT = 4.0
@@ -38,8 +38,18 @@ def short_timeouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServ
 def one_in_flight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     root = tmp_path_factory.mktemp("inflight")
     (root / "tokens.csv").write_text('alice-token,alice,1001,"developers,testers"\n')
-    yield from _server(root, "--max-requests-inflight", "1", "--max-mutating-requests-inflight", "1",
-                       "--token-auth-file", str(root / "tokens.csv"))
+    servers = _server(root, "--max-requests-inflight", "1", "--max-mutating-requests-inflight", "1",
+                      "--token-auth-file", str(root / "tokens.csv"))
+    server = next(servers)
+    # alice may edit in default (what is judged here is the in-flight limits, not RBAC)
+    run_kubectl(server, "-n", "default", "create", "rolebinding", "alice-edits", "--clusterrole=edit", "--user=alice")
+    deadline = time.monotonic() + 30
+    while run_kubectl(server, "-n", "default", "auth", "can-i", "create", "configmaps", "--as=alice",
+                      check=False).stdout.strip() != "yes":
+        assert time.monotonic() < deadline, "alice's binding never took effect"
+        time.sleep(0.1)
+    yield server
+    next(servers, None)
 
 
 async def _connect(server: KcpServer) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from api import Api, configmap
-from kcp_process import REPO, KcpServer, run_kubectl
+from kcp_process import KcpServer, kubectl_1_35, run_kubectl
 
 CM = "/api/v1/namespaces/{ns}/configmaps"
 WATCH_LIST = {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan", "allowWatchBookmarks": "true"}
@@ -122,17 +120,6 @@ async def test_an_unsupported_match_and_a_non_boolean_are_refused(api: Api, name
     maybe = await api.get(CM.format(ns=namespace), params={"watch": "1", "sendInitialEvents": "maybe",
                                                            "resourceVersionMatch": "NotOlderThan"})
     assert maybe.status == 400 and maybe.body["reason"] == "BadRequest"
-
-
-def kubectl_1_35() -> str:
-    """kubectl 1.35 (watch-list on by default): $KUBECTL_135, or the copy `make tools` fetches."""
-    for candidate in (os.environ.get("KUBECTL_135"), str(REPO / ".tools/bin/kubectl")):
-        if candidate and Path(candidate).exists():
-            version = json.loads(subprocess.run([candidate, "version", "--client", "-o", "json"], capture_output=True,
-                                                text=True, check=True).stdout)["clientVersion"]
-            if int(version["minor"].rstrip("+")) >= 35:
-                return candidate
-    raise AssertionError("kubectl 1.35 not found: run `make tools` (or set KUBECTL_135)")
 
 
 def kubectl_within(kcp: KcpServer, seconds: int, *args: str) -> tuple[str, float]:

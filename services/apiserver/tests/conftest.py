@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from etcd3aio import Etcd3Client
 
+from kcp_apiserver.registry.typeschema import TypeSchema
 from kcp_apiserver.storage.embedded_etcd import etcd_binary, free_port
 
 
@@ -128,3 +131,36 @@ async def cuttable_etcd(etcd_endpoint: str) -> AsyncIterator[CuttableProxy]:
     await proxy.start()
     yield proxy
     await proxy.stop()
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_PORT = {"type": "object", "required": ["name"], "properties": {
+    "name": {"type": "string"}, "protocol": {"type": "string"}, "port": {"type": "integer"}}}
+_SPEC = {"type": "object", "properties": {
+    "size": {"type": "integer"}, "color": {"type": "string"},
+    "tags": {**_STRINGS, "x-kubernetes-list-type": "set"},
+    "ports": {"type": "array", "items": _PORT, "x-kubernetes-list-type": "map",
+              "x-kubernetes-list-map-keys": ["name", "protocol"]},
+    "args": {**_STRINGS, "x-kubernetes-list-type": "atomic"},
+    "selector": {"type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-map-type": "atomic"},
+    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "settings": {"type": "object", "properties": {"mode": {"type": "string"}}},
+    "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+}}
+_WIDGET_SCHEMA = {"type": "object", "properties": {"spec": _SPEC, "status": {"type": "object", "properties": {
+    "ready": {"type": "boolean"}}}}}
+
+
+@pytest.fixture(scope="session")
+def widget_schema() -> TypeSchema:
+    """A custom resource schema with every list and map type (server-side apply tests)."""
+    from kcp_apiserver.apiextensions.resources import resources_for
+
+    version = {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": copy.deepcopy(_WIDGET_SCHEMA)},
+               "subresources": {"status": {}}}
+    crd: dict[str, Any] = {"metadata": {"name": "widgets.ssa.example.com"},
+                           "spec": {"group": "ssa.example.com", "scope": "Namespaced", "versions": [version],
+                                    "names": {"plural": "widgets", "kind": "Widget"}}}
+    [res] = resources_for(crd)
+    assert res.type_schema is not None
+    return res.type_schema

@@ -7,7 +7,7 @@ import uuid
 
 from etcd3aio import Etcd3Client
 
-from kcp_apiserver.registry.builtin import NAMESPACE
+from kcp_apiserver.registry.builtin import NAMESPACE, SERVICE_ACCOUNT
 from kcp_apiserver.registry.clusters import LogicalClusters
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.keys import cluster_marker, scope_prefix
@@ -28,3 +28,15 @@ async def test_a_new_cluster_has_exactly_kubes_four_namespaces_active(etcd: Etcd
         assert ns["metadata"]["annotations"] == {"kcp.io/cluster": cluster}
     assert len({ns["metadata"]["uid"] for ns in namespaces.values()}) == 4
     assert await storage.exists(cluster_marker(cluster))
+
+
+async def test_each_system_namespace_is_born_with_its_default_service_account(etcd: Etcd3Client) -> None:
+    storage, cluster = Storage(etcd), f"born-{uuid.uuid4().hex[:8]}"
+    await LogicalClusters(storage).ensure(cluster)
+    listed, _, _ = await storage.list(scope_prefix(SERVICE_ACCOUNT.prefix, cluster, None))
+    accounts = sorted((s.obj["metadata"]["namespace"], s.obj["metadata"]["name"]) for s in listed)
+    assert accounts == [(ns, "default") for ns in KUBE_NAMESPACES]
+    for stored in listed:
+        meta = stored.obj["metadata"]
+        assert stored.obj["kind"] == "ServiceAccount" and stored.obj["apiVersion"] == "v1"
+        assert meta["annotations"] == {"kcp.io/cluster": cluster} and meta["uid"] and meta["creationTimestamp"]

@@ -1,24 +1,16 @@
-"""The simulated cluster's `ServerConfig`: kube's workload API of one release and CRDs, the admin
-token, NamespaceLifecycle and Service IP allocation, and the controllers (the apiserver's own plus
-the simulated control plane)."""
+"""The simulated cluster's `ServerConfig`: kcp's own (who may call, RBAC, admission, CRDs, the
+apiserver's controllers) serving kube's workload API of one release, with Service IP allocation,
+the clusters' bootstrap and the simulated control plane added."""
 
 from __future__ import annotations
 
-import socket
+import dataclasses
+import functools
 
 from kcp_apiserver.apiextensions.reserved import ReservedGroups
-from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.endpoints.nonresource import version_info
-from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
-from kcp_apiserver.server.cli import Backend, token_file_authenticators, watch_settings
-from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, ServerConfig, ServerParts
-from kcp_apiserver.server.kcp import (
-    crd_serving,
-    garbage_collector,
-    namespace_controller,
-    namespace_lifecycle,
-    reserved_crds,
-)
+from kcp_apiserver.server.cli import Backend, kcp_server_config
+from kcp_apiserver.server.config import AdmissionFactory, ServerConfig, ServerParts
 from kcp_sim_cluster.api import resource, resources
 from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.bootstrap import ClusterBootstrap
@@ -45,28 +37,18 @@ def advertise_address(args: SimClusterSettings) -> str:
 
 
 def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tuple[str, ...]) -> ServerConfig:
-    """`logical_clusters`: where the simulated clusters live (the default logical cluster for one)."""
-
-    def compaction(parts: ServerParts) -> Compactor:
-        return Compactor(parts.storage, args.compaction_interval)
-
-    follow_crds, crd_controller = crd_serving()
-    defaults: list[ControllerFactory] = [crd_controller, namespace_controller, garbage_collector, compaction]
+    """kcp's configuration (identities, RBAC, CRDs, the namespace, service-account and garbage-collection
+    controllers, compaction) with a cluster's API in place of kcp's: `logical_clusters` are where the
+    simulated clusters live (the default logical cluster for one)."""
+    base = kcp_server_config(args, backend, reserved=ReservedGroups(groups=()))  # CRDs may take kcp.io too
     options = control_plane_options(args, logical_clusters)
-    return ServerConfig(
-        etcd_endpoints=backend.endpoints,
+    bootstrap = functools.partial(ClusterBootstrap, release=args.release, clusters=logical_clusters,
+                                  address=advertise_address(args), port=args.secure_port)
+    return dataclasses.replace(
+        base,
         resources=resources(args.release),
-        authenticators=[StaticTokenAuthenticator.admin(backend.creds.admin_token), *token_file_authenticators(args)],
-        identity=f"{socket.gethostname()}:{args.secure_port}",
-        # a CRD may take any group a cluster does not serve itself (no kcp.io reservation: a physical cluster)
-        admission=[namespace_lifecycle, service_ips(args.release), reserved_crds(ReservedGroups(groups=()))],
-        extensions=[follow_crds, lambda parts: ClusterBootstrap(parts, args.release, logical_clusters,
-                                                                 advertise_address(args), args.secure_port)],
-        controllers=[*defaults, *control_plane(options)],
-        run_controllers=backend.controllers,
-        watch_cache_size=args.watch_cache_size,
-        watch=watch_settings(args),
-        etcd_tls=backend.etcd_tls,
-        live_checks=backend.live_checks or {},
+        admission=[*base.admission, service_ips(args.release)],
+        extensions=[*base.extensions, bootstrap],
+        controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),
     )

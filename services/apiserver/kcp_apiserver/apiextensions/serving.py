@@ -24,6 +24,7 @@ from kcp_apiserver.apiextensions.fields import get, get_str
 from kcp_apiserver.apiextensions.resources import CLEANUP_FINALIZER, is_established, storage_version
 from kcp_apiserver.apiextensions.servable import Unservable, servable_resources, unservable
 from kcp_apiserver.registry.catalog import Catalog
+from kcp_apiserver.registry.ownership import record_system_update
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import CLUSTER_ANNOTATION, Registry, now_rfc3339
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
@@ -179,7 +180,8 @@ class CRDServing:
             status = self._status(cluster, latest.obj)
             if status == latest.obj.get("status"):
                 return None
-            return {**latest.obj, "status": status}
+            return record_system_update(latest.obj, {**latest.obj, "status": status}, now_rfc3339(),
+                                        schema=CRD.type_schema, subresource="status", has_status=True)
 
         await self.storage.guaranteed_update(key, write)
         return True

@@ -198,8 +198,72 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
     },
     "RoleRef": {1: ("apiGroup", "string", KEEP), 2: ("kind", "string", KEEP), 3: ("name", "string", KEEP)},
     "AggregationRule": {1: ("clusterRoleSelectors", "LabelSelector", REP)},
+    # --- k8s.io/api/authentication/v1 ---
+    "TokenRequest": {
+        1: ("metadata", "ObjectMeta", 0), 2: ("spec", "TokenRequestSpec", 0), 3: ("status", "TokenRequestStatus", 0),
+    },
+    "TokenRequestSpec": {
+        1: ("audiences", "string", REP | KEEP), 4: ("expirationSeconds", "int64", PTR),
+        3: ("boundObjectRef", "BoundObjectReference", PTR),
+    },
+    "TokenRequestStatus": {1: ("token", "string", KEEP), 2: ("expirationTimestamp", "Time", KEEP)},
+    "BoundObjectReference": {
+        1: ("kind", "string", 0), 2: ("apiVersion", "string", 0), 3: ("name", "string", 0), 4: ("uid", "string", 0),
+    },
 }
 SCHEMAS["ClusterRoleBinding"] = SCHEMAS["RoleBinding"]
+# --- k8s.io/api/authorization/v1 and authentication/v1: the review APIs (extra maps are not decoded) ---
+SCHEMAS.update({
+    "authorization.SelfSubjectAccessReview": {
+        1: ("metadata", "ObjectMeta", 0), 2: ("spec", "authorization.SelfSubjectAccessReviewSpec", 0),
+        3: ("status", "authorization.SubjectAccessReviewStatus", 0),
+    },
+    "authorization.SelfSubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "authorization.ResourceAttributes", PTR),
+        2: ("nonResourceAttributes", "authorization.NonResourceAttributes", PTR),
+    },
+    "authorization.ResourceAttributes": {
+        1: ("namespace", "string", 0), 2: ("verb", "string", 0), 3: ("group", "string", 0),
+        4: ("version", "string", 0), 5: ("resource", "string", 0), 6: ("subresource", "string", 0),
+        7: ("name", "string", 0),
+    },
+    "authorization.NonResourceAttributes": {1: ("path", "string", 0), 2: ("verb", "string", 0)},
+    "authorization.SubjectAccessReviewStatus": {
+        1: ("allowed", "bool", KEEP), 4: ("denied", "bool", 0), 2: ("reason", "string", 0),
+        3: ("evaluationError", "string", 0),
+    },
+    "authorization.SubjectAccessReview": {
+        1: ("metadata", "ObjectMeta", 0), 2: ("spec", "authorization.SubjectAccessReviewSpec", 0),
+        3: ("status", "authorization.SubjectAccessReviewStatus", 0),
+    },
+    "authorization.SubjectAccessReviewSpec": {
+        1: ("resourceAttributes", "authorization.ResourceAttributes", PTR),
+        2: ("nonResourceAttributes", "authorization.NonResourceAttributes", PTR),
+        3: ("user", "string", 0), 4: ("groups", "string", REP), 6: ("uid", "string", 0),
+    },
+    "authorization.SelfSubjectRulesReview": {
+        1: ("metadata", "ObjectMeta", 0), 2: ("spec", "authorization.SelfSubjectRulesReviewSpec", 0),
+        3: ("status", "authorization.SubjectRulesReviewStatus", 0),
+    },
+    "authorization.SelfSubjectRulesReviewSpec": {1: ("namespace", "string", 0)},
+    "authorization.SubjectRulesReviewStatus": {
+        1: ("resourceRules", "authorization.ResourceRule", REP | KEEP),
+        2: ("nonResourceRules", "authorization.NonResourceRule", REP | KEEP),
+        3: ("incomplete", "bool", KEEP), 4: ("evaluationError", "string", 0),
+    },
+    "authorization.ResourceRule": {
+        1: ("verbs", "string", REP | KEEP), 2: ("apiGroups", "string", REP), 3: ("resources", "string", REP),
+        4: ("resourceNames", "string", REP),
+    },
+    "authorization.NonResourceRule": {1: ("verbs", "string", REP | KEEP), 2: ("nonResourceURLs", "string", REP)},
+    "authentication.SelfSubjectReview": {
+        1: ("metadata", "ObjectMeta", 0), 2: ("status", "authentication.SelfSubjectReviewStatus", 0),
+    },
+    "authentication.SelfSubjectReviewStatus": {1: ("userInfo", "authentication.UserInfo", 0)},
+    "authentication.UserInfo": {
+        1: ("username", "string", 0), 2: ("uid", "string", 0), 3: ("groups", "string", REP),
+    },
+})
 
 # (apiVersion, kind) -> message.  DeleteOptions is accepted under any apiVersion,
 # as kube registers it in every group version.
@@ -217,6 +281,12 @@ KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "ClusterRole",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "ClusterRoleBinding",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "authorization.SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "authorization.SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "authorization.SubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "authorization.SelfSubjectRulesReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "authentication.SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
 }
 
 
@@ -237,7 +307,7 @@ _add_workloads()
 
 def _add_lists() -> None:
     for (api_version, kind), message in list(KINDS.items()):
-        if kind == "Status":
+        if kind in ("Status", "TokenRequest"):  # no lists of these
             continue
         list_message = f"{message}List"
         SCHEMAS[list_message] = {1: ("metadata", "ListMeta", 0), 2: ("items", message, REP | KEEP)}

@@ -14,6 +14,7 @@ from kcp_apiserver.apimachinery.deleteoptions import DeleteOptions
 SYSTEM_MASTERS = "system:masters"
 AUTHENTICATED = "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # the `extra` key naming the credential used
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,8 @@ class RequestContext:
     field_manager: str = ""
     user_agent: str = ""
     delete_options: DeleteOptions = field(default_factory=DeleteOptions)
+    annotations: dict[str, str] = field(default_factory=dict)  # for the audit event (the authorization decision)
+    impersonator: UserInfo | None = None  # who authenticated, when `user` is an identity it impersonates
 
     @property
     def cluster(self) -> str:

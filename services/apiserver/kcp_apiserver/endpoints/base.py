@@ -25,6 +25,7 @@ from kcp_apiserver.endpoints.wire import (
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.conversion import present, stored_view
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.registry.tables import to_table
 
@@ -44,6 +45,7 @@ class Endpoints:
     caches: WatchCaches
     fields: FieldValidator
     watch: WatchSettings
+    tokens: ServiceAccountTokens | None = None  # serviceaccounts/token (None: not served)
 
 
 def dry_run(query: MultiMapping[str]) -> bool:

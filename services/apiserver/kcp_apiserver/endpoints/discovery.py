@@ -76,6 +76,10 @@ def resource_list(group: str, version: str, resources: list[Resource]) -> dict[s
                 entry.update(group=group, version=version)
             entry.update(kind=kind, verbs=_verbs(res, sub))
             items.append(entry)
+        for extra in res.subresources:
+            items.append({"name": f"{res.plural}/{extra.name}", "singularName": "", "namespaced": res.namespaced,
+                          "group": extra.group, "version": extra.version, "kind": extra.kind,
+                          "verbs": list(extra.verbs)})
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version, "resources": items}
 
@@ -118,6 +122,9 @@ def aggregated(resources: list[Resource], *, core: bool) -> dict[str, Any]:
                 subs = [{"subresource": s, "responseKind": dict(zip(("group", "version", "kind"), _kind(res, s),
                                                                          strict=True)),
                          "verbs": _verbs(res, s)} for s in _subresources(res)]
+                subs += [{"subresource": x.name, "responseKind": {"group": x.group, "version": x.version,
+                                                                  "kind": x.kind}, "verbs": list(x.verbs)}
+                         for x in res.subresources]
                 if subs:
                     doc["subresources"] = subs
                 docs.append(doc)

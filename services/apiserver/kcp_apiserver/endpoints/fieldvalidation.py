@@ -30,8 +30,10 @@ class FieldValidator:
     def scale_patch_meta(self) -> SchemaNode | None:
         return schemas.type_schema(SCALE)
 
-    def check(self, res: Resource, obj: Obj, body: bytes | None, mode: str) -> list[str]:
-        """Prune unknown fields from obj and default it; return warnings, or raise 400 under Strict."""
+    def check(self, res: Resource, obj: Obj, body: bytes | None, mode: str, *, default: bool = True) -> list[str]:
+        """Prune unknown fields from obj and default it; return warnings, or raise 400 under Strict.
+
+        An applied configuration is not defaulted (`default=False`): its applier owns only what it sent."""
         if mode not in MODES:
             raise st.bad_request(f'fieldValidation must be one of "Strict", "Warn", "Ignore"; got "{mode}"')
         problems: list[str] = []
@@ -44,7 +46,8 @@ class FieldValidator:
                 raise st.bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
                                      + "; ".join(type_errors))
             unknown = schema.prune(obj)
-            schema.default(obj)
+            if default:
+                schema.default(obj)
             if mode != "Ignore":
                 problems += [f'unknown field "{path}"' for path in unknown]
         if not problems:

@@ -20,6 +20,7 @@ from kcp_apiserver.endpoints import discovery, openapi
 from kcp_apiserver.endpoints.wire import json_response, wants_aggregated_discovery
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcpcommon.health import Check, HealthChecks
 
 
@@ -35,6 +36,10 @@ VERSION = version_info()
 PROTOBUF_V2 = "application/com.github.proto-openapi.spec.v2"
 HEALTH_ENDPOINTS = ("healthz", "livez", "readyz")
 STORAGE_CHECK_TIMEOUT = 2.0
+OPENID_CONFIGURATION = ".well-known/openid-configuration"
+JWKS = "openid/v1/jwks"
+JWKS_CONTENT_TYPE = "application/jwk-set+json"
+OPENID_CACHE_CONTROL = "public, max-age=3600"  # kube's: the documents change only with the key
 
 
 
@@ -43,6 +48,7 @@ class NonResourceHandlers:
 
     def __init__(self, catalog: Catalog, *, metrics: CollectorRegistry, ping_storage: Callable[[], Awaitable[Any]],
                  is_ready: Callable[[], bool], live_checks: Mapping[str, Check] | None = None,
+                 service_accounts: ServiceAccountTokens | None = None, jwks_uri: str = "",
                  version: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
         self.version = dict(version or VERSION)
@@ -52,6 +58,12 @@ class NonResourceHandlers:
         self.live_checks = dict(live_checks or {})
         self._openapi_cache: dict[tuple[object, ...], bytes] = {}
         self._health_checks = self._checks()
+        # the service-account issuer's OIDC discovery, as kube serves it (to whom RBAC lets read it)
+        self._openid: dict[str, tuple[bytes, str]] = {}
+        if service_accounts is not None:
+            self._openid = {
+                OPENID_CONFIGURATION: (orjson.dumps(service_accounts.openid_configuration(jwks_uri)), "application/json"),
+                JWKS: (orjson.dumps(service_accounts.jwks()), JWKS_CONTENT_TYPE)}
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
@@ -63,6 +75,10 @@ class NonResourceHandlers:
             return json_response(self.version)
         if parts == ["metrics"]:
             return web.Response(body=generate_latest(self.metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})
+        openid = self._openid.get("/".join(parts))
+        if openid is not None:
+            return web.Response(body=openid[0], headers={"Content-Type": openid[1],
+                                                         "Cache-Control": OPENID_CACHE_CONTROL})
         return self._discovery_or_openapi(request, info, parts)
 
     # -- health -------------------------------------------------------------------------------

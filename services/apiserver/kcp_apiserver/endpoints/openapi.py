@@ -77,6 +77,10 @@ def _def_name(res: Resource) -> str:
     return res.definition or _custom_name(res)
 
 
+COLLECTION_VERBS = {"get": "list", "post": "create", "delete": "deletecollection"}  # method -> kube verb
+ITEM_VERBS = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}
+
+
 def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
            param: Callable[[str, str], dict[str, Any]]) -> dict[str, Any]:
     """The collection and item paths of one resource, with kube's operation metadata.
@@ -105,12 +109,14 @@ def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
     one: dict[str, Any] = {"get": op("get", "read", ()), "put": op("put", "replace", WRITE_PARAMS, True),
                            "patch": op("patch", "patch", (*WRITE_PARAMS, "force"), True),
                            "delete": op("delete", "delete", ("dryRun", "gracePeriodSeconds", "propagationPolicy"))}
+    coll = {method: o for method, o in coll.items() if COLLECTION_VERBS[method] in res.verbs}  # reviews: create
+    one = {method: o for method, o in one.items() if ITEM_VERBS[method] in res.verbs}
     if res.namespaced:
         coll["parameters"] = [param("namespace", "path")]
         one["parameters"] = [param("name", "path"), param("namespace", "path")]
     else:
         one["parameters"] = [param("name", "path")]
-    paths = {collection: coll, item: one}
+    paths = {collection: coll, item: one} if len(one) > 1 else {collection: coll}
     if res.has_status:
         paths[f"{item}/status"] = {k: one[k] for k in ("get", "put", "patch", "parameters")}
     return paths

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -12,8 +13,9 @@ from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param, res
 from kcp_apiserver.endpoints.liststream import stream_list
 from kcp_apiserver.endpoints.wire import json_response, wants_table
 from kcp_apiserver.registry.conversion import cluster_of, presenter
-from kcp_apiserver.registry.listing import Entry, items_json
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.listing import Entry, decoded, items_json
+from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.shared import SharedObjects
 from kcp_apiserver.registry.store import parse_resource_version
 from kcp_apiserver.registry.tables import to_table
 
@@ -37,6 +39,9 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
                                     resource_version=query.get("resourceVersion", ""),
                                     exact=query.get("resourceVersionMatch", "") == listoptions.EXACT,
                                     cache=await ep.caches.get(res))
+    shared = ep.registry.shared.get(res.prefix)
+    if shared is not None and not info.wildcard and not query.get("continue"):
+        result.entries = with_shared(result.entries, shared, info.cluster, matches)
     list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
     if result.continue_token:
         list_meta["continue"] = result.continue_token
@@ -56,3 +61,15 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
         entries = result.entries
     head = {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta}
     return await stream_list(request, head, items_json(entries), headers)
+
+
+def with_shared(entries: list[Entry], shared: SharedObjects, cluster: str,
+                matches: Callable[[Obj], bool] | None) -> list[Entry]:
+    """A cluster's stored objects and the shared ones it does not shadow, in name order as etcd's keys."""
+    stored = {decoded(e)["metadata"]["name"]: e for e in entries}
+    for name in shared.names():
+        if name not in stored:
+            obj = shared.get(cluster, name)
+            if obj is not None and (matches is None or matches(obj)):
+                stored[name] = obj
+    return [stored[name] for name in sorted(stored)]

@@ -45,5 +45,5 @@ async def scale(ep: Endpoints, request: web.Request, res: Resource, ctx: Request
         raise st.method_not_allowed()
     updated = await ep.registry.patch(res, info.cluster, namespace, info.name,
                                       lambda doc: set_replicas(res, doc, change(doc), info.name),
-                                      dry_run=ctx.dry_run, ctx=ctx)
+                                      dry_run=ctx.dry_run, ctx=ctx, manager_subresource="scale")
     return json_response(to_scale(res, updated))

@@ -16,9 +16,11 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param
+from kcp_apiserver.endpoints.reads import with_shared
 from kcp_apiserver.endpoints.watchstream import ChunkedStream, EventSink, TableEncoder
 from kcp_apiserver.endpoints.wire import wants_table
 from kcp_apiserver.registry.conversion import cluster_of, present, presenter, variant
+from kcp_apiserver.registry.listing import decoded
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.watch import (
     ADDED,
@@ -52,8 +54,13 @@ async def watch(ep: Endpoints, request: web.Request, res: Resource, info: Reques
     stream = ChunkedStream(request, too_slow=watchframing.error(st.gone(TOO_SLOW).to_status()))
     show = presenter(ep.catalog, res, info.wildcard)
     end_bookmark = bool(options.send_initial_events) and options.allow_bookmarks
+    shared = None if info.wildcard else ep.registry.shared.get(res.prefix)
+    only = info.name or pinned
 
     def emit_initial(objs: list[Obj], revision: int) -> None:
+        if shared is not None:  # the shared defaults are part of every cluster's current state
+            objs = [decoded(e) for e in with_shared(list(objs), shared, info.cluster, matches)
+                    if not only or decoded(e)["metadata"]["name"] == only]
         shown = [show(cluster_of(o), o) for o in objs]
         if shown:
             stream.write_initial(b"".join(encoder.event(ADDED, o) if encoder else watchframing.event(ADDED, o)

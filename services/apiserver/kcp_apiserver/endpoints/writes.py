@@ -5,6 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.endpoints.apply import apply as apply_config
+from kcp_apiserver.endpoints.apply import check_options, is_apply
 from kcp_apiserver.endpoints.base import Endpoints, decode_body, respond_object
 from kcp_apiserver.endpoints.wire import json_response, read_body
 from kcp_apiserver.registry.patch import patcher
@@ -13,6 +15,7 @@ from kcp_apiserver.registry.resource import Obj, Resource
 
 async def create(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
                  namespace: str) -> web.Response:
+    check_options(request, ctx, "CreateOptions")
     obj, warnings = await decode_body(ep, request, res)
     created = await ep.registry.create(res, ctx.cluster, namespace, obj, dry_run=ctx.dry_run, ctx=ctx)
     return respond_object(request, res, created, 201, warnings)
@@ -21,6 +24,7 @@ async def create(ep: Endpoints, request: web.Request, res: Resource, ctx: Reques
 async def update(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
                  namespace: str) -> web.Response:
     info = ctx.info
+    check_options(request, ctx, "UpdateOptions")
     obj, warnings = await decode_body(ep, request, res, check_fields=info.subresource != "status" or res.is_custom)
     if info.subresource == "finalize":
         return await _finalize(ep, res, ctx, obj)
@@ -32,7 +36,11 @@ async def update(ep: Endpoints, request: web.Request, res: Resource, ctx: Reques
 async def patch(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
                 namespace: str) -> web.Response:
     info = ctx.info
-    apply = patcher(request.content_type, await read_body(request), ep.fields.patch_meta(res))
+    body = await read_body(request)
+    if is_apply(request.content_type):
+        return await apply_config(ep, request, res, ctx, namespace, body)
+    check_options(request, ctx, "PatchOptions")
+    apply = patcher(request.content_type, body, ep.fields.patch_meta(res))
     warnings: list[str] = []
     mode = request.query.get("fieldValidation", "")
 
@@ -55,5 +63,6 @@ async def _finalize(ep: Endpoints, res: Resource, ctx: RequestContext, obj: Obj)
         doc.setdefault("spec", {})["finalizers"] = finalizers
         return doc
 
-    updated = await ep.registry.patch(res, ctx.cluster, "", ctx.info.name, apply, dry_run=ctx.dry_run, ctx=ctx)
+    updated = await ep.registry.patch(res, ctx.cluster, "", ctx.info.name, apply, dry_run=ctx.dry_run, ctx=ctx,
+                                      manager_subresource="finalize")
     return json_response(updated)

@@ -1,5 +1,5 @@
 """HTTP filters, outermost first: observability -> errors -> request info (logical-cluster routing)
--> request timeout -> authentication -> in-flight limits -> authorization. Each is one aiohttp
+-> request timeout -> authentication -> impersonation -> in-flight limits -> authorization. Each is one aiohttp
 middleware with one job."""
 
 from __future__ import annotations

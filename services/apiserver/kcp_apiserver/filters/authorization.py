@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
@@ -12,12 +11,12 @@ from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.filters.authentication import is_public
+from kcp_apiserver.rbac.authorizer import Decision
 
+__all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    allowed: bool
-    reason: str = ""
+DECISION_ANNOTATION = "authorization.k8s.io/decision"  # kube's audit annotations of the authorizer's answer
+REASON_ANNOTATION = "authorization.k8s.io/reason"
 
 
 class Authorizer(Protocol):
@@ -54,6 +53,8 @@ def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[val
         ctx = request_context(request)
         if not is_public(ctx.info.path):
             decision = await authorizer.authorize(ctx)
+            ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
+            ctx.annotations[REASON_ANNOTATION] = decision.reason
             if not decision.allowed:
                 info = ctx.info
                 details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}

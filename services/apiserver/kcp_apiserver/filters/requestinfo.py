@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from aiohttp import web
 
 from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo
@@ -23,6 +25,13 @@ def split_cluster(path: str) -> tuple[str, str]:
 
 
 def parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
+    info = _parse(method, raw_path, watch_param)
+    if not info.is_resource:  # kube: a non-resource request's verb is its method, lowercased
+        info = replace(info, verb=method.lower())
+    return info
+
+
+def _parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
     cluster, path = split_cluster(raw_path)
     parts = [p for p in path.strip("/").split("/") if p]
     if not parts or parts[0] not in ("api", "apis"):

@@ -1,11 +1,12 @@
-"""Logical clusters: named by URL, born on first write with kube's system namespaces."""
+"""Logical clusters: named by URL, born on first write with kube's system namespaces (each with its
+`default` ServiceAccount, written in the same transaction rather than by the controller afterwards)."""
 
 from __future__ import annotations
 
 import re
 
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.registry.builtin import NAMESPACE, prepare_namespace
+from kcp_apiserver.registry.builtin import NAMESPACE, SERVICE_ACCOUNT, prepare_namespace
 from kcp_apiserver.storage.etcd import Storage, StorageError
 from kcp_apiserver.storage.keys import cluster_marker, object_key
 from kcpcommon.keys import CLUSTER_ANNOTATION
@@ -14,6 +15,7 @@ DEFAULT_CLUSTER = "admin"
 WILDCARD = "*"
 # what kube-apiserver's bootstrap controller creates in every cluster
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_SERVICE_ACCOUNT = "default"  # what kube's service-account controller puts in every namespace
 MAX_NAME = 80
 _SEGMENT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 NAME_RE = re.compile(rf"^{_SEGMENT}(:{_SEGMENT})*$")
@@ -40,6 +42,14 @@ def system_namespace(cluster: str, name: str, created: str) -> dict:  # type: ig
     return ns
 
 
+def default_service_account(cluster: str, namespace: str, created: str) -> dict:  # type: ignore[type-arg]
+    from kcp_apiserver.registry.store import new_uid
+
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": namespace, "uid": new_uid(),
+                         "creationTimestamp": created, "annotations": {CLUSTER_ANNOTATION: cluster}}}
+
+
 class LogicalClusters:
     """Remembers which logical clusters exist; creates one on its first write."""
 
@@ -57,10 +67,12 @@ class LogicalClusters:
                   "metadata": {"name": cluster, "creationTimestamp": created}}
         namespaces = [(object_key(NAMESPACE.prefix, cluster, "", name), system_namespace(cluster, name, created))
                       for name in SYSTEM_NAMESPACES]
+        accounts = [(object_key(SERVICE_ACCOUNT.prefix, cluster, name, DEFAULT_SERVICE_ACCOUNT),
+                     default_service_account(cluster, name, created)) for name in SYSTEM_NAMESPACES]
         try:
             if not await self.storage.exists(cluster_marker(cluster)):
                 # all or nothing: a concurrent first write loses the race harmlessly
-                await self.storage.create_many([(cluster_marker(cluster), marker), *namespaces])
+                await self.storage.create_many([(cluster_marker(cluster), marker), *namespaces, *accounts])
         except StorageError as exc:
             raise st.unavailable() from exc
         self.known.add(cluster)

@@ -34,6 +34,18 @@ class Column:
 
 
 @dataclass(frozen=True)
+class Subresource:
+    """A subresource beyond status and scale, answered with another kind (serviceaccounts/token: a
+    TokenRequest); listed in discovery, served by the handler the server's configuration supplies."""
+
+    name: str
+    group: str
+    version: str
+    kind: str
+    verbs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Resource:
     group: str
     version: str
@@ -56,6 +68,7 @@ class Resource:
     # selectable fields whose value is computed, as kube's ToSelectableFields does (an Event's `source`)
     field_getters: tuple[tuple[str, FieldGetter], ...] = field(default=(), compare=False, hash=False)
     verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[Subresource, ...] = ()
     # custom resources only
     schema: Obj | None = field(default=None, compare=False, hash=False)  # openAPIV3Schema
     schema_digest: str = ""  # tells two CRDs' schemas apart where the schema itself is not compared

@@ -22,12 +22,18 @@ from kcp_apiserver.apimachinery.jsonvalues import exceeds_depth
 from kcp_apiserver.apimachinery.request import RequestContext, system_context
 from kcp_apiserver.apimachinery.validation import drop_malformed_meta, generate_name, validate_object_meta
 from kcp_apiserver.apimachinery.validation import invalid as invalid_value
+from kcp_apiserver.registry import fieldpath as fp
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.continuetoken import decode_continue, encode_continue
 from kcp_apiserver.registry.conversion import stored_view, to_storage
 from kcp_apiserver.registry.deletion import deletion_finalizers
+from kcp_apiserver.registry.fieldsets import DuplicateItem
 from kcp_apiserver.registry.listing import Entry, decoded
+from kcp_apiserver.registry.managedfields import manager_name
+from kcp_apiserver.registry.ownership import SYSTEM_MANAGER, ApplyOwnership, Ownership, UpdateOwnership
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.shared import REVISION as SHARED_REVISION
+from kcp_apiserver.registry.shared import SharedObjects
 from kcp_apiserver.registry.strategy import DEFAULT as DEFAULT_STRATEGY
 from kcp_apiserver.registry.strategy import Strategy
 from kcp_apiserver.registry.timestamps import normalize_timestamps
@@ -126,10 +132,13 @@ def _without_rv(obj: Obj) -> bytes:
 class Registry:
     """create/get/list/update/patch/delete for any Resource in any logical cluster."""
 
-    def __init__(self, storage: Storage, *, admit: Admission, ensure_cluster: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(self, storage: Storage, *, admit: Admission, ensure_cluster: Callable[[str], Awaitable[None]],
+                 track_managed_fields: bool = True) -> None:
         self.storage = storage
         self.admit = admit
         self.ensure_cluster = ensure_cluster
+        self.track_managed_fields = track_managed_fields  # off only to measure what tracking costs (bench)
+        self.shared: dict[str, SharedObjects] = {}  # by resource prefix: objects every cluster sees (shared.py)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -271,7 +280,7 @@ class Registry:
     # -- create ------------------------------------------------------------------------------
 
     async def create(self, res: Resource, cluster: str, namespace: str, obj: Obj, *, dry_run: bool = False,
-                     ctx: RequestContext | None = None) -> Obj:
+                     ctx: RequestContext | None = None, ownership: Ownership | None = None) -> Obj:
         obj = self._check_kind(res, obj)
         normalize_timestamps(res, obj)
         meta = _metadata(res, obj)
@@ -286,9 +295,15 @@ class Registry:
         if res.has_status:
             obj.pop("status", None)
         generate = not meta.get("name") and meta.get("generateName")
+        shared = self.shared.get(res.prefix)
+        if shared is not None and not generate and shared.get(cluster, meta.get("name", "")) is not None:
+            raise st.already_exists(res.plural, meta["name"], res.group)
         if generate:
             meta["name"] = generate_name(meta["generateName"])
         strategy_of(res).prepare_for_create(obj)
+        ownership = ownership or self._ownership(res, ctx, "")
+        if ownership is not None:
+            ownership.record(None, obj, now_rfc3339())
         self._validate(res, obj, None)
         if not dry_run:
             await self.ensure_cluster(cluster)
@@ -310,7 +325,8 @@ class Registry:
     # -- update and patch --------------------------------------------------------------------
 
     async def update(self, res: Resource, cluster: str, namespace: str, name: str, obj: Obj, *,
-                     subresource: str = "", dry_run: bool = False, ctx: RequestContext | None = None) -> Obj:
+                     subresource: str = "", dry_run: bool = False, ctx: RequestContext | None = None,
+                     manager_subresource: str | None = None) -> Obj:
         obj = self._check_kind(res, obj)
         normalize_timestamps(res, obj)
         meta = _metadata(res, obj)
@@ -325,11 +341,13 @@ class Registry:
                 raise st.conflict(res.plural, name, res.group)
             return copy.deepcopy(obj)
 
-        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx)
+        ownership = self._ownership(res, ctx, subresource if manager_subresource is None else manager_subresource)
+        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx, ownership)
 
     async def patch(self, res: Resource, cluster: str, namespace: str, name: str,
                     apply_patch: Callable[[Obj], Obj], *, subresource: str = "", dry_run: bool = False,
-                    ctx: RequestContext | None = None) -> Obj:
+                    ctx: RequestContext | None = None, manager_subresource: str | None = None,
+                    ownership: Ownership | None = None) -> Obj:
         async def mutate(current: Stored) -> Obj:
             base = copy.deepcopy(current.obj)
             view = stored_view(res)
@@ -348,15 +366,59 @@ class Registry:
             normalize_timestamps(res, patched, patch=True)
             return to_storage(res, patched)
 
-        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx)
+        if ownership is None:
+            ownership = self._ownership(res, ctx, subresource if manager_subresource is None else manager_subresource)
+        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx, ownership)
+
+    async def apply(self, res: Resource, cluster: str, namespace: str, name: str, config: Obj, *,
+                    prepare: Callable[[Obj], Obj], force: bool = False, subresource: str = "",
+                    dry_run: bool = False, ctx: RequestContext | None = None) -> tuple[Obj, bool]:
+        """Server-side apply: config merged over the object (created if missing); returns (object, created).
+
+        `prepare` finishes a merged object as the endpoint's other writes are (unknown fields pruned,
+        defaults set)."""
+        manager = ctx.field_manager if ctx is not None else ""
+        try:
+            ownership = ApplyOwnership(manager, res.api_version, res.type_schema, config, force=force,
+                                       subresource=subresource, has_status=res.has_status)
+        except DuplicateItem as exc:
+            cause = st.Cause("FieldValueDuplicate", f"duplicate entries for key {fp.render((exc.element,))}",
+                             fp.render(exc.path).lstrip("."))
+            raise st.invalid(res.kind, name, [cause], res.group) from None
+        for _ in range(4):
+            try:
+                obj = await self.patch(res, cluster, namespace, name, lambda doc: prepare(ownership.merged(doc)),
+                                       subresource=subresource, dry_run=dry_run, ctx=ctx, ownership=ownership)
+                return obj, False
+            except st.APIError as exc:
+                if exc.code != 404 or exc.reason != "NotFound" or subresource:
+                    raise
+            try:
+                created = prepare(ownership.merged({}))
+                return await self.create(res, cluster, namespace, created, dry_run=dry_run, ctx=ctx,
+                                         ownership=ownership), True
+            except st.APIError as exc:
+                if exc.code != 409 or exc.reason != "AlreadyExists":
+                    raise
+        raise st.conflict(res.plural, name, res.group)
+
+    def _ownership(self, res: Resource, ctx: RequestContext | None, subresource: str) -> Ownership | None:
+        """An Update's ownership step for this request (None when tracking is switched off)."""
+        if not self.track_managed_fields:
+            return None
+        manager = SYSTEM_MANAGER if ctx is None else manager_name(ctx.field_manager, ctx.user_agent)
+        return UpdateOwnership(manager, res.api_version, res.type_schema, subresource=subresource,
+                               has_status=res.has_status)
 
     async def _update_with(self, res: Resource, cluster: str, namespace: str, name: str,
                            mutate: Callable[[Stored], Awaitable[Obj]], subresource: str, dry_run: bool,
-                           ctx: RequestContext | None) -> Obj:
+                           ctx: RequestContext | None, ownership: Ownership | None = None) -> Obj:
         key = self.key(res, cluster, namespace, name)
         for _ in range(16):
             current = await self._read(res, key, name)
             new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
+            if ownership is not None and (self.track_managed_fields or isinstance(ownership, ApplyOwnership)):
+                ownership.record(current.obj, new, now_rfc3339())
             if _without_rv(new) == _without_rv(current.obj):
                 return current.obj  # a no-op write keeps its resourceVersion, as kube does
             if subresource != "status" or res.is_custom:
@@ -422,6 +484,10 @@ class Registry:
         propagation = propagation or Propagation()
         for _ in range(16):
             current = await self._read(res, key, name)
+            if current.mod_revision == SHARED_REVISION:
+                raise st.APIError(405, "MethodNotAllowed", f'{res.group_resource} "{name}" is shared by every '
+                                  "logical cluster and cannot be deleted", {"name": name, "kind": res.plural,
+                                                                            "group": res.group})
             await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
             meta = current.obj["metadata"]
             pre = preconditions or {}
@@ -491,6 +557,12 @@ class Registry:
     async def _read(self, res: Resource, key: str, name: str) -> Stored:
         try:
             return await self.storage.get(key)
+        except KeyNotFound as exc:
+            shared = self.shared.get(res.prefix)
+            found = shared.get(parse_key(res.prefix, key, res.namespaced).cluster, name) if shared is not None else None
+            if found is None:
+                raise storage_errors(res, name, exc) from exc
+            return Stored(key, found, SHARED_REVISION)
         except StorageError as exc:
             raise storage_errors(res, name, exc) from exc
 

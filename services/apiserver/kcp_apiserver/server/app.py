@@ -14,9 +14,11 @@ from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
 from kcp_apiserver.endpoints.wire import request_context
+from kcp_apiserver.filters.audit import AuditLog, add_audit_id_header, audit
 from kcp_apiserver.filters.authentication import authentication
 from kcp_apiserver.filters.authorization import authorization
 from kcp_apiserver.filters.errors import errors_to_status
+from kcp_apiserver.filters.impersonation import impersonation
 from kcp_apiserver.filters.inflight import max_inflight
 from kcp_apiserver.filters.observability import Metrics, observe
 from kcp_apiserver.filters.requestinfo import request_info
@@ -64,7 +66,9 @@ class APIServer:
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
                                                 is_ready=lambda: self.ready, live_checks=config.live_checks,
+                                                service_accounts=config.service_accounts, jwks_uri=config.jwks_uri,
                                                 version=config.version)
+        self.audit = AuditLog(config.audit_log_path) if config.audit_log_path else None
         self._plugins: list[object] = []
         self._running: list[Runnable] = []
         self.election: LeaderElection | None = None
@@ -73,6 +77,8 @@ class APIServer:
 
     async def start(self) -> None:
         config = self.config
+        if self.audit is not None:
+            await self.audit.start()
         await self.client.connect()
         for res in self.catalog.builtins:
             await self.caches.get(res)
@@ -80,9 +86,11 @@ class APIServer:
                             metrics=self.metrics.registry)
         self._plugins = [await build(parts) for build in config.admission]
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
-                                                  ensure_cluster=self.clusters.ensure)
+                                                  ensure_cluster=self.clusters.ensure,
+                                                  track_managed_fields=config.track_managed_fields)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
-                                         fields=FieldValidator())
+                                         fields=FieldValidator(), tokens=config.service_accounts,
+                                         answers=config.answers)
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         while True:
@@ -126,21 +134,27 @@ class APIServer:
                 await stop()
         await self.caches.stop()
         await self.client.close()
+        if self.audit is not None:
+            await self.audit.stop()
 
     # -- HTTP -------------------------------------------------------------------------------
 
     def app(self, limits: RequestLimits | None = None) -> web.Application:
-        """Filters outermost first, in kube's order: observe, errors as Status, request info, the request
-        timeout, authentication, the in-flight limits, authorization."""
+        """Filters outermost first, in kube's order: observe, errors as Status, request info, audit, the
+        request timeout, authentication, impersonation, the in-flight limits, authorization."""
         limits = limits or RequestLimits()
-        app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info,
+        audited = [audit(self.audit)] if self.audit is not None else []
+        app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info, *audited,
                                            request_timeout(limits.request_timeout),
                                            authentication(self.config.authenticators),
+                                           impersonation(self.config.authorizer),
                                            max_inflight(limits.max_requests_inflight,
                                                         limits.max_mutating_requests_inflight,
                                                         gauge=self.metrics.inflight),
                                            authorization(self.config.authorizer)],
                               client_max_size=MAX_REQUEST_BYTES)
+        if self.audit is not None:
+            app.on_response_prepare.append(add_audit_id_header)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 

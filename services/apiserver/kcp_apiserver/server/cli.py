@@ -15,14 +15,22 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from kcp_apiserver.apiextensions.reserved import ReservedGroups
 from kcp_apiserver.endpoints.base import WatchSettings
 from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.server.app import APIServer, RequestLimits
 from kcp_apiserver.server.config import ServerConfig
 from kcp_apiserver.server.connections import DeadlineSite
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
-from kcp_apiserver.server.pki import Credentials, ensure_credentials, ensure_etcd_credentials, write_kubeconfig
+from kcp_apiserver.server.pki import (
+    Credentials,
+    ensure_credentials,
+    ensure_etcd_credentials,
+    load_rsa_key,
+    write_kubeconfig,
+)
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -50,6 +58,36 @@ async def _wait_for_signal() -> None:
     await stop.wait()
 
 
+def serving_context(args: APIServerSettings, creds: Credentials) -> ssl.SSLContext:
+    """The serving certificate; client certificates are asked for (not required) and must chain to the
+    root dir's CA or --client-ca-file. Python's TLS verifies them in the handshake, so a certificate from
+    another CA ends the connection there, where kube-apiserver would answer 401."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    ctx.load_verify_locations(cafile=str(creds.ca_cert))
+    if args.client_ca_file:
+        ctx.load_verify_locations(cafile=args.client_ca_file)
+    return ctx
+
+
+def external_url(args: APIServerSettings) -> str:
+    """The URL clients reach this server at: the first --external-hostname, else the bind address."""
+    host = args.external_hostnames[0] if args.external_hostnames else args.bind_address
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"https://{host}:{args.secure_port}"
+
+
+def service_account_tokens(args: APIServerSettings, creds: Credentials) -> ServiceAccountTokens:
+    key_file = Path(args.service_account_signing_key_file) if args.service_account_signing_key_file else \
+        creds.service_account_key
+    return ServiceAccountTokens(load_rsa_key(key_file), issuer=args.service_account_issuer,
+                                api_audiences=args.audiences)
+
+
 @dataclass(frozen=True)
 class Backend:
     """What a serving process is given: the etcd it talks to, the credentials, and its role."""
@@ -65,13 +103,17 @@ ConfigBuilder = Callable[[Any, Backend], ServerConfig]  # (the settings, the bac
 Published = Callable[[Any, str, Credentials], None]  # once serving: (the settings, its URL, creds) -> kubeconfigs
 
 
-def kcp_server_config(args: APIServerSettings, backend: Backend) -> ServerConfig:
-    """kcp's configuration from its flags."""
+def kcp_server_config(args: APIServerSettings, backend: Backend, *,
+                      reserved: ReservedGroups | None = None) -> ServerConfig:
+    """kcp's configuration from its flags (kcp-sim-cluster starts from it too, with its own `reserved`)."""
     config = kcp_config(
         backend.endpoints, backend.creds.admin_token, run_controllers=backend.controllers,
         watch_cache_size=args.watch_cache_size, identity=f"{socket.gethostname()}:{args.secure_port}",
         compaction_interval=args.compaction_interval, watch=watch_settings(args),
-        etcd_tls=backend.etcd_tls, live_checks=backend.live_checks)
+        etcd_tls=backend.etcd_tls, live_checks=backend.live_checks,
+        service_accounts=service_account_tokens(args, backend.creds),
+        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path, reserved=reserved)
+    config.track_managed_fields = args.track_managed_fields
     config.authenticators = [*config.authenticators, *token_file_authenticators(args)]
     return config
 
@@ -98,8 +140,7 @@ async def serve(args: APIServerSettings, config: ServerConfig, creds: Credential
     runner: web.AppRunner | None = None
     try:
         await server.start()
-        ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ssl_ctx.load_cert_chain(creds.serving_cert, creds.serving_key)
+        ssl_ctx = serving_context(args, creds)
         runner = web.AppRunner(server.app(limits), access_log=None, handle_signals=False, shutdown_timeout=2.0,
                                keepalive_timeout=args.idle_connection_timeout)
         await runner.setup()

@@ -18,10 +18,12 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.endpoints.base import WatchSettings
+from kcp_apiserver.endpoints.reviews import Answer
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -58,13 +60,19 @@ class ServerConfig:
     resources: Sequence[Resource]  # built-in types, served in every logical cluster
     authenticators: Sequence[Authenticator]
     authorizer: Authorizer = field(default_factory=AlwaysAllow)
+    # create-only resources answered by a function, never stored (the review APIs), by (group, plural)
+    answers: Mapping[tuple[str, str], Answer] = field(default_factory=dict)
     admission: Sequence[AdmissionFactory] = ()  # in order; mutating ones run before validating ones
     extensions: Sequence[ControllerFactory] = ()  # run in every replica, before serving (CRD serving)
     controllers: Sequence[ControllerFactory] = ()  # run only where run_controllers (one replica of several)
     run_controllers: bool = True  # take part in the election for them (one replica of several leads)
     identity: str = field(default_factory=socket.gethostname)  # this replica, in the leader election
     watch_cache_size: int = 10_000
+    track_managed_fields: bool = True  # metadata.managedFields on every write; off only for the benchmark
     watch: WatchSettings = field(default_factory=WatchSettings)
     etcd_tls: TLSFiles | None = None  # None: etcd in plain text
     live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)
+    service_accounts: ServiceAccountTokens | None = None  # TokenRequest and the issuer's OIDC documents
+    jwks_uri: str = ""  # where the OIDC discovery document says the keys are
+    audit_log_path: str = ""  # "": no audit; "-": standard output
     version: Mapping[str, str] | None = None  # what /version answers (None: kcp's own)

@@ -1,5 +1,6 @@
-"""kcp's own configuration of the API server: its built-in types, the admin token,
-NamespaceLifecycle admission, CRD serving and the namespace controller."""
+"""kcp's own configuration of the API server: its built-in types, who may call (client certificates,
+the admin token, service-account tokens), NamespaceLifecycle admission, CRD serving and the
+namespace, service-account and garbage-collection controllers."""
 
 from __future__ import annotations
 
@@ -13,9 +14,20 @@ from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
+from kcp_apiserver.controllers.rbac_aggregation import AggregationController
+from kcp_apiserver.controllers.serviceaccounts import ServiceAccountsController
 from kcp_apiserver.endpoints.base import WatchSettings
-from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
-from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE
+from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
+from kcp_apiserver.filters.serviceaccount import ServiceAccountAuthenticator
+from kcp_apiserver.filters.x509 import ClientCertificateAuthenticator
+from kcp_apiserver.rbac.authorizer import RBACAuthorizer
+from kcp_apiserver.rbac.escalation import EscalationCheck
+from kcp_apiserver.rbac.follow import RBACFollowers
+from kcp_apiserver.rbac.policy import PolicyIndex
+from kcp_apiserver.rbac.reviews import Reviews
+from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE, SERVICE_ACCOUNT
+from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
+from kcp_apiserver.registry.serviceaccounts import ServiceAccountLookup, ServiceAccountTokens
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcpcommon.health import Check
@@ -76,6 +88,28 @@ def namespace_controller(parts: ServerParts) -> Runnable:
     return NamespaceController(parts.storage, cache, parts.registry, parts.catalog.namespaced)
 
 
+def serviceaccounts_controller(parts: ServerParts) -> Runnable:
+    assert parts.registry is not None
+    namespaces, accounts = parts.caches.caches.get(NAMESPACE.prefix), parts.caches.caches.get(SERVICE_ACCOUNT.prefix)
+    assert namespaces is not None and accounts is not None
+    return ServiceAccountsController(parts.storage, namespaces, accounts, parts.registry)
+
+
+class _BindServiceAccounts:
+    """Every replica checks service-account tokens against its own watch cache of ServiceAccounts."""
+
+    def __init__(self, authenticator: ServiceAccountAuthenticator, parts: ServerParts) -> None:
+        self.authenticator = authenticator
+        self.parts = parts
+
+    async def start(self) -> None:
+        await self.parts.caches.get(SERVICE_ACCOUNT)
+        self.authenticator.bind(ServiceAccountLookup(self.parts.caches, self.parts.storage))
+
+    async def stop(self) -> None:
+        pass
+
+
 def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
     """CustomResourceDefinitions served: (the extension every replica runs, which follows CRDs into its
     catalog; the leader's controller, which names them, marks them Established and deletes a deleted
@@ -99,17 +133,47 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
                watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
                live_checks: Mapping[str, Check] | None = None,
-               system_crds: frozenset[str] = SYSTEM_CRDS) -> ServerConfig:
+               system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
+               jwks_uri: str = "", audit_log_path: str = "", reserved: ReservedGroups | None = None) -> ServerConfig:
+    """`reserved`: the groups no tenant's CRD may take (default: kcp's, but for `system_crds`)."""
     follow_crds, crd_controller = crd_serving()
+    rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
+    authorizer = RBACAuthorizer(rbac)
+
+    async def no_escalation(parts: ServerParts) -> EscalationCheck:
+        return EscalationCheck(authorizer)
+
+    def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return AggregationController(rbac, parts.registry)
+
+    def follow_rbac(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return RBACFollowers(rbac, parts.storage, parts.caches, parts.registry)
+
+    # kube's order: client certificates, then bearer tokens
+    authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
+    extensions: list[ControllerFactory] = [follow_rbac, follow_crds]
+    if service_accounts is not None:
+        tokens = ServiceAccountAuthenticator(service_accounts)
+        authenticators.append(tokens)
+        extensions.append(lambda parts: _BindServiceAccounts(tokens, parts))
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
-        resources=(*BUILTINS, CRD),
-        authenticators=[StaticTokenAuthenticator.admin(admin_token)],
+        resources=(*BUILTINS, *REVIEWS, CRD),  # the reviews are answered by `answers`
+        authenticators=authenticators,
+        authorizer=authorizer,
+        answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
-        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds))],
-        extensions=[follow_crds],
-        controllers=[crd_controller, namespace_controller, garbage_collector,
+        admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
+                   no_escalation],
+        extensions=extensions,
+        controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
+                     garbage_collector, aggregate_cluster_roles,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
+        service_accounts=service_accounts,
+        jwks_uri=jwks_uri,
+        audit_log_path=audit_log_path,
         run_controllers=run_controllers,
         watch_cache_size=watch_cache_size,
         watch=watch or WatchSettings(),

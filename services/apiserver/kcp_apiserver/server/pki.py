@@ -1,5 +1,5 @@
 """The root dir's credentials: a CA, a serving certificate, the admin token, admin.kubeconfig,
-and the embedded etcd's mutual TLS material.
+the service-account token signing key, and the embedded etcd's mutual TLS material.
 
 Generated on first start and reused after, so clients keep working across restarts.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -31,6 +31,7 @@ class Credentials:
     serving_cert: Path
     serving_key: Path
     admin_token: str
+    service_account_key: Path  # RSA, PEM: signs service-account tokens
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,24 @@ def ensure_credentials(root: Path, hosts: list[str]) -> Credentials:
         _issue(ca_cert, ca_key, cert, key, common_name="kcp-apiserver", hosts=hosts, usages=[SERVER_AUTH])
     if not token_file.exists():
         _write_private(token_file, secrets.token_urlsafe(32).encode())
-    return Credentials(ca_cert, cert, key, token_file.read_text().strip())
+    sa_key = root / "service-account.key"
+    if not sa_key.exists():
+        _write_private(sa_key, _rsa_key_pem())
+    return Credentials(ca_cert, cert, key, token_file.read_text().strip(), sa_key)
+
+
+def _rsa_key_pem() -> bytes:
+    """RSA 2048 as kubeadm's sa.key: kube's tokens are RS256, which every OIDC consumer can check."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def load_rsa_key(path: Path) -> rsa.RSAPrivateKey:
+    key = serialization.load_pem_private_key(path.read_bytes(), None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise ValueError(f"{path}: the service-account signing key must be an RSA private key")
+    return key
 
 
 ETCD_HOSTS = ["127.0.0.1", "localhost", "::1"]

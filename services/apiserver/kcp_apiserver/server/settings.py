@@ -58,9 +58,27 @@ class APIServerSettings(BaseSettings):
                                                                    "kube-apiserver's server")
     token_auth_file: str = Field("", description="CSV file of bearer tokens (token,user,uid,\"group1,group2\"), "
                                                  "as kube-apiserver's --token-auth-file")
+    client_ca_file: str = Field("", description="CA bundle (PEM): client certificates it signs authenticate as "
+                                                "their CN, in the groups of their O entries, as kube-apiserver's "
+                                                "--client-ca-file (the root dir's CA is always trusted)")
+    service_account_issuer: str = Field("https://kubernetes.default.svc",
+                                        description="the `iss` of service-account tokens, and the issuer of "
+                                                    "/.well-known/openid-configuration")
+    service_account_signing_key_file: str = Field("", description="RSA private key (PEM) that signs "
+                                                                  "service-account tokens (default: "
+                                                                  "service-account.key in --root-dir, made on "
+                                                                  "first start)")
+    api_audiences: str = Field("", description="comma-separated audiences a token must name to be accepted here "
+                                               "(default: the service-account issuer), as kube-apiserver")
+    audit_log_path: str = Field("", description="write an audit.k8s.io/v1 Event per request, at the Metadata "
+                                                "level, as a JSON line to this file (`-`: standard output)")
     workers: int = Field(1, ge=1, description="serving processes sharing the port through SO_REUSEPORT")
     worker_index: int = Field(0, ge=0, description="internal: which worker process this is (0 runs the "
                                                    "controllers)")
+    track_managed_fields: bool = Field(True, description="record metadata.managedFields on every write; for "
+                                                         "benchmarks only (measuring what tracking costs): "
+                                                         "server-side apply still works without it, but "
+                                                         "ownership goes unrecorded")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
 
     @model_validator(mode="after")
@@ -81,6 +99,10 @@ class APIServerSettings(BaseSettings):
     def etcd_endpoints(self) -> list[str]:
         return [item.strip().split("://", 1)[-1].rstrip("/") for item in self.etcd_servers.split(",")
                 if item.strip()]
+
+    @property
+    def audiences(self) -> tuple[str, ...]:
+        return tuple(item.strip() for item in self.api_audiences.split(",") if item.strip())
 
     @property
     def external_hostnames(self) -> list[str]:

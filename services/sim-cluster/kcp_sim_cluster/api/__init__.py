@@ -7,6 +7,7 @@ import functools
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.builtin.declare import for_release
+from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
 from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.api import apps, batch, core, networking, policy
 
@@ -14,8 +15,9 @@ from kcp_sim_cluster.api import apps, batch, core, networking, policy
 @functools.cache
 def resources(release: str) -> tuple[Resource, ...]:
     """Every built-in type of a simulated cluster, described by `release`'s schemas: kcp's own
-    (namespaces, configmaps, secrets, serviceaccounts, events, leases, RBAC, CRDs) and the workload types."""
-    return (*for_release((*BUILTINS, CRD), release), *core.resources(release), *apps.resources(release),
+    (namespaces, configmaps, secrets, serviceaccounts, events, leases, RBAC and its reviews, CRDs) and the
+    workload types."""
+    return (*for_release((*BUILTINS, *REVIEWS, CRD), release), *core.resources(release), *apps.resources(release),
             *batch.resources(release), *networking.resources(release), *policy.resources(release))
 
 

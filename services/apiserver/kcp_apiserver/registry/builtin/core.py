@@ -12,7 +12,7 @@ from kcp_apiserver.registry.builtin.events import (
     CORE_FIELD_SELECTORS,
     EVENT_COLUMNS,
 )
-from kcp_apiserver.registry.resource import Column, Obj, Resource
+from kcp_apiserver.registry.resource import Column, Obj, Resource, Subresource
 from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, NAME
 
@@ -138,6 +138,14 @@ EVENT = Resource(
     field_selectors=CORE_FIELD_SELECTORS, field_getters=CORE_FIELD_GETTERS,
 )
 
+# kube's TokenRequest API: POST serviceaccounts/NAME/token issues a token for the service account
+TOKEN_REQUEST = Subresource("token", "authentication.k8s.io", "v1", "TokenRequest", ("create",))
+
+SERVICE_ACCOUNT = Resource(
+    "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, short_names=("sa",),
+    definition="io.k8s.api.core.v1.ServiceAccount", subresources=(TOKEN_REQUEST,),
+    columns=(NAME, Column("Secrets", "string", lambda o: len(o.get("secrets") or []), "Number of secrets."), AGE))
+
 RESOURCES: tuple[Resource, ...] = (
     NAMESPACE,
     Resource("", "v1", "ConfigMap", "configmaps", "configmap", True, short_names=("cm",),
@@ -148,9 +156,6 @@ RESOURCES: tuple[Resource, ...] = (
              columns=(NAME, Column("Type", "string", lambda o: o.get("type", ""), "The type of secret"),
                       Column("Data", "integer", lambda o: len(o.get("data") or {}), "Number of data entries."),
                       AGE)),
-    Resource("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, short_names=("sa",),
-             definition="io.k8s.api.core.v1.ServiceAccount",
-             columns=(NAME, Column("Secrets", "string", lambda o: len(o.get("secrets") or []),
-                                   "Number of secrets."), AGE)),
+    SERVICE_ACCOUNT,
     EVENT,
 )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.resource import Column, Obj, Resource
+from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, CREATED_AT, NAME
 
 GROUP = "rbac.authorization.k8s.io"
@@ -23,6 +25,18 @@ def _subjects(kind: str) -> Callable[[Obj], str]:
     return cell
 
 
+def _role_ref_unchanged(obj: Obj, old: Obj | None) -> list[Cause]:
+    """kube: a binding's roleRef is immutable (delete and recreate it to point elsewhere)."""
+    ref = obj.get("roleRef") or {}
+    if old is None or ref == (old.get("roleRef") or {}):
+        return []
+    shown = (f'rbac.RoleRef{{APIGroup:"{ref.get("apiGroup", "")}", Kind:"{ref.get("kind", "")}", '
+             f'Name:"{ref.get("name", "")}"}}')
+    return [Cause("FieldValueInvalid", f"Invalid value: {shown}: cannot change roleRef", "roleRef")]
+
+
+BINDING_STRATEGY = FunctionStrategy(validate=_role_ref_unchanged)
+
 BINDING_COLUMNS = (
     NAME,
     Column("Role", "string", _role_ref, "RoleRef is the reference to the role."),
@@ -36,10 +50,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource(GROUP, "v1", "Role", "roles", "role", True,
              definition="io.k8s.api.rbac.v1.Role", name_is_path_segment=True, columns=(NAME, CREATED_AT)),
     Resource(GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", True,
-             definition="io.k8s.api.rbac.v1.RoleBinding", name_is_path_segment=True, columns=BINDING_COLUMNS),
+             definition="io.k8s.api.rbac.v1.RoleBinding", name_is_path_segment=True, columns=BINDING_COLUMNS,
+             strategy=BINDING_STRATEGY),
     Resource(GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", False,
              definition="io.k8s.api.rbac.v1.ClusterRole", name_is_path_segment=True, columns=(NAME, CREATED_AT)),
     Resource(GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False,
              definition="io.k8s.api.rbac.v1.ClusterRoleBinding", name_is_path_segment=True,
-             columns=BINDING_COLUMNS),
+             columns=BINDING_COLUMNS, strategy=BINDING_STRATEGY),
 )

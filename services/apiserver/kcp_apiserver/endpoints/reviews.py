@@ -1,0 +1,21 @@
+"""CREATE of a resource answered by a function instead of storage (kube's review APIs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.endpoints.base import Endpoints, decode_body, respond_object
+from kcp_apiserver.registry.resource import Obj, Resource
+
+Answer = Callable[[RequestContext, Obj], Obj]
+
+
+async def create(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
+                 answer: Answer) -> web.Response:
+    obj, warnings = await decode_body(ep, request, res)
+    obj.setdefault("apiVersion", res.api_version)
+    obj.setdefault("kind", res.kind)
+    return respond_object(request, res, answer(ctx, obj), 201, warnings)

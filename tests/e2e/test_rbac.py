@@ -1,0 +1,301 @@
+"""RBAC per logical cluster with the real kubectl: identities from a --token-auth-file and service-account
+tokens from `kubectl create token`, rights from Roles and bindings, kube's 403 wording, default roles,
+aggregation, escalation, reviews, impersonation, strangers and the wildcard rule."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from kcp_process import KcpServer, free_port, run_kubectl
+
+USERS = {  # token -> (user, groups)
+    "alice-token": ("alice", ""),
+    "bob-token": ("bob", "devs"),
+    "carol-token": ("carol", ""),
+    "dora-token": ("dora", ""),
+    "erin-token": ("erin", ""),
+    "frank-token": ("frank", ""),
+    "gina-token": ("gina", "ops,auditors"),
+}
+
+
+@pytest.fixture(scope="module")
+def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
+    root = tmp_path_factory.mktemp("kcp-rbac")
+    tokens = root / "tokens.csv"
+    tokens.write_text("".join(f'{token},{user},uid-{user}' + (f',"{groups}"' if groups else "") + "\n"
+                              for token, (user, groups) in USERS.items()))
+    server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens), "--compaction-interval", "0"])
+    server.start()
+    yield server
+    assert server.stop() == 0, server.log_tail()
+
+
+@pytest.fixture
+def cluster() -> str:
+    return f"rbac-{uuid.uuid4().hex[:8]}"
+
+
+def kubectl(kcp: KcpServer, cluster: str, *args: str, token: str | None = None, check: bool = True,
+            input_text: str | None = None) -> subprocess.CompletedProcess[str]:
+    flags = ["--server", f"{kcp.url}/clusters/{cluster}"]
+    if token is not None:
+        flags += ["--token", token]
+    return run_kubectl(kcp, *flags, *args, check=check, input_text=input_text)
+
+
+def eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:
+    """RBAC objects reach the authorizer through a watch: wait for the condition, with a deadline."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.1)
+
+
+def can(kcp: KcpServer, cluster: str, token: str, *args: str) -> bool:
+    return kubectl(kcp, cluster, *args, token=token, check=False).returncode == 0
+
+
+def test_forbidden_then_allowed_after_a_rolebinding(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "configmap", "c1", "--from-literal=a=b")
+    denied = kubectl(kcp, cluster, "get", "configmaps", "-n", "default", token="alice-token", check=False)
+    assert denied.returncode == 1
+    assert ('configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the '
+            'namespace "default"') in denied.stderr
+    kubectl(kcp, cluster, "create", "role", "cm-reader", "--verb=get,list", "--resource=configmaps")
+    kubectl(kcp, cluster, "create", "rolebinding", "alice-reads", "--role=cm-reader", "--user=alice")
+    eventually(lambda: can(kcp, cluster, "alice-token", "get", "configmaps", "-n", "default"))
+    assert "c1" in kubectl(kcp, cluster, "get", "configmap", "c1", "-o", "name", token="alice-token").stdout
+    # the Role grants reads in its namespace only, and no writes
+    other = kubectl(kcp, cluster, "get", "configmaps", "-n", "kube-system", token="alice-token", check=False)
+    assert 'cannot list resource "configmaps" in API group "" in the namespace "kube-system"' in other.stderr
+    write = kubectl(kcp, cluster, "create", "configmap", "c2", token="alice-token", check=False)
+    assert 'User "alice" cannot create resource "configmaps"' in write.stderr
+    # and only in its own logical cluster
+    elsewhere = kubectl(kcp, f"{cluster}-other", "get", "configmaps", token="alice-token", check=False)
+    assert "forbidden" in elsewhere.stderr
+
+
+def test_group_subject_and_clusterrole_in_a_rolebinding(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "clusterrole", "secret-reader", "--verb=get,list", "--resource=secrets")
+    kubectl(kcp, cluster, "create", "rolebinding", "devs-read", "--clusterrole=secret-reader", "--group=devs")
+    eventually(lambda: can(kcp, cluster, "bob-token", "get", "secrets"))
+    assert not can(kcp, cluster, "bob-token", "get", "secrets", "-n", "kube-system")
+    assert not can(kcp, cluster, "alice-token", "get", "secrets")
+
+
+def test_resource_names_limit_a_rule(kcp: KcpServer, cluster: str) -> None:
+    for name in ("allowed", "other"):
+        kubectl(kcp, cluster, "create", "configmap", name)
+    kubectl(kcp, cluster, "create", "role", "one-cm", "--verb=get", "--resource=configmaps",
+            "--resource-name=allowed")
+    kubectl(kcp, cluster, "create", "rolebinding", "carol-one", "--role=one-cm", "--user=carol")
+    eventually(lambda: can(kcp, cluster, "carol-token", "get", "configmap", "allowed"))
+    denied = kubectl(kcp, cluster, "get", "configmap", "other", token="carol-token", check=False)
+    assert ('configmaps "other" is forbidden: User "carol" cannot get resource "configmaps" in API group "" in '
+            'the namespace "default"') in denied.stderr
+    assert not can(kcp, cluster, "carol-token", "get", "configmaps")  # a list names no object
+
+
+def test_default_roles_in_every_cluster_and_aggregation_into_view(kcp: KcpServer, cluster: str) -> None:
+    shown = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "cluster-admin", "-o", "json").stdout)
+    assert shown["rules"][0] == {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}
+    names = kubectl(kcp, cluster, "get", "clusterroles", "-o", "name").stdout.split()
+    assert {"clusterrole.rbac.authorization.k8s.io/" + n for n in ("admin", "edit", "view")} <= set(names)
+    binding = json.loads(kubectl(kcp, cluster, "get", "clusterrolebinding", "cluster-admin", "-o", "json").stdout)
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                    "name": "system:masters"}]
+    kubectl(kcp, cluster, "create", "rolebinding", "dora-views", "--clusterrole=view", "--user=dora")
+    eventually(lambda: can(kcp, cluster, "dora-token", "get", "configmaps"))
+    assert not can(kcp, cluster, "dora-token", "get", "leases")
+    kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "leases-view", "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+        "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list"]}]}))
+    eventually(lambda: can(kcp, cluster, "dora-token", "get", "leases"))
+    view = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "view", "-o", "json").stdout)
+    assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list"]} in view["rules"]
+    # edit aggregates view: the tenant's rule reaches it too, in this cluster only
+    edit = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "edit", "-o", "json").stdout)
+    assert any(r.get("resources") == ["leases"] for r in edit["rules"])
+    elsewhere = json.loads(kubectl(kcp, f"{cluster}-b", "get", "clusterrole", "view", "-o", "json").stdout)
+    assert not any(r.get("resources") == ["leases"] for r in elsewhere["rules"])
+
+
+def test_editing_a_default_role_makes_the_clusters_own_copy(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "label", "clusterrole", "view", "team=tenant")
+    mine = json.loads(kubectl(kcp, cluster, "get", "clusterrole", "view", "-o", "json").stdout)
+    assert mine["metadata"]["labels"]["team"] == "tenant"
+    theirs = json.loads(kubectl(kcp, f"{cluster}-b", "get", "clusterrole", "view", "-o", "json").stdout)
+    assert "team" not in theirs["metadata"]["labels"]
+    created = kubectl(kcp, cluster, "create", "clusterrole", "edit", "--verb=get", "--resource=configmaps",
+                      check=False)
+    assert 'clusterroles.rbac.authorization.k8s.io "edit" already exists' in created.stderr
+
+
+def test_escalation_is_refused_unless_bind_or_escalate(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "role", "rbac-manager", "--verb=create,get,list,update,patch",
+            "--resource=roles,rolebindings,configmaps")
+    kubectl(kcp, cluster, "create", "rolebinding", "erin-manages", "--role=rbac-manager", "--user=erin")
+    eventually(lambda: can(kcp, cluster, "erin-token", "get", "roles"))
+    kubectl(kcp, cluster, "create", "role", "cm-get", "--verb=get", "--resource=configmaps", token="erin-token")
+    refused = kubectl(kcp, cluster, "create", "role", "secret-deleter", "--verb=delete", "--resource=secrets",
+                      token="erin-token", check=False)
+    assert ('roles.rbac.authorization.k8s.io "secret-deleter" is forbidden: user "erin" '
+            '(groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:\n'
+            '{APIGroups:[""], Resources:["secrets"], Verbs:["delete"]}') in refused.stderr
+    bind = kubectl(kcp, cluster, "create", "rolebinding", "erin-edits", "--clusterrole=edit", "--user=erin",
+                   token="erin-token", check=False)
+    assert 'rolebindings.rbac.authorization.k8s.io "erin-edits" is forbidden: user "erin"' in bind.stderr
+    assert "is attempting to grant RBAC permissions not currently held" in bind.stderr
+    # binding a role whose rules erin holds is fine
+    kubectl(kcp, cluster, "create", "rolebinding", "carol-cm-get", "--role=cm-get", "--user=carol",
+            token="erin-token")
+    # `bind` on that ClusterRole, or `escalate` on roles, lifts the check
+    kubectl(kcp, cluster, "create", "role", "binder", "--verb=bind", "--resource=clusterroles",
+            "--resource-name=edit")
+    kubectl(kcp, cluster, "create", "role", "escalator", "--verb=escalate", "--resource=roles")
+    kubectl(kcp, cluster, "create", "rolebinding", "erin-binds", "--role=binder", "--user=erin")
+    kubectl(kcp, cluster, "create", "rolebinding", "erin-escalates", "--role=escalator", "--user=erin")
+    eventually(lambda: can(kcp, cluster, "erin-token", "create", "rolebinding", "erin-edits", "--clusterrole=edit",
+                           "--user=erin"))
+    eventually(lambda: can(kcp, cluster, "erin-token", "create", "role", "secret-deleter", "--verb=delete",
+                           "--resource=secrets"))
+
+
+def test_can_i_and_whoami(kcp: KcpServer, cluster: str) -> None:
+    assert kubectl(kcp, cluster, "auth", "can-i", "delete", "secrets").stdout.strip() == "yes"
+    denied = kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", token="gina-token", check=False)
+    assert (denied.returncode, denied.stdout.strip()) == (1, "no")
+    kubectl(kcp, cluster, "create", "rolebinding", "ops-view", "--clusterrole=view", "--group=ops", "-n", "default")
+    eventually(lambda: kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", token="gina-token",
+                               check=False).stdout.strip() == "yes")
+    assert kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", "-n", "kube-system", token="gina-token",
+                   check=False).stdout.strip() == "no"
+    assert kubectl(kcp, cluster, "auth", "can-i", "create", "configmaps", token="gina-token",
+                   check=False).stdout.strip() == "no"
+    listed = kubectl(kcp, cluster, "auth", "can-i", "--list", "-n", "default", token="gina-token").stdout
+    assert any(line.split()[0] == "configmaps" and "[get list watch]" in line for line in listed.splitlines())
+    assert "selfsubjectaccessreviews.authorization.k8s.io" in listed
+    assert "secrets" not in listed
+    whoami = kubectl(kcp, cluster, "auth", "whoami", "-o", "json", token="gina-token").stdout
+    assert json.loads(whoami)["status"]["userInfo"] == {"username": "gina", "uid": "uid-gina",
+                                                        "groups": ["ops", "auditors", "system:authenticated"]}
+    admin = json.loads(kubectl(kcp, cluster, "auth", "whoami", "-o", "json").stdout)["status"]["userInfo"]
+    assert admin["username"] == "kcp-admin" and "system:masters" in admin["groups"]
+
+
+def test_impersonation_needs_the_impersonate_verb(kcp: KcpServer, cluster: str) -> None:
+    as_admin = kubectl(kcp, cluster, "get", "configmaps", "--as=nobody", check=False)
+    assert ('configmaps is forbidden: User "nobody" cannot list resource "configmaps" in API group "" in the '
+            'namespace "default"') in as_admin.stderr
+    whoami = json.loads(kubectl(kcp, cluster, "auth", "whoami", "-o", "json", "--as=nobody",
+                                "--as-group=ops").stdout)["status"]["userInfo"]
+    assert whoami == {"username": "nobody", "groups": ["ops", "system:authenticated"]}
+    assert kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", "--as=nobody",
+                   check=False).stdout.strip() == "no"
+    refused = kubectl(kcp, cluster, "get", "configmaps", "--as=nobody", token="frank-token", check=False)
+    assert ('users "nobody" is forbidden: User "frank" cannot impersonate resource "users" in API group "" at the '
+            'cluster scope') in refused.stderr
+    kubectl(kcp, cluster, "create", "clusterrole", "impersonate-nobody", "--verb=impersonate", "--resource=users",
+            "--resource-name=nobody")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "frank-impersonates", "--clusterrole=impersonate-nobody",
+            "--user=frank")
+    eventually(lambda: "nobody" in kubectl(kcp, cluster, "auth", "whoami", "--as=nobody", token="frank-token",
+                                           check=False).stdout)
+    group = kubectl(kcp, cluster, "get", "configmaps", "--as=nobody", "--as-group=ops", token="frank-token",
+                    check=False)
+    assert ('groups "ops" is forbidden: User "frank" cannot impersonate resource "groups" in API group "" at the '
+            'cluster scope') in group.stderr
+
+
+def test_wildcard_requests_need_a_clusterrolebinding_in_admin(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "configmap", "everywhere")
+    wildcard = ["--context", "cross-cluster", "--token", "frank-token", "get", "configmaps", "-A"]
+    refused = run_kubectl(kcp, *wildcard, check=False)
+    assert ('configmaps is forbidden: User "frank" cannot list resource "configmaps" in API group "" at the cluster '
+            'scope') in refused.stderr
+    # grants in other clusters, or namespaced grants in admin, do not reach `*`
+    kubectl(kcp, cluster, "create", "clusterrole", "cm-lister", "--verb=list", "--resource=configmaps")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "frank-lists", "--clusterrole=cm-lister", "--user=frank")
+    run_kubectl(kcp, "create", "clusterrole", "cm-lister-everywhere", "--verb=list", "--resource=configmaps")
+    run_kubectl(kcp, "create", "rolebinding", "frank-lists-default", "--clusterrole=cm-lister-everywhere",
+                "--user=frank", "-n", "default")
+    eventually(lambda: can(kcp, cluster, "frank-token", "get", "configmaps", "-A"))
+    eventually(lambda: run_kubectl(kcp, "--token", "frank-token", "get", "configmaps", check=False).returncode == 0)
+    assert run_kubectl(kcp, *wildcard, check=False).returncode == 1
+    run_kubectl(kcp, "create", "clusterrolebinding", "frank-lists-everywhere",
+                "--clusterrole=cm-lister-everywhere", "--user=frank")
+    eventually(lambda: run_kubectl(kcp, *wildcard, check=False).returncode == 0)
+    assert "everywhere" in run_kubectl(kcp, *wildcard).stdout
+
+
+async def test_a_watch_from_now_starts_with_the_default_roles(api, cluster: str) -> None:  # type: ignore[no-untyped-def]
+    from api import collect
+
+    path = f"/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    events = await collect(api, path, {}, 11)  # the 11 default ClusterRoles of a fresh logical cluster
+    assert {e["type"] for e in events} == {"ADDED"}
+    assert {"cluster-admin", "admin", "edit", "view"} <= {e["object"]["metadata"]["name"] for e in events}
+    one = await collect(api, path, {"fieldSelector": "metadata.name=view"}, 1)
+    assert one[0]["object"]["metadata"]["name"] == "view"
+
+
+def test_a_tenants_aggregating_clusterrole_gets_its_rules_written(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "team"},
+             "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"team": "x"}}]}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "team-secrets", "labels": {"team": "x"}},
+             "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}]}))
+
+    def rules() -> list[dict[str, object]]:
+        return json.loads(kubectl(kcp, cluster, "get", "clusterrole", "team", "-o", "json").stdout).get("rules") or []
+
+    eventually(lambda: rules() == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
+    kubectl(kcp, cluster, "delete", "clusterrole", "team-secrets")
+    eventually(lambda: rules() == [])
+
+
+def test_a_bindings_role_ref_cannot_change(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "rolebinding", "fixed", "--clusterrole=view", "--user=alice")
+    changed = kubectl(kcp, cluster, "patch", "rolebinding", "fixed", "--type=merge", "-p",
+                      '{"roleRef": {"name": "edit"}}', check=False)
+    assert ('The RoleBinding "fixed" is invalid: roleRef: Invalid value: rbac.RoleRef{'
+            'APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"edit"}: cannot change roleRef'
+            ) in changed.stderr
+
+
+def test_a_service_account_token_acts_in_its_own_cluster_only(kcp: KcpServer, cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "serviceaccount", "bot")
+    token = kubectl(kcp, cluster, "create", "token", "bot").stdout.strip()
+    denied = kubectl(kcp, cluster, "get", "configmaps", token=token, check=False)
+    assert ('configmaps is forbidden: User "system:serviceaccount:default:bot" cannot list resource "configmaps" in '
+            'API group "" in the namespace "default"') in denied.stderr
+    kubectl(kcp, cluster, "create", "rolebinding", "bot-views", "--clusterrole=view", "--serviceaccount=default:bot")
+    eventually(lambda: can(kcp, cluster, token, "get", "configmaps"))
+    whoami = json.loads(kubectl(kcp, cluster, "auth", "whoami", "-o", "json", token=token).stdout)
+    assert whoami["status"]["userInfo"]["username"] == "system:serviceaccount:default:bot"
+    assert kubectl(kcp, cluster, "auth", "can-i", "list", "configmaps", token=token).stdout.strip() == "yes"
+    # the same bindings elsewhere do not make it welcome there: it is a stranger
+    other = f"{cluster}-other"
+    kubectl(kcp, other, "create", "serviceaccount", "bot")
+    kubectl(kcp, other, "create", "clusterrolebinding", "bot-admin", "--clusterrole=cluster-admin",
+            "--serviceaccount=default:bot")
+    run_kubectl(kcp, "create", "clusterrolebinding", f"bot-everywhere-{cluster}", "--clusterrole=cluster-admin",
+                "--serviceaccount=default:bot")
+    eventually(lambda: can(kcp, other, kubectl(kcp, other, "create", "token", "bot").stdout.strip(), "get",
+                           "secrets"))
+    stranger = kubectl(kcp, other, "get", "configmaps", token=token, check=False)
+    assert 'User "system:serviceaccount:default:bot" cannot list resource "configmaps"' in stranger.stderr
+    wildcard = run_kubectl(kcp, "--context", "cross-cluster", "--token", token, "get", "configmaps", "-A",
+                           check=False)
+    assert 'cannot list resource "configmaps" in API group "" at the cluster scope' in wildcard.stderr
