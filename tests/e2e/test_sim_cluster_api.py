@@ -568,3 +568,17 @@ spec:
   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
 """)
     assert "deployments.apps" in err  # a built-in type's storage is not a CRD's to take
+
+
+def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: KcpServer) -> None:
+    """kubectl drain cordons the node and posts a policy/v1 Eviction (in protobuf) for each of its pods."""
+    ns = namespace(cluster, "drain")
+    kubectl(cluster, "create", "-f", "-", input_text="apiVersion: v1\nkind: Node\nmetadata: {name: drained}\n")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=POD.format(name="p", labels="{app: p}"))
+    code, _ = raw(cluster, f"/api/v1/namespaces/{ns}/pods/p/binding", {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "drained"}})
+    assert code == 201
+    out = kubectl(cluster, "drain", "drained", "--force", "--timeout", "60s")
+    assert "pod/p evicted" in out
+    assert "NotFound" in fails(cluster, "-n", ns, "get", "pod", "p")
+    assert get(cluster, "node", "drained")["spec"]["unschedulable"] is True

@@ -105,3 +105,12 @@ async def test_an_update_keeps_the_address_and_may_not_change_it() -> None:
     with pytest.raises(st.APIError) as err:
         await p.admit(Attributes(system_context("c1"), SERVICES, UPDATE, "ns", "a", changed, old))
     assert 'spec.clusterIP: Invalid value: "10.96.0.7": field is immutable' in err.value.message
+
+
+async def test_a_service_become_node_port_gets_a_node_port() -> None:
+    p = plugin()
+    old = await create(p, service("a"))
+    assert "nodePort" not in old["spec"]["ports"][0]
+    new = service("a", type="NodePort")
+    await p.admit(Attributes(system_context("c1"), SERVICES, UPDATE, "ns", "a", new, old))
+    assert 30000 <= new["spec"]["ports"][0]["nodePort"] <= 32767

@@ -188,11 +188,15 @@ class ServiceIPs:
         raise self._invalid(attrs, Cause("FieldValueInvalid", "Invalid value: []string(nil): failed to allocate "
                                          "IP: range is full", "spec.clusterIPs"))
 
-    def _node_ports(self, attrs: Attributes, spec: Obj, pool: Pool, *, hold: bool) -> None:
+    def _node_ports(self, attrs: Attributes, spec: Obj, pool: Pool, *, hold: bool,
+                    own: frozenset[int] = frozenset()) -> None:
+        """Every port gets a node port; a requested one must be free (`own`: what the Service already has)."""
         for i, port in enumerate(spec.get("ports") or []):
             if not isinstance(port, dict):
                 continue
             wanted = port.get("nodePort")
+            if isinstance(wanted, int) and wanted in own:
+                continue
             if isinstance(wanted, int) and wanted:
                 if wanted not in NODE_PORTS:
                     raise self._invalid(attrs, Cause(
@@ -235,11 +239,15 @@ class ServiceIPs:
                                       "spec.clusterIP"))
         old_ports = {(p.get("port"), p.get("protocol")): p.get("nodePort") for p in old.get("ports") or []
                      if isinstance(p, dict)}
+        node_ports = spec.get("type") in ("NodePort", "LoadBalancer")
         for port in spec.get("ports") or []:
             if isinstance(port, dict) and not port.get("nodePort"):
                 kept = old_ports.get((port.get("port"), port.get("protocol")))
-                if kept and spec.get("type") in ("NodePort", "LoadBalancer"):
+                if kept and node_ports:
                     port["nodePort"] = kept
+        if node_ports:  # a port added, or a ClusterIP Service become NodePort, gets its node port now
+            self._node_ports(attrs, spec, pool, hold=not attrs.ctx.dry_run,
+                             own=frozenset(p for p in old_ports.values() if isinstance(p, int)))
 
     @staticmethod
     def _invalid(attrs: Attributes, *causes: Cause) -> st.APIError:
