@@ -36,7 +36,7 @@ class ChunkedStream:
 
     MAX_UNSENT_BYTES = 1024 * 1024
     MAX_UNSENT_EVENTS = 10_000
-    HIGH_WATER = 16 * 1024  # the transport's buffer, past which writes wait as shared batches
+    HIGH_WATER = 8 * 1024  # the transport's buffer, past which writes wait as shared batches
 
     def __init__(self, request: web.Request, too_slow: bytes = b"") -> None:
         self.transport = request.transport

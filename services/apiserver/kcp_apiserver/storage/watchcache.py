@@ -45,9 +45,12 @@ TOO_SLOW = "forcing watcher close due to unresponsiveness: the client did not ke
 # a TLS record, a send), so with many watchers the interval stretches to FLUSH_DUTY times what the
 # last flush took (up to FLUSH_INTERVAL_MAX): flushing then takes at most about 1/FLUSH_DUTY of the
 # loop, and the batches grow instead of the backlog.
+# A batch is flushed at once when it holds FLUSH_BYTES: a connection whose client is behind holds its
+# own (encrypted) copy of at most about one batch beyond its transport's high-water mark.
 FLUSH_INTERVAL = 0.01
-FLUSH_INTERVAL_MAX = 0.2
+FLUSH_INTERVAL_MAX = 0.1
 FLUSH_DUTY = 4.0
+FLUSH_BYTES = 32 * 1024
 IDLE_AFTER = 0.1
 LOAD_PAGE = 1000  # most keys per etcd read when (re)loading the state (fewer when objects are large)
 RESTART_MIN, RESTART_MAX = 0.05, 2.0  # seconds before the etcd watch is restarted (doubling while it fails)
@@ -236,7 +239,9 @@ class Watcher:
         if self.sink is not None:
             if not self.pending:
                 self.cache._dirty.append(self)
-            self.pending.append(self.sink.encode(type_, event))
+            data = self.sink.encode(type_, event)
+            self.pending.append(data)
+            self.cache._batch_bytes += len(data)
             return
         try:
             self.queue.put_nowait((type_, event))
@@ -281,7 +286,9 @@ class _Group:
     def offer(self, event: WatchEvent) -> None:
         if not self.pending:
             self.cache._dirty.append(self)
-        self.pending.append(next(iter(self.members)).sink.encode(event.type, event))  # type: ignore[union-attr]
+        data = next(iter(self.members)).sink.encode(event.type, event)  # type: ignore[union-attr]
+        self.pending.append(data)
+        self.cache._batch_bytes += len(data)
 
     def flush(self) -> None:
         """One Batch for every member: per watcher this is one call, whatever the batch holds."""
@@ -314,10 +321,12 @@ class WatchCache:
         self._groups: dict[tuple[Scope, Hashable], _Group] = {}
         self._by_scope: dict[Scope, list[_Group]] = {}
         self._singles: dict[Watcher, None] = {}  # watchers offered each event one by one (filters, own encoding)
+        self._joining: dict[Watcher, Hashable] = {}  # singles that join a group once the cache passes their start
         self._dirty: list[_Group | Watcher] = []  # what has events of the current batch
         self._flush_handle: asyncio.Handle | None = None
         self._last_flush = 0.0
         self._flush_interval = FLUSH_INTERVAL  # stretched by what flushes cost (see FLUSH_DUTY)
+        self._batch_bytes = 0  # encoded bytes in the current batch, over every group and watcher
         self.ready = asyncio.Event()
         self.restarts = 0  # etcd watches opened after the first (for tests and metrics)
         self._task: asyncio.Task[None] | None = None
@@ -361,19 +370,35 @@ class WatchCache:
         watcher.flush()
         encoding = sink.encoding if sink is not None else None
         if matches is None and encoding is not None and after_revision <= self.revision:
-            group = self._groups.get((watcher.scope, encoding))
-            if group is None:
-                group = self._groups[(watcher.scope, encoding)] = _Group(self, watcher.scope, encoding)
-                self._by_scope.setdefault(watcher.scope, []).append(group)
-            group.members[watcher] = None
-            watcher.group = group
+            self._join(watcher, encoding)
         else:
             self._singles[watcher] = None
+            if matches is None and encoding is not None:
+                # from a revision the cache has not reached (a list's, etcd's newest): it must skip the
+                # events up to it, so it is offered events one by one until the cache has passed it
+                self._joining[watcher] = encoding
         return watcher
+
+    def _join(self, watcher: Watcher, encoding: Hashable) -> None:
+        group = self._groups.get((watcher.scope, encoding))
+        if group is None:
+            group = self._groups[(watcher.scope, encoding)] = _Group(self, watcher.scope, encoding)
+            self._by_scope.setdefault(watcher.scope, []).append(group)
+        group.members[watcher] = None
+        watcher.group = group
+
+    def _join_groups(self) -> None:
+        """Right after a flush (nothing pending): watchers whose start the cache has passed join their group."""
+        for watcher, encoding in list(self._joining.items()):
+            if watcher.after_revision <= self.revision:
+                del self._joining[watcher]
+                del self._singles[watcher]
+                self._join(watcher, encoding)
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
         self._singles.pop(watcher, None)
+        self._joining.pop(watcher, None)
         group = watcher.group
         if group is not None:
             group.members.pop(watcher, None)
@@ -476,7 +501,11 @@ class WatchCache:
             self._append(event)
             self._fan_out(event)
             event.compact()
-        if self._dirty and self._flush_handle is None:
+        if self._dirty and self._batch_bytes > FLUSH_BYTES:  # big enough: what a slow client's connection holds
+            if self._flush_handle is not None:
+                self._flush_handle.cancel()
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+        elif self._dirty and self._flush_handle is None:
             loop = asyncio.get_running_loop()
             interval = self._flush_interval
             if loop.time() - self._last_flush > max(IDLE_AFTER, interval):
@@ -509,6 +538,7 @@ class WatchCache:
             self._flush_handle.cancel()
             self._flush_handle = None
         dirty, self._dirty = self._dirty, []
+        self._batch_bytes = 0
         started = time.perf_counter()
         for target in dirty:
             target.flush()
@@ -516,6 +546,8 @@ class WatchCache:
         self._flush_interval = min(max(FLUSH_INTERVAL, FLUSH_DUTY * cost), FLUSH_INTERVAL_MAX)
         self._last_flush = asyncio.get_running_loop().time()
         self.delivered_revision = self.revision
+        if self._joining:
+            self._join_groups()
 
     def _append(self, event: WatchEvent) -> None:
         self.events.append(event)
