@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
-SERVICES := libs/kcpcommon services/apiserver
+SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller
 
-.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon clean
+.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon bench-sim bench-sync clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,14 @@ clean:
 bench-crds: install
 	$(BIN)/python bench/bench_crds.py
 
+## bench-sim: kcp-sim-cluster: a 1,000-replica Deployment available, its rolling update, RSS with 10,000 pods
+bench-sim: install
+	$(BIN)/python bench/bench_sim.py
+
 ## bench-kcpcommon: informer initial sync and work-queue throughput
 bench-kcpcommon: install
 	$(BIN)/python bench/bench_kcpcommon.py
+
+## bench-sync: one syncer's latency both ways at 100 changes/s over 1,000 objects, objects/s, RSS per object
+bench-sync: install
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python bench/bench_sync.py

@@ -53,12 +53,28 @@ def apiserver_binary() -> str:
     return found
 
 
+def sim_cluster_command() -> list[str]:
+    """kcp-sim-cluster, run from this tree's package (it need not be installed: see `sim_cluster_env`)."""
+    return [sys.executable, "-m", "kcp_sim_cluster"]
+
+
+def sim_cluster_env() -> dict[str, str]:
+    """The environment that finds services/sim-cluster's package, installed or not."""
+    path = [str(REPO / "services" / "sim-cluster"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
 @dataclass
 class KcpServer:
+    """A server process started with --root-dir and --secure-port: kcp-apiserver by default, or any
+    program built on it (`command`, such as kcp-sim-cluster's)."""
+
     root: Path
     port: int
     extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
+    command: list[str] | None = None  # None: the installed kcp-apiserver
+    env: dict[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -79,17 +95,22 @@ class KcpServer:
         self.root.mkdir(parents=True, exist_ok=True)
         log = open(self.root / "apiserver.log", "ab")
         self.process = subprocess.Popen(
-            [apiserver_binary(), "--root-dir", str(self.root), "--secure-port", str(self.port), *self.extra_args],
-            stdout=log, stderr=log, start_new_session=True)
+            [*(self.command or [apiserver_binary()]), "--root-dir", str(self.root), "--secure-port", str(self.port),
+             *self.extra_args],
+            stdout=log, stderr=log, start_new_session=True, env=self.env)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"kcp-apiserver exited: {self.log_tail()}")
+                raise RuntimeError(f"{self.name} exited: {self.log_tail()}")
             if self.kubeconfig.exists() and self.ready():
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"kcp-apiserver not ready in {timeout}s: {self.log_tail()}")
+        raise RuntimeError(f"{self.name} not ready in {timeout}s: {self.log_tail()}")
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.command[-2:]) if self.command else "kcp-apiserver"
 
     def ready(self) -> bool:
         try:
@@ -130,9 +151,9 @@ def cluster_kubeconfig(kcp: KcpServer, cluster: str, unique: str) -> Path:
 
 
 def run_kubectl(server: KcpServer, *args: str, input_text: str | None = None, context: str | None = None,
-                check: bool = True, timeout: float = 60, env: dict[str, str] | None = None
-                ) -> subprocess.CompletedProcess[str]:
-    cmd = [kubectl_binary(), "--kubeconfig", str(server.kubeconfig)]
+                check: bool = True, timeout: float = 60, env: dict[str, str] | None = None,
+                kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    cmd = [kubectl_binary(), "--kubeconfig", str(kubeconfig or server.kubeconfig)]
     if context:
         cmd += ["--context", context]
     result = subprocess.run([*cmd, *args], input=input_text, capture_output=True, text=True, timeout=timeout,

@@ -64,6 +64,7 @@ PTR = 1  # Go pointer: present on the wire <=> present in JSON
 REP = 2  # repeated
 MAP = 4  # map<string, type>
 KEEP = 8  # json tag without omitempty: zero values and empty lists stay
+INLINE = 16  # an embedded Go struct (`json:",inline"`): its fields are the parent's in JSON
 
 _SCALARS = {"string", "bool", "int32", "int64", "bytes"}
 # Anything else is a message name; "Time", "MicroTime" (meta/v1 Timestamp:
@@ -289,6 +290,21 @@ KINDS: dict[tuple[str, str], str] = {
 }
 
 
+# (apiVersion, kind) -> message of kinds read from request bodies only: kube's workload types, whose
+# tables list the fields clients send (kubeproto_workloads), never enough to write them out
+DECODE_ONLY_KINDS: dict[tuple[str, str], str] = {}
+
+
+def _add_workloads() -> None:
+    from kcp_apiserver.apimachinery import kubeproto_workloads as workloads
+
+    SCHEMAS.update(workloads.SCHEMAS)
+    DECODE_ONLY_KINDS.update(workloads.KINDS)
+
+
+_add_workloads()
+
+
 def _add_lists() -> None:
     for (api_version, kind), message in list(KINDS.items()):
         if kind in ("Status", "TokenRequest"):  # no lists of these
@@ -310,11 +326,14 @@ class _Malformed(Exception):
     """The bytes are not a well-formed message of the expected shape."""
 
 
-def message_for(api_version: str, kind: str) -> str | None:
-    """The message name for an apiVersion/kind, or None when not supported."""
+def message_for(api_version: str, kind: str, *, decoding: bool = False) -> str | None:
+    """The message name for an apiVersion/kind, or None when not supported (`decoding`: as a request body)."""
     if kind == "DeleteOptions" and api_version:
         return "DeleteOptions"
-    return KINDS.get((api_version, kind))
+    found = KINDS.get((api_version, kind))
+    if found is None and decoding:
+        found = DECODE_ONLY_KINDS.get((api_version, kind))
+    return found
 
 
 def supports(api_version: str, kind: str) -> bool:
@@ -349,7 +368,7 @@ def decode(body: bytes, *, api_version: str = "", kind: str = "") -> dict[str, A
     kind = type_meta.get("kind") or kind
     if not kind:
         raise st.bad_request("Object 'Kind' is missing in protobuf body")
-    message = message_for(api_version, kind)
+    message = message_for(api_version, kind, decoding=True)
     if message is None:
         raise st.bad_request(f'no kind "{kind}" is registered for version "{api_version}"')
     raw = base64.b64decode(envelope.get("raw", ""))
@@ -430,6 +449,8 @@ def _decode_message(message: str, buf: bytes) -> dict[str, Any]:
             items = [_decode_value(typ, value) for value in values]
             if items or flags & KEEP:
                 out[name] = items or None
+        elif flags & INLINE:
+            out.update(_decode_value(typ, b"".join(values)))
         elif typ not in _SCALARS:
             if values:  # repeated occurrences of a message merge, as concatenation does
                 out[name] = _decode_value(typ, b"".join(values))
@@ -464,7 +485,20 @@ def _decode_value(typ: str, value: Any) -> Any:
         return _decode_time(value, micro=typ == "MicroTime")
     if typ == "FieldsV1":
         return _decode_fields_v1(value)
+    if typ == "IntOrString":
+        return _decode_int_or_string(value)
+    if typ == "Quantity":
+        return _decode_value("string", b"".join(v for _, v in _parse(value).get(1, ())))
     return _decode_message(typ, value)
+
+
+def _decode_int_or_string(buf: bytes) -> int | str:
+    """intstr.IntOrString {type=1, intVal=2, strVal=3}: JSON is the int or the string."""
+    wire = _parse(buf)
+    kind = next((v for _, v in wire.get(1, ())), 0)
+    if kind == 1:
+        return _decode_value("string", b"".join(v for _, v in wire.get(3, ())))
+    return int(_decode_value("int32", next((v for _, v in wire.get(2, ())), 0)))
 
 
 def _decode_map_entry(typ: str, buf: bytes) -> tuple[str, Any]:
@@ -587,6 +621,8 @@ def _encode_message(message: str, obj: Any, path: str) -> bytes:
                 out += _encode_field(number, typ, item, f"{where}[{index}]")
         elif flags & PTR and value is None:
             continue
+        elif flags & INLINE:
+            out += _delimited(number, _encode_message(typ, obj, path))
         else:
             out += _encode_field(number, typ, value, where)
     return bytes(out)
@@ -628,6 +664,12 @@ def _encode_field(number: int, typ: str, value: Any, where: str) -> bytes:
         return _key(number, _VARINT) + _varint(value)
     if typ in ("Time", "MicroTime"):
         return _delimited(number, _encode_time(value, micro=typ == "MicroTime", where=where))
+    if typ == "IntOrString":
+        if isinstance(value, str):
+            return _delimited(number, _key(1, _VARINT) + _varint(1) + _delimited(3, value.encode()))
+        return _delimited(number, _key(1, _VARINT) + _varint(0) + _key(2, _VARINT) + _varint(int(value or 0)))
+    if typ == "Quantity":
+        return _delimited(number, _delimited(1, str(value if value is not None else "0").encode()))
     if typ == "FieldsV1":
         if value is None:
             return _delimited(number, b"")

@@ -14,14 +14,31 @@ from typing import Any
 from kcp_apiserver.registry.resource import Resource
 
 AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"]}
+SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "finalize": ["update"], "scale": ["get", "patch", "update"]}
+SCALE_KIND = ("autoscaling", "v1", "Scale")
 
 
 def _subresources(res: Resource) -> list[str]:
     subs = ["status"] if res.has_status else []
     if res.plural == "namespaces" and not res.group:
         subs.append("finalize")
+    if res.scale is not None and not res.is_custom:  # built-in types list scale, as kube does
+        subs.append("scale")
+    subs += [action.name for action in res.actions]
     return subs
+
+
+def _verbs(res: Resource, sub: str) -> list[str]:
+    action = res.action(sub)
+    return list(action.verbs) if action is not None else SUBRESOURCE_VERBS[sub]
+
+
+def _kind(res: Resource, sub: str) -> tuple[str, str, str]:
+    """The group, version and kind a subresource takes and answers with."""
+    action = res.action(sub)
+    if action is not None and action.kind is not None:
+        return action.kind
+    return SCALE_KIND if sub == "scale" else (res.group, res.version, res.kind)
 
 
 def _storage_hash(res: Resource) -> str:
@@ -53,8 +70,12 @@ def resource_list(group: str, version: str, resources: list[Resource]) -> dict[s
         entry["storageVersionHash"] = _storage_hash(res)
         items.append(entry)
         for sub in _subresources(res):
-            items.append({"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced,
-                          "kind": res.kind, "verbs": SUBRESOURCE_VERBS[sub]})
+            group, version, kind = _kind(res, sub)
+            entry = {"name": f"{res.plural}/{sub}", "singularName": "", "namespaced": res.namespaced}
+            if (group, version) != (res.group, res.version):
+                entry.update(group=group, version=version)
+            entry.update(kind=kind, verbs=_verbs(res, sub))
+            items.append(entry)
         for extra in res.subresources:
             items.append({"name": f"{res.plural}/{extra.name}", "singularName": "", "namespaced": res.namespaced,
                           "group": extra.group, "version": extra.version, "kind": extra.kind,
@@ -98,8 +119,9 @@ def aggregated(resources: list[Resource], *, core: bool) -> dict[str, Any]:
                     doc["shortNames"] = list(res.short_names)
                 if res.categories:
                     doc["categories"] = list(res.categories)
-                subs = [{"subresource": s, "responseKind": kind, "verbs": SUBRESOURCE_VERBS[s]}
-                        for s in _subresources(res)]
+                subs = [{"subresource": s, "responseKind": dict(zip(("group", "version", "kind"), _kind(res, s),
+                                                                         strict=True)),
+                         "verbs": _verbs(res, s)} for s in _subresources(res)]
                 subs += [{"subresource": x.name, "responseKind": {"group": x.group, "version": x.version,
                                                                   "kind": x.kind}, "verbs": list(x.verbs)}
                          for x in res.subresources]

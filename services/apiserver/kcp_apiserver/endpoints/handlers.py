@@ -1,6 +1,6 @@
 """HTTP verbs on resources: the resource and verb a request names, dispatched to its verb family.
 
-reads (get, list) · watch · writes (create, update, patch) · deletes · scale. Every family works
+reads (get, list) · watch · writes (create, update, patch) · deletes · scale · declared subresources. Every family works
 through the one generic registry; nothing here is specific to a type.
 """
 
@@ -12,7 +12,7 @@ from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
-from kcp_apiserver.endpoints import deletes, reads, reviews, scale, tokenrequest, watch, writes
+from kcp_apiserver.endpoints import actions, deletes, reads, reviews, scale, tokenrequest, watch, writes
 from kcp_apiserver.endpoints.base import Endpoints, WatchSettings, dry_run
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import request_context
@@ -52,6 +52,10 @@ class ResourceHandlers:
             raise st.method_not_allowed()
         ctx = request_context(request)
         ctx.field_manager = request.query.get("fieldManager", "")
+        action = res.action(info.subresource) if info.subresource else None
+        if action is not None:
+            ctx.dry_run = dry_run(request.query)
+            return await actions.call(ep, request, res, action, ctx, namespace)
         if info.subresource == "scale":
             ctx.dry_run = dry_run(request.query)
             return await scale.scale(ep, request, res, ctx, namespace)
@@ -74,6 +78,8 @@ class ResourceHandlers:
 
 
 def _subresource_ok(res: Resource, sub: str) -> bool:
+    if res.action(sub) is not None:
+        return True
     if sub == "status":
         return res.has_status
     if sub == "scale":

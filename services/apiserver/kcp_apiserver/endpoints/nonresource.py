@@ -23,9 +23,16 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcpcommon.health import Check, HealthChecks
 
-VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0+kcp", "gitCommit": "", "gitTreeState": "clean",
-           "buildDate": "2026-11-22T00:00:00Z", "goVersion": "python3.11", "compiler": "cpython",
-           "platform": "linux/amd64"}
+
+def version_info(release: str = "1.32", suffix: str = "+kcp") -> dict[str, str]:
+    """What /version answers: kube's version.Info for `release` ("1.32" -> gitVersion v1.32.0+kcp)."""
+    major, _, minor = release.partition(".")
+    return {"major": major, "minor": minor, "gitVersion": f"v{release}.0{suffix}", "gitCommit": "",
+            "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z", "goVersion": "python3.11",
+            "compiler": "cpython", "platform": "linux/amd64"}
+
+
+VERSION = version_info()
 PROTOBUF_V2 = "application/com.github.proto-openapi.spec.v2"
 HEALTH_ENDPOINTS = ("healthz", "livez", "readyz")
 STORAGE_CHECK_TIMEOUT = 2.0
@@ -41,8 +48,10 @@ class NonResourceHandlers:
 
     def __init__(self, catalog: Catalog, *, metrics: CollectorRegistry, ping_storage: Callable[[], Awaitable[Any]],
                  is_ready: Callable[[], bool], live_checks: Mapping[str, Check] | None = None,
-                 service_accounts: ServiceAccountTokens | None = None, jwks_uri: str = "") -> None:
+                 service_accounts: ServiceAccountTokens | None = None, jwks_uri: str = "",
+                 version: Mapping[str, str] | None = None) -> None:
         self.catalog = catalog
+        self.version = dict(version or VERSION)
         self.metrics = metrics
         self.ping_storage = ping_storage
         self.is_ready = is_ready
@@ -63,7 +72,7 @@ class NonResourceHandlers:
         if parts and parts[0] in HEALTH_ENDPOINTS and len(parts) <= 2:
             return await self._health(parts[0], parts[1] if len(parts) > 1 else None, "verbose" in request.query)
         if parts == ["version"]:
-            return json_response(VERSION)
+            return json_response(self.version)
         if parts == ["metrics"]:
             return web.Response(body=generate_latest(self.metrics), headers={"Content-Type": CONTENT_TYPE_LATEST})
         openid = self._openid.get("/".join(parts))

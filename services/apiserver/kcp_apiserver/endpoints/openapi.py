@@ -34,10 +34,16 @@ OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
 def _definitions_for(resources: Iterable[Resource], *, v2: bool) -> dict[str, Any]:
     resources = list(resources)
-    names = [r.definition for r in resources if r.definition]
+    names: dict[str, list[str]] = {}  # by release: a server may serve another release than kcp's own
+    for res in resources:
+        if res.definition:
+            names.setdefault(res.release, []).append(res.definition)
     if any(r.is_custom for r in resources):
-        names.append(OBJECT_META)
-    defs = copy.deepcopy(schemas.closure(names))
+        release = next(iter(names), schemas.DEFAULT_RELEASE)  # the built-ins' ObjectMeta
+        names.setdefault(release, []).append(OBJECT_META)
+    defs: dict[str, Any] = {}
+    for release, members in names.items():
+        defs.update(copy.deepcopy(schemas.closure(members, release)))
     for res in resources:
         if res.definition and res.definition in defs:
             defs[res.definition]["x-kubernetes-group-version-kind"] = [_gvk(res)]

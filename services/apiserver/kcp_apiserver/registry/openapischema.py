@@ -145,8 +145,9 @@ class OpenAPITypeSchema(RootDelegate):
 
     has_defaults = False
 
-    def __init__(self, definition: str, nodes: Callable[[], OpenAPINodes]) -> None:
+    def __init__(self, definition: str, nodes: Callable[[], OpenAPINodes], *, release: str = "") -> None:
         self.definition = definition
+        self.release = release  # the Kubernetes release the definition is from
         self._nodes = nodes
 
     @functools.cached_property

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry.actions import Action
 from kcp_apiserver.registry.typeschema import TypeSchema
 from kcp_apiserver.storage.keys import resource_prefix
 
@@ -56,6 +57,7 @@ class Resource:
     categories: tuple[str, ...] = ()
     has_status: bool = False
     definition: str | None = None  # OpenAPI definition name of the kind
+    release: str = schemas.DEFAULT_RELEASE  # the Kubernetes release whose schema `definition` names
     storage_group: str | None = None  # where it is stored when not under its own group
     tracks_generation: bool = False
     name_is_dns_label: bool = False
@@ -80,10 +82,12 @@ class Resource:
     # a type stored in another type's shape (events.k8s.io Events are stored as core Events)
     to_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
     from_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
+    # subresources with handlers of their own (a pod's binding, eviction, log), beside status and scale
+    actions: tuple[Action, ...] = field(default=(), compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.type_schema is None and self.definition is not None:
-            object.__setattr__(self, "type_schema", schemas.type_schema(self.definition))
+            object.__setattr__(self, "type_schema", schemas.type_schema(self.definition, self.release))
 
     @property
     def api_version(self) -> str:
@@ -115,6 +119,9 @@ class Resource:
     @property
     def group_resource(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def action(self, subresource: str) -> Action | None:
+        return next((a for a in self.actions if a.name == subresource), None)
 
     @property
     def selectable_fields(self) -> dict[str, FieldGetter | None]:

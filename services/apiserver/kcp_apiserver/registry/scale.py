@@ -1,10 +1,12 @@
-"""The autoscaling/v1 Scale subresource of a custom resource, mapped onto the CRD's replica paths."""
+"""The autoscaling/v1 Scale subresource, mapped onto a type's replica paths (a CRD's, or a built-in's)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.registry.resource import Obj, Resource
 
 
@@ -23,14 +25,29 @@ def _path_set(obj: Obj, path: str, value: Any) -> None:
     obj[parts[-1]] = value
 
 
+@dataclass(frozen=True)
+class BuiltinScale:
+    """A built-in workload's Scale (Deployments, ReplicaSets, StatefulSets): replicas at kube's paths, and the
+    status's selector written from the LabelSelector at `selector_path`, as kube's scale REST does."""
+
+    spec_replicas_path: str = ".spec.replicas"
+    status_replicas_path: str = ".status.replicas"
+    label_selector_path: str = ""
+    selector_path: str = ".spec.selector"
+
+
 def to_scale(res: Resource, obj: Obj) -> Obj:
-    """autoscaling/v1 Scale of a custom resource, from the CRD's scale paths."""
+    """autoscaling/v1 Scale of an object, from its type's scale paths."""
     meta = obj["metadata"]
     status: Obj = {"replicas": _path_get(obj, res.scale.status_replicas_path) or 0}
     if res.scale.label_selector_path:
         selector = _path_get(obj, res.scale.label_selector_path)
         if selector:
             status["selector"] = selector
+    elif getattr(res.scale, "selector_path", ""):
+        selector = _path_get(obj, res.scale.selector_path)
+        if isinstance(selector, dict):
+            status["selector"] = str(LabelSelector.from_dict(selector))
     return {"kind": "Scale", "apiVersion": "autoscaling/v1",
             "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                          if k in meta},

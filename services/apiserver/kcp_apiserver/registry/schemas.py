@@ -17,19 +17,44 @@ from typing import Any
 from kcp_apiserver.registry.openapischema import OpenAPINode, OpenAPINodes, OpenAPITypeSchema
 from kcp_apiserver.registry.typeschema import RootDelegate
 
-_SOURCE = ("kubernetes-json-schema", "v1.32.0-local", "_definitions.json")
+_SCHEMAS_DIR = "kubernetes-json-schema"
+DEFAULT_RELEASE = "1.32"  # the release kcp's own built-in types are described by
+
+
+def _shipped_releases() -> tuple[str, ...]:
+    """The Kubernetes releases the wheel ships schemas for, oldest first ("1.25", ...)."""
+    found = []
+    for entry in importlib.resources.files("kubernetes_validate").joinpath(_SCHEMAS_DIR).iterdir():
+        name = entry.name
+        if name.startswith("v") and name.endswith(".0-local"):
+            major, _, minor = name[1:-len(".0-local")].partition(".")
+            if major.isdigit() and minor.isdigit():
+                found.append((int(major), int(minor)))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+
+
+RELEASES: tuple[str, ...] = _shipped_releases()
+
+
+def newest_release() -> str:
+    return RELEASES[-1] if RELEASES else DEFAULT_RELEASE
 V2_PREFIX = "#/definitions/"
 V3_PREFIX = "#/components/schemas/"
 _COMBINATORS = ("oneOf", "anyOf", "allOf")
 
 
-@functools.cache
-def definitions() -> dict[str, dict[str, Any]]:
-    """All built-in definitions in OpenAPI v2 form, keyed by kube's dotted name.
+def definitions(release: str = DEFAULT_RELEASE) -> dict[str, dict[str, Any]]:
+    """All built-in definitions of a Kubernetes release in OpenAPI v2 form, keyed by kube's dotted name.
 
     Shared by every caller: treat the result as read-only (deep copy to edit).
     """
-    source = importlib.resources.files("kubernetes_validate").joinpath(*_SOURCE)
+    return _definitions(release)
+
+
+@functools.cache  # keyed by the release alone: definitions() and definitions("1.32") are one load
+def _definitions(release: str) -> dict[str, dict[str, Any]]:
+    source = importlib.resources.files("kubernetes_validate").joinpath(_SCHEMAS_DIR, f"v{release}.0-local",
+                                                                       "_definitions.json")
     raw = json.loads(source.read_bytes())["$defs"]
     return {name: _to_v2(schema) for name, schema in raw.items()}
 
@@ -85,31 +110,31 @@ def _collapse_scalar_union(schema: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @functools.cache
-def _gvk_index() -> dict[tuple[str, str, str], str]:
+def _gvk_index(release: str) -> dict[tuple[str, str, str], str]:
     index: dict[tuple[str, str, str], str] = {}
-    for name, schema in definitions().items():
+    for name, schema in definitions(release).items():
         for gvk in schema.get("x-kubernetes-group-version-kind", []):
             index.setdefault((gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind", "")), name)
     return index
 
 
-def definition_for(group: str, version: str, kind: str) -> str | None:
+def definition_for(group: str, version: str, kind: str, release: str = DEFAULT_RELEASE) -> str | None:
     """The definition name of a group/version/kind, or None if no built-in schema describes it."""
-    found = _gvk_index().get((group, version, kind))
+    found = _gvk_index(release).get((group, version, kind))
     if found is not None:
         return found
     # No GVK extension: match `<...>.<group-segment>.<version>.<kind>` by name.
     segments = ("core", "meta") if not group else (group.split(".")[0],)
     suffix = f".{version}.{kind}"
     for segment in segments:
-        matches = [n for n in definitions() if n.endswith(suffix) and n[: -len(suffix)].endswith("." + segment)]
+        matches = [n for n in definitions(release) if n.endswith(suffix) and n[: -len(suffix)].endswith("." + segment)]
         if len(matches) == 1:
             return matches[0]
     return None
 
 
 @functools.cache
-def _refs(name: str) -> frozenset[str]:
+def _refs(name: str, release: str) -> frozenset[str]:
     found: set[str] = set()
 
     def walk(node: Any) -> None:
@@ -123,13 +148,13 @@ def _refs(name: str) -> frozenset[str]:
             for value in node:
                 walk(value)
 
-    walk(definitions().get(name, {}))
+    walk(definitions(release).get(name, {}))
     return frozenset(found)
 
 
-def closure(names: Iterable[str]) -> dict[str, dict[str, Any]]:
+def closure(names: Iterable[str], release: str = DEFAULT_RELEASE) -> dict[str, dict[str, Any]]:
     """The named definitions plus all they reference, transitively (shared dicts: do not edit)."""
-    defs = definitions()
+    defs = definitions(release)
     seen: set[str] = set()
     pending = [n for n in names if n in defs]
     while pending:
@@ -137,7 +162,7 @@ def closure(names: Iterable[str]) -> dict[str, dict[str, Any]]:
         if name in seen:
             continue
         seen.add(name)
-        pending.extend(r for r in _refs(name) if r in defs and r not in seen)
+        pending.extend(r for r in _refs(name, release) if r in defs and r not in seen)
     return {name: defs[name] for name in sorted(seen)}
 
 
@@ -159,17 +184,22 @@ def to_v3(defs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _nodes() -> OpenAPINodes:
-    return OpenAPINodes(definitions())
+def _nodes(release: str) -> OpenAPINodes:
+    return OpenAPINodes(definitions(release))
 
 
-@functools.cache
-def type_schema(name: str) -> OpenAPITypeSchema:
-    """The TypeSchema of a built-in definition: one per name, shared by every resource and logical cluster.
+def type_schema(name: str, release: str = DEFAULT_RELEASE) -> OpenAPITypeSchema:
+    """The TypeSchema of a built-in definition: one per (name, release), shared by every resource and
+    logical cluster.
 
     Cheap to ask for: the definitions load on the first walk, not here.
     """
-    return OpenAPITypeSchema(name, _nodes)
+    return _type_schema(name, release)
+
+
+@functools.cache
+def _type_schema(name: str, release: str) -> OpenAPITypeSchema:
+    return OpenAPITypeSchema(name, functools.partial(_nodes, release), release=release)
 
 
 class PatchMeta(RootDelegate):

@@ -422,7 +422,7 @@ class Registry:
             if _without_rv(new) == _without_rv(current.obj):
                 return current.obj  # a no-op write keeps its resourceVersion, as kube does
             if subresource != "status" or res.is_custom:
-                self._validate(res, new, current.obj)
+                self._validate(res, new, current.obj, subresource)
             await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
                                               subresource))
             if dry_run:
@@ -589,14 +589,19 @@ class Registry:
                                  "request")
         meta["namespace"] = namespace
 
-    def _validate(self, res: Resource, obj: Obj, old: Obj | None) -> None:
+    def _validate(self, res: Resource, obj: Obj, old: Obj | None, subresource: str = "") -> None:
         causes = validate_object_meta(obj["metadata"], namespaced=res.namespaced,
                                       name_is_dns_label=res.name_is_dns_label,
                                       name_is_path_segment=res.name_is_path_segment)
         if old is not None and not causes:
             causes += _immutable_meta(obj["metadata"], old["metadata"])
         strategy = strategy_of(res)
-        causes += strategy.validate(obj) if old is None else strategy.validate_update(obj, old)
+        if old is None:
+            causes += strategy.validate(obj)
+        elif subresource:
+            causes += strategy.validate_subresource_update(subresource, obj, old)
+        else:
+            causes += strategy.validate_update(obj, old)
         if causes:
             raise st.invalid(res.kind, obj["metadata"].get("name", ""), causes, res.group)
 

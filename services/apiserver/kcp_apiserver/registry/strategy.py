@@ -31,6 +31,10 @@ class Strategy:
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
         return self.validate(obj)
 
+    def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
+        """A write through a subresource other than status (a pod's binding sets what an update may not)."""
+        return self.validate_update(obj, old)
+
     def prepare_for_delete(self, obj: Obj) -> None:
         """The object as it becomes deleting, when finalizers hold it."""
 

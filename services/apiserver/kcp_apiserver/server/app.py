@@ -66,7 +66,8 @@ class APIServer:
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
                                                 is_ready=lambda: self.ready, live_checks=config.live_checks,
-                                                service_accounts=config.service_accounts, jwks_uri=config.jwks_uri)
+                                                service_accounts=config.service_accounts, jwks_uri=config.jwks_uri,
+                                                version=config.version)
         self.audit = AuditLog(config.audit_log_path) if config.audit_log_path else None
         self._plugins: list[object] = []
         self._running: list[Runnable] = []

@@ -7,16 +7,20 @@ import signal
 import socket
 import ssl
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import structlog
 from aiohttp import web
 
+from kcp_apiserver.apiextensions.reserved import ReservedGroups
 from kcp_apiserver.endpoints.base import WatchSettings
-from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
+from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.server.app import APIServer, RequestLimits
+from kcp_apiserver.server.config import ServerConfig
 from kcp_apiserver.server.connections import DeadlineSite
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
@@ -84,22 +88,52 @@ def service_account_tokens(args: APIServerSettings, creds: Credentials) -> Servi
                                 api_audiences=args.audiences)
 
 
-async def serve(args: APIServerSettings, endpoints: list[str], creds: Credentials, *, etcd_tls: TLSFiles | None,
-                controllers: bool, on_ready: Callable[[], None] | None = None,
-                live_checks: Mapping[str, Check] | None = None) -> None:
+@dataclass(frozen=True)
+class Backend:
+    """What a serving process is given: the etcd it talks to, the credentials, and its role."""
+
+    endpoints: list[str]
+    creds: Credentials
+    etcd_tls: TLSFiles | None
+    controllers: bool  # worker 0 takes part in the controllers' election; other workers do not
+    live_checks: Mapping[str, Check] | None = None
+
+
+ConfigBuilder = Callable[[Any, Backend], ServerConfig]  # (the settings, the backend) -> what to serve
+Published = Callable[[Any, str, Credentials], None]  # once serving: (the settings, its URL, creds) -> kubeconfigs
+
+
+def kcp_server_config(args: APIServerSettings, backend: Backend, *,
+                      reserved: ReservedGroups | None = None) -> ServerConfig:
+    """kcp's configuration from its flags (kcp-sim-cluster starts from it too, with its own `reserved`)."""
+    config = kcp_config(
+        backend.endpoints, backend.creds.admin_token, run_controllers=backend.controllers,
+        watch_cache_size=args.watch_cache_size, identity=f"{socket.gethostname()}:{args.secure_port}",
+        compaction_interval=args.compaction_interval, watch=watch_settings(args),
+        etcd_tls=backend.etcd_tls, live_checks=backend.live_checks,
+        service_accounts=service_account_tokens(args, backend.creds),
+        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path, reserved=reserved)
+    config.track_managed_fields = args.track_managed_fields
+    config.authenticators = [*config.authenticators, *token_file_authenticators(args)]
+    return config
+
+
+def watch_settings(args: APIServerSettings) -> WatchSettings:
+    return WatchSettings(bookmark_interval=args.watch_bookmark_interval, min_request_timeout=args.min_request_timeout)
+
+
+def token_file_authenticators(args: APIServerSettings) -> list[Authenticator]:
+    return [StaticTokenAuthenticator.from_file(args.token_auth_file)] if args.token_auth_file else []
+
+
+def write_admin_kubeconfig(args: APIServerSettings, url: str, creds: Credentials) -> None:
+    write_kubeconfig(Path(args.root_dir) / "admin.kubeconfig", url, creds)
+
+
+async def serve(args: APIServerSettings, config: ServerConfig, creds: Credentials, *,
+                on_ready: Callable[[], None] | None = None) -> None:
     """One serving process: the API server on the secure port until a signal arrives."""
-    server = APIServer(kcp_config(
-        endpoints, creds.admin_token, run_controllers=controllers, watch_cache_size=args.watch_cache_size,
-        identity=f"{socket.gethostname()}:{args.secure_port}",
-        compaction_interval=args.compaction_interval,
-        watch=WatchSettings(bookmark_interval=args.watch_bookmark_interval,
-                            min_request_timeout=args.min_request_timeout),
-        etcd_tls=etcd_tls, live_checks=live_checks, service_accounts=service_account_tokens(args, creds),
-        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path))
-    server.config.track_managed_fields = args.track_managed_fields
-    if args.token_auth_file:
-        server.config.authenticators = [*server.config.authenticators,
-                                        StaticTokenAuthenticator.from_file(args.token_auth_file)]
+    server = APIServer(config)
     limits = RequestLimits(max_requests_inflight=args.max_requests_inflight,
                            max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                            request_timeout=args.request_timeout)
@@ -149,22 +183,25 @@ def worker_argv(argv: list[str], endpoints: list[str], etcd_tls: TLSFiles | None
     return kept
 
 
-async def _start_workers(args: APIServerSettings, endpoints: list[str],
-                         etcd_tls: TLSFiles | None) -> list[asyncio.subprocess.Process]:
+async def _start_workers(args: APIServerSettings, endpoints: list[str], etcd_tls: TLSFiles | None,
+                         module: str) -> list[asyncio.subprocess.Process]:
     """Worker processes 1..n-1 share the port through SO_REUSEPORT; this process is worker 0."""
     workers = []
     for index in range(1, args.workers):
         workers.append(await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kcp_apiserver.server.cli", *worker_argv(sys.argv[1:], endpoints, etcd_tls, index)))
+            sys.executable, "-m", module, *worker_argv(sys.argv[1:], endpoints, etcd_tls, index)))
     return workers
 
 
-async def run(args: APIServerSettings) -> None:
+async def run(args: APIServerSettings, build: ConfigBuilder = kcp_server_config,
+              publish: Published = write_admin_kubeconfig, *, worker_module: str = "kcp_apiserver.server.cli") -> None:
+    """Credentials, the embedded etcd (unless --etcd-servers), the workers, then serve `build`'s config;
+    `publish` writes the kubeconfigs once the port answers. kcp-sim-cluster runs through here too."""
     root = Path(args.root_dir)  # made absolute by main(), before the loop starts
     creds = ensure_credentials(root, _hosts(args.bind_address, args.external_hostnames))
     endpoints, etcd_tls = args.etcd_endpoints, args.etcd_tls
     if args.worker_index:
-        await serve(args, endpoints, creds, etcd_tls=etcd_tls, controllers=False)
+        await serve(args, build(args, Backend(endpoints, creds, etcd_tls, controllers=False)), creds)
         return
     etcd: EmbeddedEtcd | None = None
     workers: list[asyncio.subprocess.Process] = []
@@ -175,17 +212,17 @@ async def run(args: APIServerSettings) -> None:
             await etcd.start()
             endpoints, etcd_tls = [etcd.endpoint], etcd_creds.client
         if args.workers > 1:
-            workers = await _start_workers(args, endpoints, etcd_tls)
+            workers = await _start_workers(args, endpoints, etcd_tls, worker_module)
 
         def ready() -> None:
             host = "127.0.0.1" if args.bind_address in ("0.0.0.0", "::", "") else args.bind_address
             url = f"https://{host}:{args.secure_port}"
-            kubeconfig = root / "admin.kubeconfig"
-            write_kubeconfig(kubeconfig, url, creds)
-            log.info("serving", url=url, kubeconfig=str(kubeconfig), etcd=",".join(endpoints), workers=args.workers)
+            publish(args, url, creds)
+            log.info("serving", url=url, root_dir=str(root), etcd=",".join(endpoints), workers=args.workers)
 
-        await serve(args, endpoints, creds, etcd_tls=etcd_tls, controllers=True, on_ready=ready,
-                    live_checks={"embedded-etcd": etcd.live} if etcd is not None else None)
+        backend = Backend(endpoints, creds, etcd_tls, controllers=True,
+                          live_checks={"embedded-etcd": etcd.live} if etcd is not None else None)
+        await serve(args, build(args, backend), creds, on_ready=ready)
     finally:
         for worker in workers:
             if worker.returncode is None:
@@ -196,17 +233,22 @@ async def run(args: APIServerSettings) -> None:
             await etcd.stop()
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_settings(APIServerSettings, argv, prog="kcp-apiserver")
-    args.root_dir = str(Path(args.root_dir).resolve())
-    configure_logging(args.log_level)
+def start_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """uvloop when installed (the `fast` extra), else asyncio's own loop."""
     try:
         import uvloop  # type: ignore[import-not-found]
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(run(args))
+    asyncio.run(main)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_settings(APIServerSettings, argv, prog="kcp-apiserver")
+    args.root_dir = str(Path(args.root_dir).resolve())
+    configure_logging(args.log_level)
+    start_event_loop(run(args))
 
 
 if __name__ == "__main__":

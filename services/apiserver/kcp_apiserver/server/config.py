@@ -75,3 +75,4 @@ class ServerConfig:
     service_accounts: ServiceAccountTokens | None = None  # TokenRequest and the issuer's OIDC documents
     jwks_uri: str = ""  # where the OIDC discovery document says the keys are
     audit_log_path: str = ""  # "": no audit; "-": standard output
+    version: Mapping[str, str] | None = None  # what /version answers (None: kcp's own)

@@ -110,13 +110,33 @@ class _BindServiceAccounts:
         pass
 
 
+def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
+    """CustomResourceDefinitions served: (the extension every replica runs, which follows CRDs into its
+    catalog; the leader's controller, which names them, marks them Established and deletes a deleted
+    CRD's objects). Both share one CRDServing."""
+    crds: list[CRDServing] = []
+
+    def follow_crds(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        cache = parts.caches.caches.get(CRD.prefix)
+        assert cache is not None, "the CRD watch cache starts before extensions"
+        crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
+        return _FollowCRDs(crds[-1])
+
+    def crd_controller(parts: ServerParts) -> Runnable:
+        return _CRDController(crds[-1])
+
+    return follow_crds, crd_controller
+
+
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
                watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
                live_checks: Mapping[str, Check] | None = None,
                system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
-               jwks_uri: str = "", audit_log_path: str = "") -> ServerConfig:
-    crds: list[CRDServing] = []  # one, shared by the follower in every replica and the leader's controller
+               jwks_uri: str = "", audit_log_path: str = "", reserved: ReservedGroups | None = None) -> ServerConfig:
+    """`reserved`: the groups no tenant's CRD may take (default: kcp's, but for `system_crds`)."""
+    follow_crds, crd_controller = crd_serving()
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
 
@@ -130,13 +150,6 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
     def follow_rbac(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
         return RBACFollowers(rbac, parts.storage, parts.caches, parts.registry)
-
-    def follow_crds(parts: ServerParts) -> Runnable:
-        assert parts.registry is not None
-        cache = parts.caches.caches.get(CRD.prefix)
-        assert cache is not None, "the CRD watch cache starts before extensions"
-        crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
-        return _FollowCRDs(crds[-1])
 
     # kube's order: client certificates, then bearer tokens
     authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
@@ -152,9 +165,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         authorizer=authorizer,
         answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
-        admission=[namespace_lifecycle, reserved_crds(ReservedGroups(system_crds=system_crds)), no_escalation],
+        admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
+                   no_escalation],
         extensions=extensions,
-        controllers=[lambda parts: _CRDController(crds[-1]), namespace_controller, serviceaccounts_controller,
+        controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
                      garbage_collector, aggregate_cluster_roles,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         service_accounts=service_accounts,

@@ -197,16 +197,21 @@ def ensure_etcd_credentials(root: Path) -> EtcdCredentials:
 
 def write_kubeconfig(path: Path, server: str, creds: Credentials) -> None:
     """admin (current), user (/clusters/user) and cross-cluster (/clusters/*) contexts, one token."""
+    write_contexts_kubeconfig(path, [("admin", server), ("user", f"{server}/clusters/user"),
+                                     ("cross-cluster", f"{server}/clusters/*")], creds)
+
+
+def write_contexts_kubeconfig(path: Path, contexts: list[tuple[str, str]], creds: Credentials) -> None:
+    """One context (and cluster entry) per (name, server URL), the first current; the admin token, the CA."""
     import base64
 
     ca_data = base64.b64encode(creds.ca_cert.read_bytes()).decode()
-    clusters = [("admin", server), ("user", f"{server}/clusters/user"), ("cross-cluster", f"{server}/clusters/*")]
     config = {
         "apiVersion": "v1", "kind": "Config", "preferences": {},
         "clusters": [{"name": n, "cluster": {"server": url, "certificate-authority-data": ca_data}}
-                     for n, url in clusters],
+                     for n, url in contexts],
         "users": [{"name": "admin", "user": {"token": creds.admin_token}}],
-        "contexts": [{"name": n, "context": {"cluster": n, "user": "admin"}} for n, _ in clusters],
-        "current-context": "admin",
+        "contexts": [{"name": n, "context": {"cluster": n, "user": "admin"}} for n, _ in contexts],
+        "current-context": contexts[0][0],
     }
     _write_private(path, yaml.safe_dump(config, sort_keys=False).encode())

@@ -1,0 +1,1 @@
+"""kcp-sim-cluster: a physical Kubernetes cluster simulated in one process, assembled from kcp's apiserver."""

@@ -1,0 +1,29 @@
+"""The API a simulated cluster serves: kube's workload types as built-in types, for one release."""
+
+from __future__ import annotations
+
+import functools
+
+from kcp_apiserver.apiextensions.crd import CRD
+from kcp_apiserver.registry.builtin import BUILTINS
+from kcp_apiserver.registry.builtin.declare import for_release
+from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
+from kcp_apiserver.registry.resource import Resource
+from kcp_sim_cluster.api import apps, batch, core, networking, policy
+
+
+@functools.cache
+def resources(release: str) -> tuple[Resource, ...]:
+    """Every built-in type of a simulated cluster, described by `release`'s schemas: kcp's own
+    (namespaces, configmaps, secrets, serviceaccounts, events, leases, RBAC and its reviews, CRDs) and the
+    workload types."""
+    return (*for_release((*BUILTINS, *REVIEWS, CRD), release), *core.resources(release), *apps.resources(release),
+            *batch.resources(release), *networking.resources(release), *policy.resources(release))
+
+
+def resource(release: str, group: str, plural: str) -> Resource:
+    """One of them, by group and plural (for the control plane and tests)."""
+    found = next((r for r in resources(release) if r.group == group and r.plural == plural), None)
+    if found is None:
+        raise LookupError(f"no {plural}.{group or 'core'} in Kubernetes {release}")
+    return found

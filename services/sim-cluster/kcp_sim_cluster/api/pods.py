@@ -1,0 +1,235 @@
+"""A pod's subresources beyond status: binding (the scheduler's write), eviction (a delete that
+respects PodDisruptionBudgets) and log (what `kubectl logs` reads).
+
+Log format: the simulated kubelet writes nothing anywhere, so a container's log is derived from its
+status: one line per start, `<container> started (image <image>, start <n>)`,
+each prefixed with its RFC 3339 time when `timestamps=true` (known for the current and the previous
+start; earlier starts show the pod's startTime). `previous=true` shows the log up to the previous start.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.selectors import LabelSelector
+from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
+from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_sim_cluster.api.strategy import member
+
+
+def _now() -> str:
+    from kcp_apiserver.registry.store import now_rfc3339
+
+    return now_rfc3339()
+
+
+# -- binding ------------------------------------------------------------------------------------
+
+async def bind(call: ActionCall) -> ActionResult:
+    """POST pods/NAME/binding: sets spec.nodeName and PodScheduled=True; 409 if the pod is already bound."""
+    body = call.body or {}
+    target = member(body, "target")
+    node = target.get("name") or ""
+    meta = member(body, "metadata")
+    if meta.get("name") and meta["name"] != call.name:
+        raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
+                             f"({call.name})")
+    if not node:
+        raise st.invalid("Binding", call.name, [st.Cause("FieldValueRequired", "Required value", "target.name")])
+    if target.get("kind") not in (None, "", "Node"):
+        raise st.invalid("Binding", call.name, [st.Cause("FieldValueNotSupported",
+                                                         f'Unsupported value: "{target["kind"]}": supported '
+                                                         'values: "Node"', "target.kind")])
+
+    def assign(pod: Obj) -> Obj:
+        spec = pod.setdefault("spec", {})
+        if pod["metadata"].get("deletionTimestamp"):
+            raise st.conflict("pods/binding", call.name, why=f"pod {call.name} is being deleted, cannot be "
+                                                             "assigned to a host")
+        if spec.get("nodeName"):
+            raise st.conflict("pods/binding", call.name, why=f"pod {call.name} is already assigned to node "
+                                                             f'"{spec["nodeName"]}"')
+        spec["nodeName"] = node
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and annotations:
+            pod["metadata"].setdefault("annotations", {}).update(annotations)
+        return pod
+
+    bound = await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, assign,
+                                      subresource="binding", dry_run=call.dry_run, ctx=call.ctx)
+
+    def scheduled(pod: Obj) -> Obj:
+        status = pod.setdefault("status", {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": _now()})
+        status["conditions"] = conditions
+        return pod
+
+    if not call.dry_run and bound:
+        await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, scheduled,
+                                  subresource="status", ctx=call.ctx)
+    return created()
+
+
+def created() -> ActionResult:
+    """What kube answers a binding or an eviction: 201 and a Success Status that carries the code."""
+    return ActionResult(201, {**st.success_status(), "code": 201})
+
+
+BINDING = Action("binding", ("create",), bind, ("", "v1", "Binding"))
+
+# -- eviction -----------------------------------------------------------------------------------
+
+
+def _ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _scaled(value: Any, total: int, *, round_up: bool) -> int:
+    """An IntOrString against a total (`25%` of 10 is 3 rounded up), as kube's GetScaledValueFromIntOrPercent."""
+    if isinstance(value, str) and value.endswith("%"):
+        percent = int(value[:-1] or 0)
+        scaled = percent * total
+        return -(-scaled // 100) if round_up else scaled // 100
+    return int(value or 0)
+
+
+def _too_many_requests(budget: str, message: str) -> st.APIError:
+    return st.APIError(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
+                       {"causes": [{"reason": "DisruptionBudget", "message": message}]})
+
+
+def eviction(pdbs: Resource) -> Action:
+    """POST pods/NAME/eviction (policy/v1 Eviction): deletes the pod unless a PodDisruptionBudget that
+    selects it would fall below its healthy minimum, which is kube's 429 TooManyRequests."""
+
+    async def evict(call: ActionCall) -> ActionResult:
+        body = call.body or {}
+        meta = member(body, "metadata")
+        if meta.get("name") and meta["name"] != call.name:
+            raise st.bad_request(f"name in URL does not match name in Eviction object ({meta['name']})")
+        pod = await call.registry.get(call.resource, call.cluster, call.namespace, call.name)
+        labels = pod["metadata"].get("labels") or {}
+        terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if not terminal and not pod["metadata"].get("deletionTimestamp"):
+            budgets = await call.registry.list(pdbs, call.cluster, call.namespace)
+            matching = [b for b in budgets.items
+                        if LabelSelector.from_dict((b.get("spec") or {}).get("selector") or {}).matches(labels)
+                        and (b.get("spec") or {}).get("selector") is not None]
+            if len(matching) > 1:
+                raise st.internal("This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                                  "does not support.")
+            if matching:
+                await _check_budget(call, matching[0], pod)
+        options = member(body, "deleteOptions")
+        preconditions = member(options, "preconditions") or None
+        await call.registry.delete(call.resource, call.cluster, call.namespace, call.name,
+                                   preconditions=preconditions, dry_run=call.dry_run, ctx=call.ctx)
+        return created()
+
+    return Action("eviction", ("create",), evict, ("policy", "v1", "Eviction"))
+
+
+async def _check_budget(call: ActionCall, budget: Obj, pod: Obj) -> None:
+    """The disruption controller's arithmetic, done at the moment of eviction: pods the budget selects,
+    how many of them are Ready, and how many must stay Ready."""
+    spec = budget.get("spec") or {}
+    selector = LabelSelector.from_dict(spec.get("selector") or {})
+    pods = await call.registry.list(call.resource, call.cluster, call.namespace)
+    selected = [p for p in pods.items if selector.matches(p["metadata"].get("labels") or {})
+                and not p["metadata"].get("deletionTimestamp")
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    expected = len(selected)
+    healthy = sum(1 for p in selected if _ready(p))
+    if spec.get("minAvailable") is not None:
+        desired = _scaled(spec["minAvailable"], expected, round_up=True)
+    elif spec.get("maxUnavailable") is not None:
+        desired = max(0, expected - _scaled(spec["maxUnavailable"], expected, round_up=True))
+    else:
+        desired = expected
+    name = budget["metadata"]["name"]
+    if not _ready(pod):
+        if healthy >= desired or spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
+            return  # an unhealthy pod may go while the budget is met, as kube's IfHealthyBudget
+    if healthy - desired <= 0:
+        raise _too_many_requests(name, f"The disruption budget {name} needs {desired} healthy pods and has "
+                                       f"{healthy} currently")
+
+
+# -- log ----------------------------------------------------------------------------------------
+
+
+def _container_names(pod: Obj) -> list[str]:
+    spec = pod.get("spec") or {}
+    return [c.get("name", "") for key in ("containers", "initContainers") for c in spec.get(key) or []]
+
+
+def _start_times(status: Obj, pod_start: str, starts: int) -> list[str]:
+    """The start time of each of a container's `starts` starts, oldest first, as far as its status tells:
+    the current instance's and the previous one's are known, earlier ones show the pod's start."""
+    state = status.get("state") or {}
+    current = (state.get("running") or {}).get("startedAt") or (state.get("terminated") or {}).get("startedAt")
+    previous = ((status.get("lastState") or {}).get("terminated") or {}).get("startedAt")
+    known = [t for t in (previous, current) if t]
+    times = [pod_start] * max(starts - len(known), 0) + known
+    return times[-starts:] if starts else []
+
+
+def pod_log_lines(pod: Obj, container: str, *, previous: bool = False) -> list[tuple[str, str]]:
+    """(time, line) for every start of `container`, oldest first."""
+    statuses = [*((pod.get("status") or {}).get("containerStatuses") or []),
+                *((pod.get("status") or {}).get("initContainerStatuses") or [])]
+    status = next((s for s in statuses if s.get("name") == container), None)
+    started = status is not None and (status.get("state", {}).get("running") or status.get("state", {})
+                                      .get("terminated") or int(status.get("restartCount") or 0))
+    if not started:
+        reason = ((status or {}).get("state", {}).get("waiting") or {}).get("reason") or "ContainerCreating"
+        raise st.bad_request(f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
+                             f"{reason}")
+    assert status is not None
+    restarts = int(status.get("restartCount") or 0)
+    waiting = bool(status.get("state", {}).get("waiting"))
+    starts = restarts if waiting else restarts + 1  # restartCount counts the instances that ended
+    if previous:
+        if restarts == 0:
+            raise st.bad_request(f'previous terminated container "{container}" in pod '
+                                 f'"{pod["metadata"]["name"]}" not found')
+        starts = restarts  # up to the instance before the current (or the one a back-off waits after)
+    total = restarts if waiting else restarts + 1
+    times = _start_times(status, (pod.get("status") or {}).get("startTime") or pod["metadata"].get(
+        "creationTimestamp", ""), total)
+    image = status.get("image") or next((c.get("image", "") for key in ("containers", "initContainers")
+                                         for c in (pod.get("spec") or {}).get(key) or []
+                                         if c.get("name") == container), "")
+    return [(times[n], f"{container} started (image {image}, start {n + 1})")
+            for n in range(starts)]
+
+
+async def read_log(call: ActionCall) -> ActionResult:
+    pod = await call.registry.get(call.resource, call.cluster, call.namespace, call.name)
+    names = _container_names(pod)
+    container = call.query.get("container", "")
+    if not container:
+        regular = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+        if len(regular) != 1:
+            raise st.bad_request(f"a container name must be specified for pod {call.name}, choose one of: "
+                                 f"[{' '.join(regular)}]")
+        container = regular[0]
+    elif container not in names:
+        raise st.bad_request(f"container {container} is not valid for pod {call.name}")
+    lines = pod_log_lines(pod, container, previous=call.query.get("previous") == "true")
+    tail = call.query.get("tailLines", "")
+    if tail.isdigit():
+        lines = lines[-int(tail):] if int(tail) else []
+    stamped = call.query.get("timestamps") == "true"
+    text = "".join(f"{when} {line}\n" if stamped else f"{line}\n" for when, line in lines)
+    limit = call.query.get("limitBytes", "")
+    if limit.isdigit() and int(limit):
+        text = text[: int(limit)]
+    return ActionResult(200, text=text)
+
+
+LOG = Action("log", ("get",), read_log, ("", "v1", "Pod"))

@@ -1,0 +1,216 @@
+"""kube's validation rules that matter for workloads, with kube's field paths and wording: selectors
+that must match their template's labels, fields that are immutable, pod templates and services.
+
+Values are rendered as kube's field errors print them (`%#v` of Go's types where kube prints those).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from kcp_apiserver.apimachinery.selectors import LabelSelector
+from kcp_apiserver.apimachinery.status import APIError, Cause
+from kcp_apiserver.apimachinery.validation import (
+    forbidden,
+    invalid,
+    required,
+    validate_dns_label,
+    validate_labels,
+)
+from kcp_apiserver.registry.resource import Obj
+from kcp_sim_cluster.api.strategy import member
+
+IMMUTABLE = "field is immutable"
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
+
+
+def _quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def go_string_map(labels: Any) -> str:
+    """Go's %#v of a map[string]string: keys sorted, `map[string]string{"a":"b", "c":"d"}`."""
+    if not labels:
+        return "map[string]string(nil)"
+    return "map[string]string{" + ", ".join(f"{_quote(k)}:{_quote(str(v))}" for k, v in sorted(labels.items())) + "}"
+
+
+def go_label_selector(selector: Any) -> str:
+    """Go's %#v of a *metav1.LabelSelector, as kube prints an immutable or empty selector."""
+    selector = selector if isinstance(selector, dict) else {}
+    exprs = selector.get("matchExpressions") or []
+    if exprs:
+        rendered = ", ".join(
+            "v1.LabelSelectorRequirement{Key:" + _quote(str(e.get("key", ""))) + ", Operator:"
+            + _quote(str(e.get("operator", ""))) + ", Values:"
+            + ("[]string{" + ", ".join(_quote(str(v)) for v in e.get("values") or []) + "}"
+               if e.get("values") else "[]string(nil)") + "}" for e in exprs)
+        expressions = "[]v1.LabelSelectorRequirement{" + rendered + "}"
+    else:
+        expressions = "[]v1.LabelSelectorRequirement(nil)"
+    return (f"v1.LabelSelector{{MatchLabels:{go_string_map(selector.get('matchLabels'))}, "
+            f"MatchExpressions:{expressions}}}")
+
+
+def raw_invalid(field: str, rendered: str, detail: str) -> Cause:
+    """An Invalid cause whose value is already rendered (Go's %#v)."""
+    return Cause("FieldValueInvalid", f"Invalid value: {rendered}: {detail}", field)
+
+
+def unsupported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
+    values = ", ".join(_quote(s) for s in supported)
+    return Cause("FieldValueNotSupported", f"Unsupported value: {_quote(str(value))}: supported values: {values}",
+                 field)
+
+
+def _non_negative(field: str, value: Any) -> list[Cause]:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        return [invalid(field, value, "must be greater than or equal to 0")]
+    return []
+
+
+PERCENT = re.compile(r"^[0-9]+%$")
+PERCENT_MESSAGE = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or "
+                   "'93%', regex used for validation is '[0-9]+%')")
+
+
+def int_or_percent(field: str, value: Any, *, at_most_100: bool = False) -> list[Cause]:
+    """kube's ValidatePositiveIntOrPercent (and IsNotMoreThan100Percent where asked)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if not PERCENT.match(value):
+            return [invalid(field, value, PERCENT_MESSAGE)]
+        if at_most_100 and int(value[:-1]) > 100:
+            return [invalid(field, value, "must not be greater than 100%")]
+        return []
+    return _non_negative(field, value)
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+# -- pod specs ----------------------------------------------------------------------------------
+
+def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTART_POLICIES) -> list[Cause]:
+    """The rules a syncer's copies must pass: containers present and named, images set, the restart
+    policy one the owner allows, names unique."""
+    if not isinstance(spec, dict):
+        return [required(field)]
+    causes: list[Cause] = []
+    containers = spec.get("containers")
+    if not containers:
+        causes.append(required(f"{field}.containers"))
+    seen: set[str] = set()
+    for key in ("initContainers", "containers"):
+        for i, c in enumerate(_dicts(spec.get(key))):
+            path = f"{field}.{key}[{i}]"
+            name = c.get("name")
+            if not name:
+                causes.append(required(f"{path}.name"))
+            else:
+                causes += [invalid(f"{path}.name", name, msg) for msg in validate_dns_label(str(name))]
+                if name in seen:
+                    causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_quote(str(name))}",
+                                        f"{path}.name"))
+                seen.add(str(name))
+            if not c.get("image"):
+                causes.append(required(f"{path}.image"))
+            for j, port in enumerate(_dicts(c.get("ports"))):
+                number = port.get("containerPort")
+                if isinstance(number, int) and not 0 < number < 65536:
+                    causes.append(invalid(f"{path}.ports[{j}].containerPort", number,
+                                          "must be between 1 and 65535, inclusive"))
+                if port.get("protocol") not in (None, *PROTOCOLS):
+                    causes.append(unsupported(f"{path}.ports[{j}].protocol", port.get("protocol"), PROTOCOLS))
+    policy = spec.get("restartPolicy")
+    if policy not in restart_policies:
+        if policy and restart_policies == RESTART_POLICIES:
+            causes.append(unsupported(f"{field}.restartPolicy", policy, restart_policies))
+        elif policy:
+            causes.append(unsupported(f"{field}.restartPolicy", policy, restart_policies))
+        else:
+            causes.append(required(f"{field}.restartPolicy"))
+    causes += _non_negative(f"{field}.terminationGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
+    return causes
+
+
+def pod_template(template: Any, field: str, *, restart_policies: tuple[str, ...] = ("Always",)) -> list[Cause]:
+    if not isinstance(template, dict):
+        return [required(field)]
+    meta = member(template, "metadata")
+    causes = validate_labels(meta.get("labels"), f"{field}.metadata.labels")
+    return causes + pod_spec(template.get("spec"), f"{field}.spec", restart_policies=restart_policies)
+
+
+def _selector(selector: Any, field: str, kind: str) -> tuple[LabelSelector | None, list[Cause]]:
+    if not isinstance(selector, dict):
+        return None, [required(field)]
+    try:
+        parsed = LabelSelector.from_dict(selector)
+    except APIError as exc:
+        return None, [invalid(field, selector, exc.message)]
+    causes = validate_labels(selector.get("matchLabels"), f"{field}.matchLabels")
+    if parsed.empty:
+        causes.append(raw_invalid(field, go_label_selector(selector), f"empty selector is invalid for {kind}"))
+    return parsed, causes
+
+
+def selector_and_template(spec: Obj, kind: str, *, template_key: str = "template",
+                          restart_policies: tuple[str, ...] = ("Always",)) -> list[Cause]:
+    """A workload's selector is required, not empty, and selects its own template's labels."""
+    selector, causes = _selector(spec.get("selector"), "spec.selector", kind)
+    template = spec.get(template_key)
+    causes += pod_template(template, f"spec.{template_key}", restart_policies=restart_policies)
+    labels = ((template or {}).get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if selector is not None and not selector.empty and not selector.matches(labels or {}):
+        causes.append(raw_invalid(f"spec.{template_key}.metadata.labels", go_string_map(labels),
+                                  "`selector` does not match template `labels`"))
+    return causes
+
+
+def immutable_selector(spec: Obj, old_spec: Obj) -> list[Cause]:
+    if spec.get("selector") != old_spec.get("selector"):
+        return [raw_invalid("spec.selector", go_label_selector(spec.get("selector")), IMMUTABLE)]
+    return []
+
+
+def replicas(spec: Obj) -> list[Cause]:
+    return _non_negative("spec.replicas", spec.get("replicas"))
+
+
+# -- pods ---------------------------------------------------------------------------------------
+
+POD_UPDATE_FORBIDDEN = ("pod updates may not change fields other than `spec.containers[*].image`,"
+                        "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
+                        "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
+                        "(allow it to be set to 1 if it was previously negative)")
+
+
+def _without_mutable(spec: Obj) -> Obj:
+    out = dict(spec)
+    for key in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"):
+        out.pop(key, None)
+    for key in ("containers", "initContainers"):
+        if isinstance(out.get(key), list):
+            out[key] = [{k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c
+                        for c in out[key]]
+    return out
+
+
+def pod_update(spec: Obj, old_spec: Obj) -> list[Cause]:
+    """Only images, activeDeadlineSeconds, added tolerations and a negative grace period may change.
+    A pod's nodeName is set once, by binding (or at creation)."""
+    if _without_mutable(spec) != _without_mutable(old_spec):
+        return [forbidden("spec", POD_UPDATE_FORBIDDEN)]
+    old_tolerations = old_spec.get("tolerations") or []
+    tolerations = spec.get("tolerations") or []
+    if any(t not in tolerations for t in old_tolerations):
+        return [forbidden("spec.tolerations", "existing toleration can not be modified except its "
+                                             "tolerationSeconds")]
+    return []

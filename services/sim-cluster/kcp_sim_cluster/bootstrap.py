@@ -1,0 +1,92 @@
+"""What kube-apiserver's bootstrap controller makes in a cluster before anyone writes: the system
+namespaces (the logical cluster's birth) and the `default/kubernetes` Service, with the first address
+of the service CIDR, and its Endpoints and EndpointSlice naming the API server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+
+from kcp_apiserver.apimachinery.status import APIError
+from kcp_apiserver.registry.store import Registry
+from kcp_apiserver.server.config import ServerParts
+from kcp_sim_cluster.api import resource
+from kcp_sim_cluster.api.serviceips import SERVICE_CIDR
+
+log = structlog.get_logger("kcp-sim-cluster")
+
+KUBERNETES = "kubernetes"
+LABELS = {"component": "apiserver", "provider": "kubernetes"}
+
+
+def kubernetes_objects(address: str, port: int) -> list[tuple[str, str, dict[str, Any]]]:
+    """(group, plural, object) of the `kubernetes` Service and its endpoints, as kube-apiserver writes them."""
+    https = {"name": "https", "port": port, "protocol": "TCP"}
+    return [
+        ("", "services", {
+            "apiVersion": "v1", "kind": "Service", "metadata": {"name": KUBERNETES, "labels": dict(LABELS)},
+            "spec": {"clusterIP": str(SERVICE_CIDR.network_address + 1), "type": "ClusterIP",
+                     "sessionAffinity": "None",
+                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}),
+        ("", "endpoints", {
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": KUBERNETES, "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [{"addresses": [{"ip": address}], "ports": [https]}]}),
+        ("discovery.k8s.io", "endpointslices", {
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": KUBERNETES, "labels": {"kubernetes.io/service-name": KUBERNETES,
+                                                        "endpointslice.kubernetes.io/managed-by":
+                                                            "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4", "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+            "ports": [https]}),
+    ]
+
+
+class ClusterBootstrap:
+    """Every simulated cluster exists from the start, as a real cluster's apiserver makes it before
+    anyone writes (a logical cluster is otherwise born on its first write)."""
+
+    def __init__(self, parts: ServerParts, release: str, clusters: tuple[str, ...], address: str,
+                 port: int) -> None:
+        assert parts.registry is not None
+        self.registry: Registry = parts.registry
+        self.release = release
+        self.clusters = clusters
+        self.address = address
+        self.port = port
+
+    async def start(self) -> None:
+        for cluster in self.clusters:
+            await self._retry(cluster, self._bootstrap)
+
+    async def _bootstrap(self, cluster: str) -> None:
+        await self.registry.ensure_cluster(cluster)
+        for group, plural, obj in kubernetes_objects(self.address, self.port):
+            res = resource(self.release, group, plural)
+            try:
+                await self.registry.get(res, cluster, "default", KUBERNETES)
+            except APIError as exc:
+                if exc.code != 404:
+                    raise
+                try:
+                    await self.registry.create(res, cluster, "default", obj)
+                except APIError as created:
+                    if created.code != 409:  # another replica made it first
+                        raise
+
+    @staticmethod
+    async def _retry(cluster: str, step: Any) -> None:
+        while True:
+            try:
+                await step(cluster)
+                return
+            except APIError as exc:
+                if exc.code not in (500, 503, 504):
+                    raise
+                log.warning("etcd unavailable at startup, retrying", cluster=cluster)
+                await asyncio.sleep(1.0)
+
+    async def stop(self) -> None:
+        return None

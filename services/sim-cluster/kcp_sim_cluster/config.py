@@ -1,0 +1,54 @@
+"""The simulated cluster's `ServerConfig`: kcp's own (who may call, RBAC, admission, CRDs, the
+apiserver's controllers) serving kube's workload API of one release, with Service IP allocation,
+the clusters' bootstrap and the simulated control plane added."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from kcp_apiserver.apiextensions.reserved import ReservedGroups
+from kcp_apiserver.endpoints.nonresource import version_info
+from kcp_apiserver.server.cli import Backend, kcp_server_config
+from kcp_apiserver.server.config import AdmissionFactory, ServerConfig, ServerParts
+from kcp_sim_cluster.api import resource, resources
+from kcp_sim_cluster.api.serviceips import ServiceIPs
+from kcp_sim_cluster.bootstrap import ClusterBootstrap
+from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
+from kcp_sim_cluster.settings import SimClusterSettings
+
+
+def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...]) -> ControlPlaneOptions:
+    return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
+                               eviction_toleration=args.eviction_toleration, clusters=clusters)
+
+
+def service_ips(release: str) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> ServiceIPs:
+        plugin = ServiceIPs(parts.storage, await parts.caches.get(resource(release, "", "services")))
+        await plugin.start()
+        return plugin
+    return build
+
+
+def advertise_address(args: SimClusterSettings) -> str:
+    """The address the `kubernetes` Service's endpoints name: where this server listens."""
+    return args.bind_address if args.bind_address not in ("", "0.0.0.0", "::") else "127.0.0.1"
+
+
+def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tuple[str, ...]) -> ServerConfig:
+    """kcp's configuration (identities, RBAC, CRDs, the namespace, service-account and garbage-collection
+    controllers, compaction) with a cluster's API in place of kcp's: `logical_clusters` are where the
+    simulated clusters live (the default logical cluster for one)."""
+    base = kcp_server_config(args, backend, reserved=ReservedGroups(groups=()))  # CRDs may take kcp.io too
+    options = control_plane_options(args, logical_clusters)
+    bootstrap = functools.partial(ClusterBootstrap, release=args.release, clusters=logical_clusters,
+                                  address=advertise_address(args), port=args.secure_port)
+    return dataclasses.replace(
+        base,
+        resources=resources(args.release),
+        admission=[*base.admission, service_ips(args.release)],
+        extensions=[*base.extensions, bootstrap],
+        controllers=[*base.controllers, *control_plane(options)],
+        version=version_info(args.release, "+sim"),
+    )

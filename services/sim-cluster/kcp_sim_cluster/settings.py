@@ -1,0 +1,93 @@
+"""kcp-sim-cluster's settings: the apiserver's serving flags plus the simulated cluster's shape.
+
+Every option is a `--flag` and a `KCP_SIM_CLUSTER_*` environment variable; `--help` is written from here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from kcp_apiserver.registry.schemas import RELEASES, newest_release
+from kcp_apiserver.server.settings import APIServerSettings
+from kcpcommon.settings import settings_config
+
+CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class SimClusterSettings(APIServerSettings):
+    """A simulated physical Kubernetes cluster: kube's workload API with simulated nodes, scheduler and kubelets."""
+
+    model_config = settings_config("kcp-sim-cluster")
+
+    root_dir: str = Field(".kcp-sim", description="directory for admin.kubeconfig (and <name>.kubeconfig per "
+                                                  "cluster with --clusters), TLS material and the embedded "
+                                                  "etcd's data; a restart on the same directory keeps everything")
+    name: str = Field("sim", description="the cluster's name: its kubeconfig's context and cluster name; with "
+                                         "--clusters N the clusters are <name>-1 .. <name>-N")
+    clusters: int = Field(1, ge=1, le=10_000, description="simulated clusters served by this process, each a "
+                                                         "logical cluster /clusters/<name>-<i> with its own "
+                                                         "nodes and controllers and DIR/<name>-<i>.kubeconfig; "
+                                                         "1: one cluster, served at the root URL")
+    nodes: int = Field(3, ge=0, description="Node objects per simulated cluster")
+    node_capacity: str = Field("cpu=4,memory=16Gi,pods=110", description="each node's capacity and allocatable, "
+                                                                         "as comma-separated resource=quantity")
+    ready_delay: float = Field(1.0, ge=0, description="seconds from a pod's containers starting to the pod "
+                                                      "being Ready")
+    eviction_toleration: float = Field(300.0, ge=0, description="seconds the pods of a NotReady node stay "
+                                                                "before they are evicted, as kube's default "
+                                                                "not-ready toleration")
+    kubernetes_version: str = Field("", description="Kubernetes release whose API schemas are served and "
+                                                    "reported by /version, as MAJOR.MINOR; empty: the newest "
+                                                    f"shipped ({', '.join(RELEASES)})")
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not CLUSTER_NAME.match(value) or len(value) > 50:
+            raise ValueError(f"--name {value!r} must be a DNS label of at most 50 characters")
+        return value
+
+    @field_validator("node_capacity")
+    @classmethod
+    def _capacity(cls, value: str) -> str:
+        parse_capacity(value)
+        return value
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _release(cls, value: str) -> str:
+        value = value.strip().removeprefix("v")
+        release = ".".join(value.split(".")[:2])
+        if value and release not in RELEASES:
+            raise ValueError(f"--kubernetes-version {value!r} is not one of {', '.join(RELEASES)}")
+        return release
+
+    @property
+    def release(self) -> str:
+        return self.kubernetes_version or newest_release()
+
+    @property
+    def capacity(self) -> dict[str, str]:
+        return parse_capacity(self.node_capacity)
+
+    @property
+    def cluster_names(self) -> tuple[str, ...]:
+        """The simulated clusters' names (one: the --name itself)."""
+        if self.clusters == 1:
+            return (self.name,)
+        return tuple(f"{self.name}-{i}" for i in range(1, self.clusters + 1))
+
+
+def parse_capacity(text: str) -> dict[str, str]:
+    """`cpu=4,memory=16Gi,pods=110` as a mapping; every item must be resource=quantity."""
+    capacity: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"--node-capacity item {item!r} is not resource=quantity")
+        capacity[key.strip()] = value.strip()
+    return capacity

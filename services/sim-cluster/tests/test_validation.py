@@ -1,0 +1,120 @@
+"""kube's validation wording for the rules that matter to workloads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcp_sim_cluster.api import apps, batch, core, defaults, policy
+from kcp_sim_cluster.api import validation as v
+
+
+def deployment(labels: dict[str, str], selector: Any) -> dict[str, Any]:
+    obj = {"metadata": {"name": "d"}, "spec": {"selector": selector, "template": {
+        "metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    defaults.deployment(obj)
+    return obj
+
+
+def messages(causes: list[Any]) -> list[str]:
+    return [f"{c.field}: {c.message}" for c in causes]
+
+
+def test_go_renderings_are_kubes() -> None:
+    assert v.go_string_map({"b": "2", "a": "1"}) == 'map[string]string{"a":"1", "b":"2"}'
+    assert v.go_string_map({}) == "map[string]string(nil)"
+    assert v.go_label_selector({"matchLabels": {"app": "x"}}) == (
+        'v1.LabelSelector{MatchLabels:map[string]string{"app":"x"}, '
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}")
+
+
+def test_the_selector_must_match_the_template_labels() -> None:
+    causes = apps.validate_deployment(deployment({"app": "two"}, {"matchLabels": {"app": "one"}}))
+    assert messages(causes) == ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"two"}: '
+                                "`selector` does not match template `labels`"]
+    assert apps.validate_deployment(deployment({"app": "one", "tier": "x"}, {"matchLabels": {"app": "one"}})) == []
+
+
+def test_an_empty_or_missing_selector_is_refused() -> None:
+    assert messages(apps.validate_deployment(deployment({"app": "x"}, None))) == ["spec.selector: Required value"]
+    assert messages(apps.validate_deployment(deployment({"app": "x"}, {}))) == [
+        "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"]
+
+
+def test_the_deployment_selector_is_immutable() -> None:
+    old = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
+    new = deployment({"app": "y"}, {"matchLabels": {"app": "y"}})
+    assert messages(apps._selector_fixed(new, old)) == [
+        'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"y"}, '
+        "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"]
+
+
+def test_a_deployment_template_must_restart_always_and_have_containers() -> None:
+    obj = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
+    obj["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    obj["spec"]["template"]["spec"]["containers"] = []
+    assert messages(apps.validate_deployment(obj)) == [
+        "spec.template.spec.containers: Required value",
+        'spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"']
+
+
+def test_negative_replicas_are_refused() -> None:
+    obj = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
+    obj["spec"]["replicas"] = -1
+    assert messages(apps.validate_deployment(obj)) == [
+        "spec.replicas: Invalid value: -1: must be greater than or equal to 0"]
+
+
+def test_a_job_template_is_immutable() -> None:
+    job = {"metadata": {"name": "j", "uid": "u"}, "spec": {"template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "a"}]}}}}
+    batch.generate_selector(job)
+    changed = {**job, "spec": {**job["spec"], "template": {"metadata": job["spec"]["template"]["metadata"], "spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "b"}]}}}}
+    causes = batch.validate_job_update(changed, job)
+    assert [c.field for c in causes] == ["spec.template"]
+    assert causes[0].message.endswith("field is immutable")
+
+
+def test_a_pod_spec_may_only_change_images() -> None:
+    old = {"containers": [{"name": "c", "image": "a"}], "restartPolicy": "Always"}
+    assert core.validate_pod_update({"spec": {**old, "containers": [{"name": "c", "image": "b"}]}},
+                                    {"spec": old}) == []
+    causes = core.validate_pod_update({"spec": {**old, "nodeName": "n"}}, {"spec": old})
+    assert [c.field for c in causes] == ["spec"]
+    assert causes[0].message.startswith("Forbidden: pod updates may not change fields other than")
+
+
+def test_a_service_needs_ports_named_when_several() -> None:
+    svc = {"spec": {"type": "ClusterIP", "sessionAffinity": "None",
+                    "ports": [{"port": 80, "protocol": "TCP"}, {"port": 443, "protocol": "TCP"}]}}
+    assert messages(core.validate_service(svc)) == ["spec.ports[0].name: Required value",
+                                                    "spec.ports[1].name: Required value"]
+    assert messages(core.validate_service({"spec": {"type": "Magic", "sessionAffinity": "None", "ports": []}})) == [
+        'spec.type: Unsupported value: "Magic": supported values: "ClusterIP", "ExternalName", "LoadBalancer", '
+        '"NodePort"', "spec.ports: Required value"]
+
+
+def test_a_budget_takes_one_of_min_available_and_max_unavailable() -> None:
+    assert policy.validate_budget({"spec": {"minAvailable": 1, "maxUnavailable": 1}})
+    assert policy.validate_budget({"spec": {"minAvailable": "50%"}}) == []
+
+
+def test_a_service_name_is_a_dns_1035_label() -> None:
+    svc = {"metadata": {"name": "1st"}, "spec": {"type": "ClusterIP", "sessionAffinity": "None",
+                                                 "ports": [{"port": 80, "protocol": "TCP"}]}}
+    assert messages(core.validate_service(svc)) == [
+        'metadata.name: Invalid value: "1st": a DNS-1035 label must consist of lower case alphanumeric characters '
+        "or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+        "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"]
+
+
+def test_rolling_update_amounts_are_counts_or_percents() -> None:
+    obj = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
+    obj["spec"]["strategy"]["rollingUpdate"] = {"maxSurge": "50", "maxUnavailable": "120%"}
+    assert messages(apps.validate_deployment(obj)) == [
+        'spec.strategy.rollingUpdate.maxUnavailable: Invalid value: "120%": must not be greater than 100%',
+        'spec.strategy.rollingUpdate.maxSurge: Invalid value: "50": a valid percent string must be a numeric '
+        "string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
+    assert messages(policy.validate_budget({"spec": {"minAvailable": -1}})) == [
+        "spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]

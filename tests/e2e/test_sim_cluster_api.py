@@ -1,0 +1,584 @@
+"""kcp-sim-cluster's API with the real kubectl: kube's workload types served as built-ins, with kube's
+defaults, validation (422s, nothing stored), columns, OpenAPI, clusterIP allocation, the pod
+subresources, releases, several clusters in one process, and a restart that keeps everything."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import ssl
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kcp_process import KcpServer, free_port, run_kubectl, sim_cluster_command, sim_cluster_env
+
+NEWEST_ONLY_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: nginx}]
+"""
+
+EVERY_TYPE = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: nginx, image: nginx, ports: [{containerPort: 80}]}]
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs}
+spec:
+  selector: {matchLabels: {app: rs}}
+  template:
+    metadata: {labels: {app: rs}}
+    spec: {containers: [{name: c, image: "busybox:1.36"}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c, image: postgres}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: c, image: agent}]}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox, command: [echo, hi]}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: c, image: busybox}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: manual}
+subsets: [{addresses: [{ip: 10.1.0.5}], ports: [{port: 80}]}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: manual-abc, labels: {kubernetes.io/service-name: manual}}
+addressType: IPv4
+endpoints: [{addresses: [10.1.0.5]}]
+ports: [{port: 80}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: conf}
+data: {k: v}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: front}
+spec:
+  rules:
+  - host: example.com
+    http:
+      paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: node-1}
+spec: {holderIdentity: node-1, leaseDurationSeconds: 40}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: manual-node}
+"""
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, labels: {labels}}}
+spec:
+  containers: [{{name: app, image: "registry.example/app:1.0"}}]
+"""
+
+
+def sim(root: Path, *args: str) -> KcpServer:
+    return KcpServer(root, free_port(), ["--nodes", "0", *args], command=sim_cluster_command(), env=sim_cluster_env())
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
+    server = sim(tmp_path_factory.mktemp("sim-api"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def kubectl(server: KcpServer, *args: str, **kwargs: Any) -> str:
+    return run_kubectl(server, *args, **kwargs).stdout
+
+
+def get(server: KcpServer, *what: str, **kwargs: Any) -> Any:
+    return json.loads(kubectl(server, "get", *what, "-o", "json", **kwargs))
+
+
+def fails(server: KcpServer, *args: str, input_text: str | None = None, **kwargs: Any) -> str:
+    result = run_kubectl(server, *args, input_text=input_text, check=False, **kwargs)
+    assert result.returncode != 0, result.stdout
+    return result.stderr
+
+
+def raw(server: KcpServer, path: str, body: Any = None, *, kubeconfig: Path | None = None) -> tuple[int, Any]:
+    """A request with the admin token, for what kubectl has no verb for; (status, decoded body)."""
+    config = yaml.safe_load((kubeconfig or server.kubeconfig).read_text())
+    base = config["clusters"][0]["cluster"]["server"]
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(base + path, data=data, method="POST" if body is not None else "GET",
+                                     headers={"Authorization": f"Bearer {server.token}",
+                                              "Content-Type": "application/json"})
+    context = ssl.create_default_context(cafile=str(server.root / "ca.crt"))
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as resp:
+            text = resp.read().decode()
+            return resp.status, (json.loads(text) if resp.headers.get_content_type() == "application/json" else text)
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read().decode())
+
+
+def namespace(server: KcpServer, name: str) -> str:
+    kubectl(server, "create", "namespace", name)
+    return name
+
+
+# -- every type, with kube's defaults -----------------------------------------------------------
+
+
+def test_every_workload_type_is_created_from_yaml_with_kubes_defaults(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "every")
+    out = kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=EVERY_TYPE)
+    for created in ("deployment.apps/web", "replicaset.apps/rs", "statefulset.apps/db", "daemonset.apps/agent",
+                    "job.batch/once", "cronjob.batch/tick", "service/web", "endpoints/manual",
+                    "endpointslice.discovery.k8s.io/manual-abc", "persistentvolumeclaim/data", "configmap/conf",
+                    "secret/creds", "serviceaccount/robot", "ingress.networking.k8s.io/front",
+                    "poddisruptionbudget.policy/web", "lease.coordination.k8s.io/node-1", "node/manual-node"):
+        assert f"{created} created" in out
+
+    deploy = get(cluster, "-n", ns, "deployment", "web")["spec"]
+    assert deploy["replicas"] == 1
+    assert deploy["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%",
+                                                                            "maxSurge": "25%"}}
+    assert (deploy["revisionHistoryLimit"], deploy["progressDeadlineSeconds"]) == (10, 600)
+    pod_spec = deploy["template"]["spec"]
+    assert (pod_spec["restartPolicy"], pod_spec["dnsPolicy"], pod_spec["terminationGracePeriodSeconds"],
+            pod_spec["schedulerName"]) == ("Always", "ClusterFirst", 30, "default-scheduler")
+    container = pod_spec["containers"][0]
+    assert container["imagePullPolicy"] == "Always"  # no tag
+    assert (container["terminationMessagePath"], container["terminationMessagePolicy"]) == (
+        "/dev/termination-log", "File")
+    assert container["ports"][0]["protocol"] == "TCP"
+    rs = get(cluster, "-n", ns, "replicaset", "rs")["spec"]
+    assert rs["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"  # a tag
+    sts = get(cluster, "-n", ns, "statefulset", "db")["spec"]
+    assert (sts["podManagementPolicy"], sts["updateStrategy"]) == (
+        "OrderedReady", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+    ds = get(cluster, "-n", ns, "daemonset", "agent")["spec"]
+    assert ds["updateStrategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
+    job = get(cluster, "-n", ns, "job", "once")
+    assert (job["spec"]["completions"], job["spec"]["parallelism"], job["spec"]["backoffLimit"]) == (1, 1, 6)
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert job["spec"]["template"]["metadata"]["labels"]["job-name"] == "once"
+    cron = get(cluster, "-n", ns, "cronjob", "tick")["spec"]
+    assert (cron["concurrencyPolicy"], cron["successfulJobsHistoryLimit"], cron["failedJobsHistoryLimit"],
+            cron["suspend"]) == ("Allow", 3, 1, False)
+    svc = get(cluster, "-n", ns, "service", "web")["spec"]
+    assert (svc["type"], svc["sessionAffinity"]) == ("ClusterIP", "None")
+    assert svc["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    assert get(cluster, "-n", ns, "pvc", "data")["status"] == {"phase": "Pending"}
+    assert get(cluster, "-n", ns, "secret", "creds")["type"] == "Opaque"
+
+
+def test_a_pod_is_defaulted_as_kube_apiserver_and_its_admission_store_it(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "poddefaults")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c, image: "nginx:latest", resources: {limits: {cpu: 500m, memory: 64Mi}}}]
+""")
+    pod = yaml.safe_load(kubectl(cluster, "-n", ns, "get", "pod", "p", "-o", "yaml"))
+    spec = pod["spec"]
+    assert spec["containers"][0]["imagePullPolicy"] == "Always"  # :latest
+    assert spec["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "64Mi"}
+    assert (spec["serviceAccountName"], spec["priority"], spec["enableServiceLinks"]) == ("default", 0, True)
+    assert {t["key"] for t in spec["tolerations"]} == {"node.kubernetes.io/not-ready",
+                                                       "node.kubernetes.io/unreachable"}
+    assert (pod["status"]["phase"], pod["status"]["qosClass"]) == ("Pending", "Guaranteed")
+
+
+def test_kubectl_create_deployment_sends_protobuf_and_is_served(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "typed")
+    kubectl(cluster, "-n", ns, "create", "deployment", "typed", "--image", "nginx:1.25", "--replicas", "3",
+            "--port", "8080")
+    spec = get(cluster, "-n", ns, "deployment", "typed")["spec"]
+    assert spec["replicas"] == 3
+    assert spec["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 8080, "protocol": "TCP"}]
+    kubectl(cluster, "-n", ns, "create", "service", "clusterip", "typed", "--tcp", "80:8080")
+    assert get(cluster, "-n", ns, "service", "typed")["spec"]["ports"][0]["targetPort"] == 8080
+    kubectl(cluster, "-n", ns, "scale", "deployment", "typed", "--replicas", "5")
+    assert get(cluster, "-n", ns, "deployment", "typed")["spec"]["replicas"] == 5
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+
+def test_a_selector_that_misses_the_template_is_422_and_nothing_is_stored(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "invalid")
+    err = fails(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: bad}
+spec:
+  selector: {matchLabels: {app: one}}
+  template:
+    metadata: {labels: {app: two}}
+    spec: {containers: [{name: c, image: nginx}]}
+""")
+    assert ('The Deployment "bad" is invalid: spec.template.metadata.labels: Invalid value: '
+            'map[string]string{"app":"two"}: `selector` does not match template `labels`') in err
+    assert "NotFound" in fails(cluster, "-n", ns, "get", "deployment", "bad")
+
+
+def test_immutable_fields_stay_immutable(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "immutable")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=EVERY_TYPE.split("---")[0])
+    err = fails(cluster, "-n", ns, "patch", "deployment", "web", "-p",
+                '{"spec":{"selector":{"matchLabels":{"app":"other"}},'
+                '"template":{"metadata":{"labels":{"app":"other"}}}}}')
+    assert ('spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"other"}, '
+            'MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable') in err
+    kubectl(cluster, "-n", ns, "create", "service", "clusterip", "fixed", "--tcp", "80")
+    err = fails(cluster, "-n", ns, "patch", "service", "fixed", "-p", '{"spec":{"clusterIP":"10.96.0.99"}}')
+    assert 'spec.clusterIP: Invalid value: "10.96.0.99": field is immutable' in err
+    kubectl(cluster, "-n", ns, "create", "job", "j", "--image", "busybox")
+    err = fails(cluster, "-n", ns, "patch", "job", "j", "--type", "json", "-p",
+                '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"other"}]')
+    assert "spec.template: Invalid value:" in err and "field is immutable" in err
+    assert get(cluster, "-n", ns, "job", "j")["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox"
+
+
+def test_a_job_template_must_not_restart_always(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "jobpolicy")
+    err = fails(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  template:
+    spec: {containers: [{name: c, image: busybox}]}
+""")
+    assert 'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"' \
+        in err
+
+
+# -- services get cluster IPs -------------------------------------------------------------------
+
+
+def test_cluster_ips_come_from_the_service_cidr_unique_and_freed_on_delete(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "ips")
+    ips = []
+    for i in range(6):
+        kubectl(cluster, "-n", ns, "create", "service", "clusterip", f"s{i}", "--tcp", "80")
+        spec = get(cluster, "-n", ns, "service", f"s{i}")["spec"]
+        assert spec["clusterIPs"] == [spec["clusterIP"]]
+        assert (spec["ipFamilies"], spec["ipFamilyPolicy"]) == (["IPv4"], "SingleStack")
+        ips.append(spec["clusterIP"])
+    assert len(set(ips)) == len(ips)
+    assert all(ipaddress.ip_address(ip) in ipaddress.ip_network("10.96.0.0/12") for ip in ips)
+    err = fails(cluster, "-n", ns, "create", "service", "clusterip", "taken", "--tcp", "80", "--clusterip", ips[0])
+    assert f"failed to allocate IP {ips[0]}: provided IP is already allocated" in err
+    kubectl(cluster, "-n", ns, "delete", "service", "s0")
+    kubectl(cluster, "-n", ns, "create", "service", "clusterip", "reuse", "--tcp", "80", "--clusterip", ips[0])
+    assert get(cluster, "-n", ns, "service", "reuse")["spec"]["clusterIP"] == ips[0]
+    kubectl(cluster, "-n", ns, "create", "service", "clusterip", "headless", "--clusterip", "None")
+    assert get(cluster, "-n", ns, "service", "headless")["spec"]["clusterIP"] == "None"
+
+
+def test_the_kubernetes_service_is_there_from_the_start(cluster: KcpServer) -> None:
+    """As kube-apiserver's bootstrap controller makes it: the first address of the range, port 443."""
+    spec = get(cluster, "-n", "default", "service", "kubernetes")["spec"]
+    assert (spec["clusterIP"], spec["ports"][0]["port"], spec["ports"][0]["targetPort"]) == (
+        "10.96.0.1", 443, cluster.port)
+    subsets = get(cluster, "-n", "default", "endpoints", "kubernetes")["subsets"]
+    assert subsets == [{"addresses": [{"ip": "127.0.0.1"}],
+                        "ports": [{"name": "https", "port": cluster.port, "protocol": "TCP"}]}]
+
+
+# -- printing and OpenAPI -----------------------------------------------------------------------
+
+
+def test_wide_columns_are_kubes(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "wide")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=POD.format(name="p", labels="{app: p}"))
+    header = kubectl(cluster, "-n", ns, "get", "pods", "-o", "wide").splitlines()[0].split()
+    assert header == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE",
+                      "READINESS", "GATES"]
+    row = kubectl(cluster, "-n", ns, "get", "pods", "--no-headers").split()
+    assert row[:4] == ["p", "0/1", "Pending", "0"]
+    header = kubectl(cluster, "-n", ns, "get", "services", "-o", "wide", "-A").splitlines()[0].split()
+    assert header[1:] == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"]
+
+
+def test_kubectl_explain_reads_kubes_schema(cluster: KcpServer) -> None:
+    out = kubectl(cluster, "explain", "deployment.spec.strategy")
+    assert "DeploymentStrategy" in out and "rollingUpdate" in out
+    assert "restartPolicy" in kubectl(cluster, "explain", "pods.spec")
+
+
+def test_short_names_and_the_all_category(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "shortnames")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=EVERY_TYPE.split("---")[0])
+    kubectl(cluster, "-n", ns, "create", "service", "clusterip", "svc", "--tcp", "80")
+    assert "deployment.apps/web" in kubectl(cluster, "-n", ns, "get", "all", "-o", "name")
+    assert "service/svc" in kubectl(cluster, "-n", ns, "get", "all", "-o", "name")
+    names = kubectl(cluster, "-n", ns, "get", "deploy,svc,po", "-o", "name").split()
+    assert {"deployment.apps/web", "service/svc"} <= set(names)  # and the Deployment's pods, if a controller runs
+    assert all(n.split("/")[0] in ("deployment.apps", "service", "pod") for n in names)
+
+
+# -- pod subresources ---------------------------------------------------------------------------
+
+
+def test_binding_assigns_a_node_once(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "binding")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=POD.format(name="p", labels="{app: p}"))
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+               "target": {"kind": "Node", "name": "node-a"}}
+    code, _ = raw(cluster, f"/api/v1/namespaces/{ns}/pods/p/binding", binding)
+    assert code == 201
+    pod = get(cluster, "-n", ns, "pod", "p")
+    assert pod["spec"]["nodeName"] == "node-a"
+    assert {"type": "PodScheduled", "status": "True"}.items() <= pod["status"]["conditions"][0].items()
+    code, status = raw(cluster, f"/api/v1/namespaces/{ns}/pods/p/binding",
+                       {**binding, "target": {"kind": "Node", "name": "node-b"}})
+    assert (code, status["reason"]) == (409, "Conflict")
+    assert 'pod p is already assigned to node "node-a"' in status["message"]
+
+
+def test_eviction_deletes_unless_a_budget_forbids(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "eviction")
+    for name, app in (("guarded", "guarded"), ("free", "free")):
+        kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=POD.format(name=name, labels=f"{{app: {app}}}"))
+    kubectl(cluster, "-n", ns, "create", "pdb", "guard", "--selector", "app=guarded", "--min-available", "1")
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction"}
+    code, status = raw(cluster, f"/api/v1/namespaces/{ns}/pods/guarded/eviction",
+                       {**eviction, "metadata": {"name": "guarded", "namespace": ns}})
+    assert (code, status["reason"]) == (429, "TooManyRequests")
+    assert status["details"]["causes"][0]["reason"] == "DisruptionBudget"
+    get(cluster, "-n", ns, "pod", "guarded")  # still there
+    code, _ = raw(cluster, f"/api/v1/namespaces/{ns}/pods/free/eviction",
+                  {**eviction, "metadata": {"name": "free", "namespace": ns}})
+    assert code == 201
+    assert "NotFound" in fails(cluster, "-n", ns, "get", "pod", "free")
+
+
+def test_logs_show_one_line_per_container_start(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "logs")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=POD.format(name="p", labels="{app: p}"))
+    assert "is waiting to start: ContainerCreating" in fails(cluster, "-n", ns, "logs", "p")
+    status = {"status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z", "containerStatuses": [{
+        "name": "app", "image": "registry.example/app:1.0", "imageID": "", "ready": True, "restartCount": 2,
+        "state": {"running": {"startedAt": "2026-01-01T00:02:00Z"}},
+        "lastState": {"terminated": {"exitCode": 1, "startedAt": "2026-01-01T00:01:00Z",
+                                     "finishedAt": "2026-01-01T00:01:30Z"}}}]}}
+    kubectl(cluster, "-n", ns, "patch", "pod", "p", "--subresource", "status", "--type", "merge", "-p",
+            json.dumps(status))
+    assert kubectl(cluster, "-n", ns, "logs", "p").splitlines() == [
+        f"app started (image registry.example/app:1.0, start {n})" for n in (1, 2, 3)]
+    stamped = kubectl(cluster, "-n", ns, "logs", "p", "--timestamps").splitlines()
+    assert [line.split()[0] for line in stamped] == ["2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z",
+                                                     "2026-01-01T00:02:00Z"]
+    assert len(kubectl(cluster, "-n", ns, "logs", "p", "--previous").splitlines()) == 2
+    assert kubectl(cluster, "-n", ns, "logs", "p", "--tail", "1").strip().endswith("start 3)")
+
+
+def test_discovery_lists_kubes_subresources(cluster: KcpServer) -> None:
+    code, doc = raw(cluster, "/api/v1")
+    assert code == 200
+    names = {r["name"]: r for r in doc["resources"]}
+    assert {"pods/status", "pods/binding", "pods/eviction", "pods/log", "services/status"} <= names.keys()
+    assert (names["pods/eviction"]["group"], names["pods/eviction"]["kind"]) == ("policy", "Eviction")
+    code, doc = raw(cluster, "/apis/apps/v1")
+    names = {r["name"]: r for r in doc["resources"]}
+    assert names["deployments/scale"]["kind"] == "Scale"
+    assert "daemonsets/scale" not in names  # as kube
+    assert "controllerrevisions" in names
+
+
+# -- a restart keeps everything -----------------------------------------------------------------
+
+
+def test_a_restart_on_the_same_directory_loses_nothing(tmp_path: Path) -> None:
+    server = sim(tmp_path / "sim")
+    server.start()
+    try:
+        ns = namespace(server, "kept")
+        kubectl(server, "-n", ns, "create", "-f", "-", input_text=EVERY_TYPE.split("---")[0])
+        kubectl(server, "-n", ns, "create", "service", "clusterip", "kept", "--tcp", "80")
+        before = get(server, "-n", ns, "deployment,service")["items"]
+        assert server.stop() == 0
+        server.start()
+        after = get(server, "-n", ns, "deployment,service")["items"]
+        # the same objects (controllers may have written their status since)
+        assert [(o["kind"], o["metadata"]["uid"], o["spec"]) for o in after] == [
+            (o["kind"], o["metadata"]["uid"], o["spec"]) for o in before]
+        ip = after[1]["spec"]["clusterIP"]
+        err = fails(server, "-n", ns, "create", "service", "clusterip", "again", "--tcp", "80", "--clusterip", ip)
+        assert "provided IP is already allocated" in err  # the allocation survived the restart
+    finally:
+        server.stop()
+
+
+# -- releases and several clusters --------------------------------------------------------------
+
+
+def test_an_older_release_and_several_clusters_in_one_process(tmp_path: Path, cluster: KcpServer) -> None:
+    old = sim(tmp_path / "old", "--kubernetes-version", "1.25", "--clusters", "2", "--name", "edge")
+    old.start()
+    try:
+        first, second = old.root / "edge-1.kubeconfig", old.root / "edge-2.kubeconfig"
+        assert first.exists() and second.exists()
+        code, version = raw(old, "/version")
+        assert code == 200
+        assert (version["major"], version["minor"]) == ("1", "25")
+        assert version["gitVersion"].startswith("v1.25.")
+        err = fails(old, "create", "-f", "-", input_text=NEWEST_ONLY_POD, kubeconfig=first)
+        assert 'unknown field "spec.schedulingGates"' in err
+        assert "kube-node-lease" in kubectl(old, "get", "namespaces", kubeconfig=second)  # there before any write
+        assert get(old, "-n", "default", "service", "kubernetes", kubeconfig=second)["spec"]["clusterIP"] == \
+            "10.96.0.1"
+        kubectl(old, "create", "deployment", "only-in-first", "--image", "nginx", kubeconfig=first)
+        assert "only-in-first" in kubectl(old, "get", "deployments", kubeconfig=first)
+        assert "only-in-first" not in run_kubectl(old, "get", "deployments", kubeconfig=second).stdout
+        config = yaml.safe_load(second.read_text())
+        assert config["clusters"][0]["cluster"]["server"].endswith("/clusters/edge-2")
+        assert config["current-context"] == "edge-2"
+    finally:
+        old.stop()
+    ns = namespace(cluster, "newest")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=NEWEST_ONLY_POD)
+    assert get(cluster, "-n", ns, "pod", "gated")["spec"]["schedulingGates"] == [{"name": "example.com/wait"}]
+
+
+def test_a_cluster_serves_custom_resources_as_a_real_one_does(cluster: KcpServer) -> None:
+    """Add-ons install CRDs on physical clusters; a syncer reports such types up."""
+    kubectl(cluster, "create", "-f", "-", input_text="""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.addons.example.com}
+spec:
+  group: addons.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
+""")
+    kubectl(cluster, "wait", "--for", "condition=Established", "crd/widgets.addons.example.com", "--timeout", "60s")
+    ns = namespace(cluster, "addons")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: addons.example.com/v1
+kind: Widget
+metadata: {name: w}
+spec: {size: 3}
+""")
+    assert get(cluster, "-n", ns, "widget", "w")["spec"] == {"size": 3}
+    err = fails(cluster, "create", "-f", "-", input_text="""
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: deployments.apps}
+spec:
+  group: apps
+  scope: Namespaced
+  names: {plural: deployments, kind: Deployment}
+  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+""")
+    assert "deployments.apps" in err  # a built-in type's storage is not a CRD's to take
+
+
+def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: KcpServer) -> None:
+    """kubectl drain cordons the node and posts a policy/v1 Eviction (in protobuf) for each of its pods."""
+    ns = namespace(cluster, "drain")
+    kubectl(cluster, "create", "-f", "-", input_text="apiVersion: v1\nkind: Node\nmetadata: {name: drained}\n")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=POD.format(name="p", labels="{app: p}"))
+    code, _ = raw(cluster, f"/api/v1/namespaces/{ns}/pods/p/binding", {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "drained"}})
+    assert code == 201
+    out = kubectl(cluster, "drain", "drained", "--force", "--ignore-daemonsets", "--timeout", "60s")
+    assert "pod/p evicted" in out
+    assert "NotFound" in fails(cluster, "-n", ns, "get", "pod", "p")
+    assert get(cluster, "node", "drained")["spec"]["unschedulable"] is True
