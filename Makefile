@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver services/sim-cluster
 
-.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon clean
+.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon bench-sim clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,10 @@ clean:
 ## bench-crds: custom resource validation cost, create throughput and logical-cluster scale
 bench-crds: install
 	$(BIN)/python bench/bench_crds.py
+
+## bench-sim: kcp-sim-cluster: a 1,000-replica Deployment available, its rolling update, RSS with 10,000 pods
+bench-sim: install
+	$(BIN)/python bench/bench_sim.py
 
 ## bench-kcpcommon: informer initial sync and work-queue throughput
 bench-kcpcommon: install

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcp_apiserver.server.config import ControllerFactory
+from kcp_apiserver.server.config import ControllerFactory, Runnable, ServerParts
 from kcp_sim_cluster.controlplane.options import ControlPlaneOptions
 
 __all__ = ["ControlPlaneOptions", "control_plane"]
@@ -10,4 +10,10 @@ __all__ = ["ControlPlaneOptions", "control_plane"]
 
 def control_plane(options: ControlPlaneOptions) -> list[ControllerFactory]:
     """The controllers of the simulated clusters, as ServerConfig controller factories."""
-    return []
+
+    def build(parts: ServerParts) -> Runnable:
+        from kcp_sim_cluster.controlplane.plane import ControlPlane
+
+        return ControlPlane(parts, options)
+
+    return [build]

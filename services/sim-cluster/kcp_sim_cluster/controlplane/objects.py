@@ -1,0 +1,94 @@
+"""Small helpers over API objects as plain dicts: copies, conditions, times, owner references."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+Obj = Mapping[str, Any]
+
+
+def copy_obj(obj: Obj) -> dict[str, Any]:
+    """A deep copy (JSON round trip: faster than copy.deepcopy for API objects)."""
+    return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rfc3339(when: dt.datetime | None = None) -> str:
+    return (when or now()).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> dt.datetime | None:
+    if not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def annotations_of(obj: Obj) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def labels(obj: Obj) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def get_condition(status: Obj | None, type_: str) -> Obj | None:
+    for cond in (status or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return cond  # type: ignore[no-any-return]
+    return None
+
+
+def set_condition(status: dict[str, Any], type_: str, value: str, reason: str = "", message: str = "", *,
+                  when: str | None = None, update_time: bool = False) -> bool:
+    """Set a condition; its lastTransitionTime moves only when its status does. True when anything changed."""
+    when = when or rfc3339()
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    for cond in conditions:
+        if cond.get("type") != type_:
+            continue
+        changed = cond.get("status") != value or cond.get("reason", "") != reason or cond.get("message", "") != message
+        if cond.get("status") != value:
+            cond["lastTransitionTime"] = when
+            if "lastUpdateTime" in cond or update_time:
+                cond["lastUpdateTime"] = when
+        elif changed and update_time:
+            cond["lastUpdateTime"] = when
+        cond["status"] = value
+        _set_text(cond, reason, message)
+        return changed
+    cond = {"type": type_, "status": value}
+    if update_time:
+        cond["lastUpdateTime"] = when
+    cond["lastTransitionTime"] = when
+    _set_text(cond, reason, message)
+    conditions.append(cond)
+    return True
+
+
+def _set_text(cond: dict[str, Any], reason: str, message: str) -> None:
+    for name, text in (("reason", reason), ("message", message)):
+        if text:
+            cond[name] = text
+        else:
+            cond.pop(name, None)
+
+
+def owner_reference(owner: Obj, *, controller: bool = True) -> dict[str, Any]:
+    """A controller reference to `owner`, blocking its foreground deletion as kube's controllers set it."""
+    return {"apiVersion": owner.get("apiVersion", ""), "kind": owner.get("kind", ""),
+            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+            "controller": controller, "blockOwnerDeletion": True}
+
+
+def is_deleting(obj: Obj) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))

@@ -1,0 +1,98 @@
+"""The simulated control plane as one Runnable: shared informers, the event recorder and every
+controller whose resources the server serves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+
+from kcp_apiserver.server.config import ServerParts
+from kcp_sim_cluster.controlplane.base import SimController
+from kcp_sim_cluster.controlplane.events import EventRecorder
+from kcp_sim_cluster.controlplane.informer import Informer, cluster_of, new_informer
+from kcp_sim_cluster.controlplane.options import ControlPlaneOptions
+from kcp_sim_cluster.controlplane.podutil import node_name
+from kcp_sim_cluster.controlplane.runtime import RESOURCES, Sim
+from kcp_sim_cluster.controlplane.scheduler import node_index_value
+from kcpcommon.tasks import cancel_and_wait, spawn, supervise
+
+log = structlog.get_logger("sim.controlplane")
+
+
+def _controller_types() -> list[type[SimController]]:
+    from kcp_sim_cluster.controlplane.cronjob import CronJobController
+    from kcp_sim_cluster.controlplane.daemonset import DaemonSetController
+    from kcp_sim_cluster.controlplane.deployment import DeploymentController
+    from kcp_sim_cluster.controlplane.endpoints import EndpointsController
+    from kcp_sim_cluster.controlplane.job import JobController
+    from kcp_sim_cluster.controlplane.kubelet import Kubelet
+    from kcp_sim_cluster.controlplane.nodelifecycle import NodeLifecycleController
+    from kcp_sim_cluster.controlplane.nodes import NodeController
+    from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
+    from kcp_sim_cluster.controlplane.scheduler import Scheduler
+    from kcp_sim_cluster.controlplane.statefulset import StatefulSetController
+    from kcp_sim_cluster.controlplane.volumes import VolumeBinder
+
+    return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
+            EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController,
+            VolumeBinder]
+
+
+class ControlPlane:
+    """kube-controller-manager, scheduler and kubelets of every simulated cluster of this server."""
+
+    def __init__(self, parts: ServerParts, options: ControlPlaneOptions) -> None:
+        if parts.registry is None:
+            raise RuntimeError("the simulated control plane writes through the registry, which is not built")
+        event_res = next(r for r in parts.catalog.builtins if r.group == "" and r.plural == "events")
+        self.sim = Sim(options=options, storage=parts.storage, caches=parts.caches, catalog=parts.catalog,
+                       registry=parts.registry, recorder=EventRecorder(parts.registry, event_res))
+        self.controllers: list[SimController] = []
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        sim = self.sim
+        clusters = frozenset(sim.options.clusters)
+        for name in RESOURCES:
+            res = sim.resource(name)
+            if res is not None:
+                sim.informers[name] = new_informer(sim.storage, sim.caches, res, clusters)
+        if "pods" in sim.informers:
+            sim.informers["pods"].add_index(
+                "node", lambda p: [node_index_value(cluster_of(p), n)] if (n := node_name(p)) else [])
+        for kind in _controller_types():
+            missing = [n for n in kind.needs if n not in sim.informers]
+            if missing:
+                log.info("controller not started: resources not served", controller=kind.name, missing=missing)
+                continue
+            controller = kind(sim)
+            controller.wire()
+            self.controllers.append(controller)
+        needed = {n for c in self.controllers for n in (*c.needs, *c.optional)}
+        for name in [n for n in sim.informers if n not in needed]:
+            del sim.informers[name]
+        sim.recorder.start()
+        for informer in sim.informers.values():
+            await informer.start()
+        for controller in self.controllers:
+            self._tasks.append(spawn(self._run(controller), name=f"sim:{controller.name}"))
+            for i, loop in enumerate(controller.background()):
+                self._tasks.append(spawn(loop, name=f"sim:{controller.name}:bg{i}"))
+
+    async def _run(self, controller: SimController) -> None:
+        informers: list[Informer] = [self.sim.informer(n) for n in controller.needs]
+        for informer in informers:
+            await informer.synced.wait()
+        for key in controller.initial_keys():
+            controller.controller.enqueue(key)
+        await supervise(controller.controller.start, name=f"sim:{controller.name}:workers")
+
+    async def stop(self) -> None:
+        for controller in self.controllers:
+            controller.controller.stop()
+        await cancel_and_wait(*self._tasks)
+        for informer in self.sim.informers.values():
+            await informer.stop()
+        await self.sim.recorder.stop()
