@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
-SERVICES := libs/kcpcommon services/apiserver services/sim-cluster
+SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller
 
-.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon bench-sim clean
+.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon bench-sim bench-sync clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,3 +63,7 @@ bench-sim: install
 ## bench-kcpcommon: informer initial sync and work-queue throughput
 bench-kcpcommon: install
 	$(BIN)/python bench/bench_kcpcommon.py
+
+## bench-sync: one syncer's latency both ways at 100 changes/s over 1,000 objects, objects/s, RSS per object
+bench-sync: install
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python bench/bench_sync.py

@@ -768,3 +768,13 @@ def test_absurdly_deep_schema_is_refused_without_crashing() -> None:
         node = node["properties"]["a"]
     causes = validate_crd(crd)
     assert len(causes) == 1 and "nested" in causes[0].message
+
+
+def test_the_core_group_is_accepted_for_a_crd_named_plural_dot_core() -> None:
+    """kcp imports kube's core types (Services, PersistentVolumeClaims) from physical clusters as CRDs."""
+    crd = make_crd(group="")
+    crd["metadata"]["name"] = "widgets.core"
+    assert [c for c in validate_crd(crd) if c.field in ("spec.group", "metadata.name")] == []
+    crd["metadata"]["name"] = "widgets"
+    assert one(validate_crd(crd), "metadata.name").message == (
+        'Invalid value: "widgets": must be spec.names.plural+"."+spec.group')

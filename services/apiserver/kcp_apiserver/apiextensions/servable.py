@@ -67,7 +67,8 @@ def _spec_causes(crd: Obj) -> list[Cause]:
     spec = crd.get("spec")
     if not isinstance(spec, dict):
         return [type_invalid("spec", spec, "an object")]
-    causes = _dns_causes("spec.group", spec.get("group"), validate_dns_subdomain)
+    group = spec.get("group")
+    causes = [] if group == "" else _dns_causes("spec.group", group, validate_dns_subdomain)  # "": the core group
     causes += _names_causes("spec.names", spec.get("names"))
     accepted = get(crd.get("status"), "acceptedNames")
     if get(accepted, "plural"):  # what is served once accepted

@@ -36,6 +36,13 @@ API_APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
 # kcp serves kube's own workload APIs as CRDs imported from physical clusters (apps/v1 Deployments...),
 # so these built-in group names are allowed although they have no dot.
 KUBE_GROUPS_WITHOUT_DOTS = frozenset({"apps", "batch", "autoscaling", "policy", "extensions"})
+# ... and the core group's (Services, Pods): group "" is served under /api/v1 and named `<plural>.core`, as kcp does
+CORE_GROUP_NAME = "core"
+
+
+def crd_name(plural: str, group: str) -> str:
+    """The name a CRD of `plural` in `group` must have; the core group ("") is spelled `core`."""
+    return f"{plural}.{group or CORE_GROUP_NAME}"
 
 
 # -- the options for an update -----------------------------------------------------------------
@@ -91,7 +98,7 @@ def validate_crd(crd: Obj, old: Obj | None = None) -> list[Cause]:
     opts = _options(old)
     spec = internal_spec(crd.get("spec"))
     causes = _validate_name(crd, spec)
-    causes += _validate_spec(spec, opts)
+    causes += _validate_spec(spec, opts, core=_names_core_group(crd, spec))
     if old is not None:
         causes += _validate_immutable(spec, internal_spec(old.get("spec")), opts)
     causes += validate_names(get(crd.get("status"), "acceptedNames") or {}, "status.acceptedNames")
@@ -104,7 +111,7 @@ def validate_crd(crd: Obj, old: Obj | None = None) -> list[Cause]:
 def _validate_name(crd: Obj, spec: InternalSpec) -> list[Cause]:
     """The name must be `<plural>.<group>`: kube's nameValidationFn, applied to generateName too."""
     meta = crd.get("metadata") or {}
-    wanted = f"{get_str(spec.names, 'plural')}.{spec.group}"
+    wanted = crd_name(get_str(spec.names, "plural"), spec.group)
     causes = []
     for key in ("generateName", "name"):
         value = get(meta, key)
@@ -113,10 +120,17 @@ def _validate_name(crd: Obj, spec: InternalSpec) -> list[Cause]:
     return causes
 
 
-def _validate_spec(spec: InternalSpec, opts: _Opts) -> list[Cause]:
+def _names_core_group(crd: Obj, spec: InternalSpec) -> bool:
+    """An empty group means the core group only in a CRD named `<plural>.core`; otherwise it is missing."""
+    name = get(crd.get("metadata"), "name") or get(crd.get("metadata"), "generateName")
+    return not spec.group and name == crd_name(get_str(spec.names, "plural"), "")
+
+
+def _validate_spec(spec: InternalSpec, opts: _Opts, *, core: bool = False) -> list[Cause]:
     causes: list[Cause] = []
     if not spec.group:
-        causes.append(required("spec.group"))
+        if not core:
+            causes.append(required("spec.group"))
     elif errs := validate_dns_subdomain(spec.group):
         causes.append(invalid("spec.group", spec.group, ",".join(errs)))
     elif len(spec.group.split(".")) < 2 and spec.group not in KUBE_GROUPS_WITHOUT_DOTS:

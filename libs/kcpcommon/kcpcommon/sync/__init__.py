@@ -1,0 +1,96 @@
+"""The syncer engine: spec down, status up, for one SyncTarget of one logical cluster.
+
+It lives in kcpcommon, not in the `kcp-syncer` service, because the cluster
+controller runs syncers inside its own process (push mode) and services never
+import each other. `kcp-syncer` is a thin daemon around `run_syncer`.
+
+    upstream, downstream = await connect(from_kubeconfig, to_kubeconfig, sync_target="east")
+    await run_syncer(SyncerOptions(upstream=upstream, downstream=downstream, sync_target="east",
+                                   logical_cluster="root:org"), registry=registry, ready=ready)
+
+The caller owns (and closes) both client factories: the cluster controller
+shares one kcp `ClientFactory` across all its syncers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from ..clients import ClientFactory, KubeClientFactory
+from .names import (
+    ASSIGNMENT_LABEL,
+    DEFAULT_RESOURCES,
+    FIELD_MANAGER,
+    NAMESPACE_LOCATOR_ANNOTATION,
+    downstream_namespace,
+    syncer_finalizer,
+)
+
+__all__ = ["ASSIGNMENT_LABEL", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_LOCATOR_ANNOTATION",
+           "SyncerOptions", "connect", "downstream_namespace", "keep_bodies_out_of_logs", "run_syncer",
+           "syncer_finalizer"]
+
+COMPONENT = "kcp-syncer"
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class SyncerOptions:
+    """One syncer: which logical cluster of kcp (upstream) goes to which physical cluster (downstream).
+
+    `upstream` is kcp (any logical cluster; the syncer uses `logical_cluster`),
+    `downstream` the physical cluster (a `KubeClientFactory` named after the
+    SyncTarget). `resources` are `plural.group` names as in SyncTarget
+    `spec.resources` ("deployments.apps", "services").
+    """
+
+    upstream: ClientFactory
+    downstream: KubeClientFactory
+    sync_target: str
+    logical_cluster: str
+    resources: tuple[str, ...] = DEFAULT_RESOURCES
+    heartbeat_interval: float = 10.0
+    workers: int = 16  # reconciles (and so writes) in flight at once
+    discovery_retry: float = 5.0  # seconds between looks for a type that is not served (yet) upstream or down
+
+
+async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,
+                  from_context: str | None = None, to_context: str | None = None, qps: float = 1000.0,
+                  burst: int = 2000) -> tuple[ClientFactory, KubeClientFactory]:
+    """Client factories for kcp and the physical cluster, from kubeconfig paths or text (close both after)."""
+    upstream = await ClientFactory.load(from_kubeconfig, context=from_context, component=COMPONENT,
+                                        version=VERSION, qps=qps, burst=burst)
+    try:
+        downstream = await KubeClientFactory.load(to_kubeconfig, context=to_context, name=sync_target,
+                                                  component=COMPONENT, version=VERSION, qps=qps, burst=burst)
+    except BaseException:
+        await upstream.close()
+        raise
+    return upstream, downstream
+
+
+async def run_syncer(options: SyncerOptions, *, registry: CollectorRegistry | None = None,
+                     ready: asyncio.Event | None = None) -> None:
+    """Sync until cancelled; `ready` is set once every synced type's caches (up and down) have synced.
+
+    Metrics go to `registry` (labelled by logical cluster and sync target, so
+    many syncers share one registry). Failures to reach either side are
+    retried for ever; nothing is deleted downstream without positive evidence.
+    """
+    from .engine import Syncer
+
+    keep_bodies_out_of_logs()
+    await Syncer(options, registry=registry).run(ready=ready)
+
+
+def keep_bodies_out_of_logs() -> None:
+    """kubernetes_asyncio logs every response body at debug level, and the syncer reads Secrets: never
+    let its logger go below info, whatever level the daemon logs at."""
+    client_log = logging.getLogger("kubernetes_asyncio")
+    if client_log.getEffectiveLevel() < logging.INFO:
+        client_log.setLevel(logging.INFO)

@@ -1,0 +1,65 @@
+"""The names the syncer writes: labels, annotations, the finalizer and the downstream namespace mapping.
+
+A physical cluster may serve many logical clusters (and several kcp
+SyncTargets), so every namespace is mapped: upstream (logical cluster,
+namespace) becomes downstream `kcp-<hash>`, the hash stable across restarts
+and syncers. The namespace's annotation says where it came from, because a
+logical cluster name (`root:org`) is not a valid label value.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+
+ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"  # upstream: this object goes to that SyncTarget
+FIELD_MANAGER = "kcp-syncer"
+
+# downstream provenance
+OWNER_LABEL = "syncer.kcp.io/owner"  # hash of (logical cluster, sync target): the downstream informers' selector
+UPSTREAM_CLUSTER_ANNOTATION = "syncer.kcp.io/upstream-cluster"
+UPSTREAM_NAMESPACE_ANNOTATION = "syncer.kcp.io/upstream-namespace"
+UPSTREAM_NAME_ANNOTATION = "syncer.kcp.io/upstream-name"
+SPEC_HASH_ANNOTATION = "syncer.kcp.io/spec-hash"  # what was last applied, so a restart does not re-apply all
+NAMESPACE_LOCATOR_ANNOTATION = "kcp.io/namespace-locator"
+
+HEARTBEAT_GROUP_VERSION = "workload.kcp.io/v1alpha1"
+
+DEFAULT_RESOURCES: tuple[str, ...] = (
+    "deployments.apps", "statefulsets.apps", "services", "configmaps", "secrets", "serviceaccounts",
+    "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io")
+
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _base36(digest: bytes, length: int) -> str:
+    number = int.from_bytes(digest, "big")
+    out = []
+    for _ in range(length):
+        number, digit = divmod(number, 36)
+        out.append(_ALPHABET[digit])
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def downstream_namespace(logical_cluster: str, namespace: str) -> str:
+    """`kcp-<hash>` for an upstream namespace: the same for every syncer, distinct per tenant."""
+    digest = hashlib.sha256(f"{logical_cluster}\x00{namespace}".encode()).digest()
+    return "kcp-" + _base36(digest, 16)
+
+
+def namespace_locator(logical_cluster: str, namespace: str) -> str:
+    """The annotation value that locates a downstream namespace's upstream (JSON, as kcp writes it)."""
+    return json.dumps({"logicalCluster": logical_cluster, "namespace": namespace}, sort_keys=True)
+
+
+def owner(logical_cluster: str, sync_target: str) -> str:
+    """The provenance label value of one syncer's downstream objects (a valid label value)."""
+    digest = hashlib.sha256(f"{logical_cluster}\x00{sync_target}".encode()).digest()
+    return _base36(digest, 20)
+
+
+def syncer_finalizer(sync_target: str) -> str:
+    """The upstream finalizer that holds a deleted object until its downstream copy is gone."""
+    return f"workload.kcp.io/syncer-{sync_target}"

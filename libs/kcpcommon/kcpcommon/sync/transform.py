@@ -1,0 +1,124 @@
+"""Upstream object → the downstream object the syncer applies, and whether the downstream copy is current.
+
+Only what the upstream object says goes down: server-set metadata (uid,
+resourceVersion, managedFields, ...) and status are stripped, so the apply
+under field manager `kcp-syncer` owns exactly the user's fields and the
+physical cluster keeps its own (a Service's clusterIP, defaults). Provenance
+goes into labels and annotations. The spec hash annotation records what was
+applied, so neither a downstream status change nor a restart re-applies an
+object that is already as it should be.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..keys import CLUSTER_ANNOTATION
+from .names import (
+    OWNER_LABEL,
+    SPEC_HASH_ANNOTATION,
+    UPSTREAM_CLUSTER_ANNOTATION,
+    UPSTREAM_NAME_ANNOTATION,
+    UPSTREAM_NAMESPACE_ANNOTATION,
+    owner,
+)
+
+Obj = Mapping[str, Any]
+
+# set by a server, meaningless (or refused) on another one
+SERVER_SET_METADATA = frozenset({
+    "uid", "resourceVersion", "managedFields", "creationTimestamp", "generation", "ownerReferences",
+    "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generateName", "namespace"})
+DROPPED_ANNOTATIONS = frozenset({CLUSTER_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration"})
+NOT_SYNCED = frozenset({"apiVersion", "kind", "metadata", "status"})
+
+
+def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: str | None,
+                      logical_cluster: str, sync_target: str) -> dict[str, Any]:
+    """The apply body for `upstream` in downstream namespace `namespace` (None: cluster-scoped)."""
+    meta = upstream.get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels[OWNER_LABEL] = owner(logical_cluster, sync_target)
+    annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()
+                   if k not in DROPPED_ANNOTATIONS}
+    annotations[UPSTREAM_CLUSTER_ANNOTATION] = logical_cluster
+    if meta.get("namespace"):
+        annotations[UPSTREAM_NAMESPACE_ANNOTATION] = str(meta["namespace"])
+    annotations[UPSTREAM_NAME_ANNOTATION] = str(meta.get("name") or "")
+    metadata: dict[str, Any] = {"name": meta.get("name")}
+    if namespace:
+        metadata["namespace"] = namespace
+    metadata["labels"] = labels
+    metadata["annotations"] = annotations
+    body: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": metadata}
+    for field, value in upstream.items():
+        if field not in NOT_SYNCED:
+            body[field] = copy.deepcopy(value)
+    annotations[SPEC_HASH_ANNOTATION] = spec_hash(body)
+    return body
+
+
+def spec_hash(body: Obj) -> str:
+    """A digest of an apply body (its own hash annotation excluded): what the syncer last meant to apply."""
+    meta = dict(body.get("metadata") or {})
+    annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != SPEC_HASH_ANNOTATION}
+    meta["annotations"] = annotations
+    text = json.dumps({**body, "metadata": meta}, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def contains(live: Any, desired: Any) -> bool:
+    """True if every field of `desired` is in `live` with the same value (lists: same length, item-wise).
+
+    Extra fields in `live` are the server's (defaults, allocations): they do not make it differ.
+    """
+    if isinstance(desired, Mapping):
+        return isinstance(live, Mapping) and all(k in live and contains(live[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (isinstance(live, list) and len(live) == len(desired)
+                and all(contains(a, b) for a, b in zip(live, desired, strict=True)))
+    return bool(live == desired)
+
+
+def up_to_date(desired: Obj, live: Obj | None) -> bool:
+    """The downstream object carries what `desired` says, and was last applied from the same body.
+
+    The hash catches fields removed upstream (still present downstream: `contains` would pass);
+    `contains` catches hand edits downstream (the hash annotation would still match).
+    """
+    if live is None:
+        return False
+    want = ((desired.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)
+    have = ((live.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)
+    return want == have and contains(live, desired)
+
+
+def merge_patch(current: Any, desired: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns `current` into `desired`; {} when they are equal."""
+    if not isinstance(current, Mapping) or not isinstance(desired, Mapping):
+        return copy.deepcopy(desired)
+    patch: dict[str, Any] = {}
+    for key, value in desired.items():
+        if key not in current:
+            patch[key] = copy.deepcopy(value)
+        elif current[key] != value:
+            if isinstance(value, Mapping) and isinstance(current[key], Mapping):
+                patch[key] = merge_patch(current[key], value)
+            else:
+                patch[key] = copy.deepcopy(value)
+    for key in current:
+        if key not in desired:
+            patch[key] = None
+    return patch
+
+
+def status_patch(upstream: Obj, downstream: Obj) -> dict[str, Any] | None:
+    """The merge patch that gives `upstream` the downstream status; None if it already has it."""
+    have, want = upstream.get("status"), downstream.get("status")
+    if want is None or have == want:
+        return None
+    return {"status": merge_patch(have or {}, want)}

@@ -1,0 +1,258 @@
+"""The syncer's reconcile decisions, against fake API resources: above all, no downstream delete without proof.
+
+The caches are real informers fed by hand; the API is a fake that records every call and answers as
+scripted. That makes the dangerous cases cheap to state: kcp unreachable, a 404 for a type that is
+gone (not for the object), a list that came back empty, caches that have not listed yet.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kcpcommon.controller import Result
+from kcpcommon.errors import APIConflictError, APINotFoundError, APITransportError
+from kcpcommon.informer import SharedInformer
+from kcpcommon.sync import SyncerOptions, downstream_namespace, syncer_finalizer
+from kcpcommon.sync.discovery import APIType
+from kcpcommon.sync.engine import SyncedType, Syncer, SyncKey
+from kcpcommon.sync.transform import downstream_object
+
+LC, TARGET = "root:org", "east"
+FINALIZER = syncer_finalizer(TARGET)
+MAPPED = downstream_namespace(LC, "default")
+CM = APIType("v1", "configmaps", "ConfigMap", namespaced=True, has_status=False)
+DEPLOY = APIType("apps/v1", "deployments", "Deployment", namespaced=True, has_status=True)
+
+
+class FakeResource:
+    """Records calls; `get_answer` / `delete_answer` are returned or raised."""
+
+    def __init__(self, api: APIType) -> None:
+        self.api_version, self.plural, self.namespaced = api.api_version, api.plural, api.namespaced
+        self.calls: list[tuple[str, Any, ...]] = []
+        self.get_answer: Any = None
+        self.delete_answer: Any = {"kind": "Status", "status": "Success"}
+
+    async def get(self, name: str, **kw: Any) -> Any:
+        self.calls.append(("get", name, kw))
+        if isinstance(self.get_answer, Exception):
+            raise self.get_answer
+        return self.get_answer
+
+    async def delete(self, name: str, **kw: Any) -> Any:
+        self.calls.append(("delete", name, kw))
+        if isinstance(self.delete_answer, Exception):
+            raise self.delete_answer
+        return self.delete_answer
+
+    async def patch(self, name: str, body: Any, **kw: Any) -> Any:
+        self.calls.append(("patch", name, body, kw))
+        return body
+
+    async def create(self, body: Any, **kw: Any) -> Any:
+        self.calls.append(("create", body, kw))
+        return body
+
+    def verbs(self) -> list[str]:
+        return [call[0] for call in self.calls]
+
+
+class FakeClients:
+    server = "https://fake"
+
+    def __init__(self) -> None:
+        self.resources: dict[str, FakeResource] = {}
+
+    def dynamic(self, cluster: str | None = None) -> FakeClients:
+        return self
+
+    def resource(self, api_version: str, plural: str, *, namespaced: bool) -> FakeResource:
+        return self.resources.setdefault(plural, FakeResource(APIType(api_version, plural, "", namespaced, False)))
+
+
+def upstream_cm(name: str = "web", *, labels: dict[str, str] | None = None, finalizers: list[str] | None = None,
+                deleting: bool = False, data: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"up-{name}", "resourceVersion": "5",
+                            "labels": {"workloads.kcp.io/cluster": TARGET} if labels is None else labels,
+                            "finalizers": [FINALIZER] if finalizers is None else finalizers}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data or {"a": "1"}}
+
+
+def downstream_copy(up: dict[str, Any], api: APIType = CM) -> dict[str, Any]:
+    obj = downstream_object(up, api_version=api.api_version, kind=api.kind, namespace=MAPPED,
+                            logical_cluster=LC, sync_target=TARGET)
+    obj["metadata"].update(uid=f"down-{up['metadata']['name']}", resourceVersion="9")
+    return obj
+
+
+class Harness:
+    def __init__(self, api: APIType = CM) -> None:
+        self.up_clients, self.down_clients = FakeClients(), FakeClients()
+        options = SyncerOptions(upstream=self.up_clients, downstream=self.down_clients,  # type: ignore[arg-type]
+                                sync_target=TARGET, logical_cluster=LC, resources=(api.plural,))
+        self.syncer = Syncer(options)
+        self.up, self.down = FakeResource(api), FakeResource(api)
+        self.up_informer = SharedInformer(self.up, cluster=LC)  # type: ignore[arg-type]
+        self.down_informer = SharedInformer(self.down, cluster=TARGET)  # type: ignore[arg-type]
+        self.syncer.types[api.plural] = SyncedType(api.plural, api, api, self.up, self.down,  # type: ignore[arg-type]
+                                                   self.up_informer, self.down_informer)
+        self.syncer._namespaces.add(MAPPED)  # exists already
+        self.api = api
+
+    def caches(self, up: list[dict[str, Any]], down: list[dict[str, Any]]) -> None:
+        self.up_informer.replace(copy.deepcopy(up), "10")
+        self.down_informer.replace(copy.deepcopy(down), "10")
+
+    async def reconcile(self, name: str = "web") -> Result | None:
+        return await self.syncer._reconcile(SyncKey(self.api.plural, "default", name))
+
+
+async def test_nothing_happens_before_both_caches_have_listed() -> None:
+    h = Harness()
+    h.up_informer.replace([], "1")  # the downstream informer has not listed yet
+    result = await h.reconcile()
+    assert result is not None and result.requeue_after
+    assert h.up.calls == [] and h.down.calls == []
+
+
+async def test_kcp_unreachable_deletes_nothing() -> None:
+    h = Harness()
+    h.caches([], [downstream_copy(upstream_cm())])  # upstream cache lacks it (say, a relist tombstone)
+    h.up.get_answer = APITransportError("connection refused")
+    with pytest.raises(APITransportError):
+        await h.reconcile()
+    assert "delete" not in h.down.verbs()
+
+
+async def test_a_404_for_the_type_rather_than_the_object_deletes_nothing() -> None:
+    h = Harness()
+    h.caches([], [downstream_copy(upstream_cm())])
+    h.up.get_answer = APINotFoundError("the server could not find the requested resource", status=404,
+                                       reason="NotFound", details={})
+    with pytest.raises(APINotFoundError):
+        await h.reconcile()
+    assert "delete" not in h.down.verbs()
+
+
+async def test_an_empty_upstream_list_with_the_objects_still_there_deletes_nothing() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([], [downstream_copy(up)])  # the list came back empty, wrongly
+    h.up.get_answer = up  # but the object is there, assigned to us
+    await h.reconcile()
+    assert "delete" not in h.down.verbs()
+
+
+async def test_a_404_naming_the_object_deletes_that_very_object_downstream() -> None:
+    h = Harness()
+    h.caches([], [downstream_copy(upstream_cm())])
+    h.up.get_answer = APINotFoundError('configmaps "web" not found', status=404, reason="NotFound",
+                                       details={"name": "web", "kind": "configmaps"})
+    assert await h.reconcile() is None
+    (verb, name, kw), = h.down.calls
+    assert (verb, name) == ("delete", "web")
+    assert kw["namespace"] == MAPPED and kw["preconditions"] == {"uid": "down-web"}
+
+
+async def test_an_unassigned_object_is_deleted_downstream_and_its_finalizer_released() -> None:
+    h = Harness()
+    up = upstream_cm(labels={"workloads.kcp.io/cluster": "west"}, finalizers=[FINALIZER, "other"])
+    h.caches([], [downstream_copy(upstream_cm())])
+    h.up.get_answer = up
+    await h.reconcile()
+    assert h.down.verbs() == ["delete"]
+    patch = next(c for c in h.up.calls if c[0] == "patch")
+    assert patch[2] == {"metadata": {"finalizers": ["other"], "resourceVersion": "5"}}
+
+
+async def test_a_deleting_object_keeps_its_finalizer_until_the_downstream_copy_is_gone() -> None:
+    h = Harness()
+    up = upstream_cm(deleting=True)
+    h.caches([up], [downstream_copy(up)])
+    h.down.delete_answer = {**downstream_copy(up), "metadata": {
+        **downstream_copy(up)["metadata"], "finalizers": ["kubernetes"], "deletionTimestamp": "now"}}
+    result = await h.reconcile()
+    assert result is not None and result.requeue_after  # still finalizing downstream: look again later
+    assert "patch" not in h.up.verbs()
+
+    h.down.delete_answer = APINotFoundError("gone", status=404, reason="NotFound", details={"name": "web"})
+    assert await h.reconcile() is None
+    assert h.up.verbs() == ["patch"]
+
+
+async def test_an_up_to_date_object_costs_no_request() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([up], [downstream_copy(up)])
+    await h.reconcile()
+    assert h.up.calls == [] and h.down.calls == []
+
+
+async def test_a_new_object_gets_the_finalizer_and_one_apply() -> None:
+    h = Harness()
+    up = upstream_cm(finalizers=[])
+    h.caches([up], [])
+    await h.reconcile()
+    (verb, name, body, kw), = h.down.calls
+    assert (verb, name, kw["patch_type"], kw["field_manager"], kw["force"]) == (
+        "patch", "web", "apply", "kcp-syncer", True)
+    assert body["metadata"]["namespace"] == MAPPED
+    (verb, name, patch, kw), = h.up.calls
+    assert patch["metadata"]["finalizers"] == [FINALIZER]
+
+
+async def test_status_goes_up_once_and_a_conflict_is_retried_quietly() -> None:
+    h = Harness(DEPLOY)
+    up = {**upstream_cm(), "apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 1}}
+    down = downstream_copy(up, DEPLOY)
+    down["status"] = {"replicas": 1, "readyReplicas": 1}
+    h.caches([up], [down])
+    await h.reconcile()
+    (_, _, patch, kw), = h.up.calls
+    assert kw["subresource"] == "status"
+    assert patch == {"status": {"replicas": 1, "readyReplicas": 1}}
+
+    h2 = Harness(DEPLOY)
+    h2.caches([{**up, "status": dict(down["status"])}], [down])
+    await h2.reconcile()
+    assert h2.up.calls == []  # unchanged: not written again
+
+    async def conflict(*_args: Any, **_kw: Any) -> Any:
+        raise APIConflictError("modified", status=409, reason="Conflict")
+    h3 = Harness(DEPLOY)
+    h3.caches([up], [down])
+    h3.up.patch = conflict  # type: ignore[method-assign]
+    result = await h3.reconcile()
+    assert result is not None and result.requeue_after
+
+
+async def test_a_cache_behind_our_own_finalizer_patch_does_not_make_us_patch_again() -> None:
+    h = Harness()
+    up = upstream_cm(finalizers=[])
+    h.caches([up], [])
+    await h.reconcile()
+    assert h.up.verbs() == ["patch"]
+    h.down_informer.replace([downstream_copy(up)], "11")  # the apply arrived; the finalizer patch not yet
+    await h.reconcile()
+    assert h.up.verbs() == ["patch"]  # no second finalizer patch from the stale copy
+    assert h.down.verbs() == ["patch"]  # and the applied object is up to date: no second apply
+
+
+async def test_one_apply_while_the_downstream_cache_lags_yet_a_later_downstream_delete_is_repaired() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([up], [])
+    await h.reconcile()
+    await h.reconcile()  # say, the upstream finalizer event: the downstream cache has not seen our apply
+    assert h.down.verbs() == ["patch"]
+    copy_down = downstream_copy(up)
+    h.syncer._downstream_changed("configmaps", None, copy_down)  # our apply's ADDED event
+    h.syncer._downstream_deleted("configmaps", copy_down)  # then someone deletes it by hand
+    h.down_informer.replace([], "12")
+    await h.reconcile()
+    assert h.down.verbs() == ["patch", "patch"]

@@ -1,0 +1,138 @@
+"""The syncer's pure parts: namespace mapping, the apply body (stripping, provenance), up-to-date and status diffs."""
+
+from __future__ import annotations
+
+import json
+
+from kcpcommon.sync import downstream_namespace, syncer_finalizer
+from kcpcommon.sync.discovery import split
+from kcpcommon.sync.names import namespace_locator, owner
+from kcpcommon.sync.transform import contains, downstream_object, merge_patch, status_patch, up_to_date
+
+UPSTREAM = {
+    "apiVersion": "v1", "kind": "Service",
+    "metadata": {
+        "name": "web", "namespace": "default", "uid": "u-1", "resourceVersion": "42", "generation": 3,
+        "creationTimestamp": "2026-01-01T00:00:00Z", "managedFields": [{"manager": "kubectl"}],
+        "ownerReferences": [{"kind": "Deployment", "name": "x", "uid": "o"}], "finalizers": ["f"],
+        "deletionGracePeriodSeconds": 0, "labels": {"app": "web", "workloads.kcp.io/cluster": "east"},
+        "annotations": {"kcp.io/cluster": "root:org", "note": "kept",
+                        "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+    "spec": {"ports": [{"port": 80}], "selector": {"app": "web"}},
+    "status": {"loadBalancer": {}},
+}
+
+
+def body() -> dict:
+    return downstream_object(UPSTREAM, api_version="v1", kind="Service", namespace="kcp-x",
+                             logical_cluster="root:org", sync_target="east")
+
+
+def test_namespaces_map_stably_per_logical_cluster_and_namespace() -> None:
+    a = downstream_namespace("root:org", "default")
+    assert a == downstream_namespace("root:org", "default")  # stable across processes (no salted hash)
+    assert a.startswith("kcp-") and len(a) <= 63 and a == a.lower()
+    assert a != downstream_namespace("root:other", "default")
+    assert a != downstream_namespace("root:org", "prod")
+    assert downstream_namespace("a", "bc") != downstream_namespace("ab", "c")  # no ambiguity at the seam
+    assert json.loads(namespace_locator("root:org", "default")) == {"logicalCluster": "root:org",
+                                                                    "namespace": "default"}
+
+
+def test_owner_label_value_and_finalizer_are_valid_names() -> None:
+    value = owner("root:org", "east")
+    assert len(value) <= 63 and value.isalnum()
+    assert value != owner("root:org", "west") and value != owner("root:other", "east")
+    assert syncer_finalizer("east") == "workload.kcp.io/syncer-east"
+
+
+def test_server_set_metadata_and_status_are_stripped() -> None:
+    meta = body()["metadata"]
+    assert set(meta) == {"name", "namespace", "labels", "annotations"}
+    assert meta["namespace"] == "kcp-x"
+    assert "status" not in body()
+    assert "kcp.io/cluster" not in meta["annotations"]
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in meta["annotations"]
+    assert body()["spec"] == UPSTREAM["spec"]
+
+
+def test_provenance_is_kept_in_labels_and_annotations() -> None:
+    meta = body()["metadata"]
+    assert meta["labels"]["app"] == "web"
+    assert meta["labels"]["syncer.kcp.io/owner"] == owner("root:org", "east")
+    assert meta["annotations"]["note"] == "kept"
+    assert meta["annotations"]["syncer.kcp.io/upstream-cluster"] == "root:org"
+    assert meta["annotations"]["syncer.kcp.io/upstream-namespace"] == "default"
+    assert meta["annotations"]["syncer.kcp.io/upstream-name"] == "web"
+
+
+def test_fields_the_physical_cluster_owns_are_never_sent() -> None:
+    # the Service's clusterIP is not upstream, so it is not in the apply: server-side apply leaves it alone
+    assert "clusterIP" not in body()["spec"]
+    assert "type" not in body()["spec"]
+
+
+def test_the_body_does_not_share_state_with_the_upstream_object() -> None:
+    applied = body()
+    applied["spec"]["ports"].append({"port": 443})
+    assert UPSTREAM["spec"]["ports"] == [{"port": 80}]
+
+
+def test_up_to_date_tolerates_server_defaults_but_not_edits_or_removed_fields() -> None:
+    desired = body()
+    live = json.loads(json.dumps(desired))
+    live["metadata"].update(uid="d-1", resourceVersion="7")
+    live["spec"]["clusterIP"] = "10.0.0.7"  # allocated downstream
+    live["spec"]["ports"][0]["protocol"] = "TCP"  # defaulted downstream
+    live["status"] = {"loadBalancer": {}}
+    assert up_to_date(desired, live)
+    assert not up_to_date(desired, None)
+
+    edited = json.loads(json.dumps(live))
+    edited["spec"]["selector"] = {"app": "hacked"}
+    assert not up_to_date(desired, edited)
+
+    changed_upstream = json.loads(json.dumps(UPSTREAM))
+    del changed_upstream["spec"]["selector"]  # a removed field: only the recorded hash tells
+    newer = downstream_object(changed_upstream, api_version="v1", kind="Service", namespace="kcp-x",
+                              logical_cluster="root:org", sync_target="east")
+    assert contains(live["spec"], newer["spec"])
+    assert not up_to_date(newer, live)
+
+
+def test_contains_compares_lists_item_by_item() -> None:
+    assert contains({"a": [{"x": 1, "y": 2}]}, {"a": [{"x": 1}]})
+    assert not contains({"a": [{"x": 1}, {"x": 2}]}, {"a": [{"x": 1}]})
+    assert not contains({"a": [{"x": 2}]}, {"a": [{"x": 1}]})
+    assert not contains({"a": "1"}, {"a": 1})
+
+
+def test_merge_patch_sets_changes_and_nulls_removed_keys() -> None:
+    assert merge_patch({"a": 1, "b": {"c": 1, "d": 2}}, {"a": 1, "b": {"c": 2}, "e": [1]}) == {
+        "b": {"c": 2, "d": None}, "e": [1]}
+    assert merge_patch({"a": 1}, {"a": 1}) == {}
+
+
+def test_status_patch_is_none_when_unchanged_and_a_diff_otherwise() -> None:
+    up = {"status": {"replicas": 2, "readyReplicas": 1, "conditions": [{"type": "A"}]}}
+    assert status_patch(up, {"status": dict(up["status"])}) is None
+    assert status_patch(up, {"spec": {}}) is None  # no status downstream (yet): nothing to say
+    assert status_patch(up, {"status": {"replicas": 2, "readyReplicas": 2}}) == {
+        "status": {"readyReplicas": 2, "conditions": None}}
+    assert status_patch({}, {"status": {"replicas": 1}}) == {"status": {"replicas": 1}}
+
+
+def test_resource_names_split_into_plural_and_group() -> None:
+    assert split("deployments.apps") == ("deployments", "apps")
+    assert split("ingresses.networking.k8s.io") == ("ingresses", "networking.k8s.io")
+    assert split("services") == ("services", "")
+
+
+def test_the_client_library_never_logs_response_bodies_even_at_debug() -> None:
+    import logging
+
+    from kcpcommon.sync import keep_bodies_out_of_logs
+
+    logging.getLogger("kubernetes_asyncio").setLevel(logging.DEBUG)
+    keep_bodies_out_of_logs()
+    assert not logging.getLogger("kubernetes_asyncio.client.rest").isEnabledFor(logging.DEBUG)

@@ -1,0 +1,1 @@
+"""kcp-cluster-controller: SyncTargets, the physical clusters' API types in kcp, and their syncers."""

@@ -1,0 +1,117 @@
+"""`kcp-cluster-controller`: install the SyncTarget CRD, watch SyncTargets everywhere, reconcile them."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources as package_files
+from typing import Any
+
+import structlog
+import yaml
+from prometheus_client import CollectorRegistry
+
+from kcpcommon.clients import ClientFactory
+from kcpcommon.controller import Controller
+from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, run_elected
+from kcpcommon.errors import APIAlreadyExistsError, APIClientError
+from kcpcommon.informer import deleted_object
+from kcpcommon.informer_factory import SharedInformerFactory
+from kcpcommon.keys import WILDCARD_CLUSTER, ObjectKey, key_for
+from kcpcommon.ratelimit import ItemExponentialFailureRateLimiter
+from kcpcommon.sharding import owns
+from kcpcommon.workqueue import WorkQueue
+
+from .controller import API_VERSION, PLURAL, SyncTargetReconciler
+from .modes import NoneMode, PushMode
+from .push import PushSyncers
+from .settings import ClusterControllerSettings
+
+COMPONENT = "kcp-cluster-controller"
+VERSION = "0.1.0"
+INSTALL_CLUSTER = "admin"
+
+log = structlog.get_logger(COMPONENT)
+
+
+def synctarget_crd() -> dict[str, Any]:
+    """The SyncTarget CRD shipped with the package (the same file `kubectl apply` takes)."""
+    text = package_files.files("kcp_cluster_controller").joinpath("synctarget-crd.yaml").read_text()
+    crd: dict[str, Any] = yaml.safe_load(text)
+    return crd
+
+
+async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER) -> None:
+    """Create the SyncTarget CRD in `cluster`, or bring it up to date; retried until kcp answers."""
+    crds = kcp.dynamic(cluster).resource("apiextensions.k8s.io/v1", "customresourcedefinitions", namespaced=False)
+    wanted = synctarget_crd()
+    delay = 0.5
+    while True:
+        try:
+            try:
+                await crds.create(wanted)
+                log.info("SyncTarget CRD installed", cluster=cluster)
+            except APIAlreadyExistsError:
+                existing = await crds.get(wanted["metadata"]["name"])
+                if existing.get("spec") != {**existing.get("spec", {}), **wanted["spec"]}:
+                    wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+                    await crds.replace(wanted)
+                    log.info("SyncTarget CRD updated", cluster=cluster)
+            return
+        except APIClientError as exc:
+            log.warning("cannot install the SyncTarget CRD yet", cluster=cluster, error=str(exc))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+async def serve(settings: ClusterControllerSettings) -> None:
+    registry = CollectorRegistry()
+    health = HealthServer(registry=registry, host=settings.health_address, port=settings.health_port)
+    async with health, await ClientFactory.load(settings.kubeconfig, context=settings.context, component=COMPONENT,
+                                                version=VERSION, qps=settings.qps, burst=settings.burst) as kcp:
+        await run_elected(lambda: _run(settings, kcp, health, registry), settings=settings, component=COMPONENT,
+                          api_client=kcp.api_client(settings.cluster))
+
+
+async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: HealthServer,
+               registry: CollectorRegistry) -> None:
+    await install_crd(kcp)
+    queue: WorkQueue[ObjectKey] = WorkQueue("synctargets", rate_limiter=ItemExponentialFailureRateLimiter(
+        0.5, settings.heartbeat_interval))
+    factory = SharedInformerFactory(kcp)
+    informer = factory.informer(cluster=WILDCARD_CLUSTER, api_version=API_VERSION, plural=PLURAL, namespaced=False)
+    push = PushSyncers(kcp, heartbeat_interval=settings.heartbeat_interval, registry=registry, on_change=queue.add)
+    mode = PushMode(push) if settings.syncer_mode == "push" else None
+    if settings.syncer_mode == "pull":
+        from .pull import PullMode
+
+        mode = PullMode(kcp, settings)
+    reconciler = SyncTargetReconciler(kcp, informer.indexer, mode or NoneMode(),
+                                      heartbeat_interval=settings.heartbeat_interval,
+                                      heartbeat_threshold=settings.heartbeat_threshold,
+                                      discovery_interval=settings.discovery_interval, enqueue=queue.add)
+    controller = Controller("synctargets", reconciler.reconcile, workers=settings.workers, queue=queue,
+                            registry=registry, component=COMPONENT)
+
+    def enqueue(obj: Any) -> None:
+        key = key_for(deleted_object(obj))
+        if owns(key.cluster, settings.shard_index, settings.shards):
+            controller.enqueue(key)
+
+    informer.add_handler(on_add=enqueue, on_update=lambda old, new: enqueue(new), on_delete=enqueue,
+                         name="synctargets")
+    health.add_readiness_check("informers", lambda: informer.has_synced)
+    factory.start()
+    log.info("watching SyncTargets in every logical cluster", syncer_mode=settings.syncer_mode,
+             shard=settings.shard_index, shards=settings.shards)
+    try:
+        await controller.start(wait_for=[lambda: informer.has_synced])
+    finally:
+        await push.stop_all()
+        await factory.stop()
+        await reconciler.close()
+
+
+def main() -> None:
+    settings = parse_settings(ClusterControllerSettings, prog=COMPONENT)
+    configure_logging(settings.log_level)
+    raise SystemExit(run_daemon(lambda: serve(settings)))

@@ -1,0 +1,57 @@
+"""Ready from the syncer's heartbeat, with an injected clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from kcp_cluster_controller import conditions as cond
+
+T0 = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
+SYNCER_OK = cond.condition(cond.SYNCER_READY, cond.TRUE, "SyncerRunning")
+
+
+def ready_at(last: datetime | None, now: datetime, threshold: float = 30.0) -> tuple[dict[str, str], float | None]:
+    beat, fresh_for = cond.heartbeat(last, now, threshold)
+    return cond.ready([SYNCER_OK, beat]), fresh_for
+
+
+def test_ready_while_the_heartbeat_is_younger_than_the_threshold() -> None:
+    ready, fresh_for = ready_at(T0, T0 + timedelta(seconds=10))
+    assert ready["status"] == cond.TRUE
+    assert fresh_for == 20.0  # the controller looks again when it would turn stale
+
+
+def test_not_ready_after_the_threshold_without_a_heartbeat() -> None:
+    ready, fresh_for = ready_at(T0, T0 + timedelta(seconds=31))
+    assert (ready["status"], ready["reason"]) == (cond.FALSE, cond.HEARTBEAT_STALE)
+    assert "31s" in ready["message"] and fresh_for is None
+
+
+def test_the_threshold_is_a_setting() -> None:
+    assert ready_at(T0, T0 + timedelta(seconds=6), threshold=5.0)[0]["status"] == cond.FALSE
+    assert ready_at(T0, T0 + timedelta(seconds=4), threshold=5.0)[0]["status"] == cond.TRUE
+
+
+def test_no_heartbeat_yet_is_not_ready() -> None:
+    ready, _ = ready_at(None, T0)
+    assert (ready["status"], ready["reason"]) == (cond.FALSE, cond.NO_HEARTBEAT)
+
+
+def test_a_failing_syncer_explains_not_ready() -> None:
+    beat, _ = cond.heartbeat(T0, T0 + timedelta(seconds=60), 30.0)
+    failing = cond.condition(cond.SYNCER_READY, cond.FALSE, "SyncerFailing", "boom")
+    ready = cond.ready([failing, beat])
+    assert (ready["reason"], ready["message"]) == ("SyncerFailing", "boom")
+
+
+def test_transition_time_moves_only_when_the_status_changes() -> None:
+    first = cond.merge(None, [cond.condition(cond.READY, cond.TRUE, "SyncerHeartbeating")], T0)
+    later = cond.merge(first, [cond.condition(cond.READY, cond.TRUE, "SyncerHeartbeating")], T0 + timedelta(minutes=1))
+    assert later[0]["lastTransitionTime"] == "2026-11-25T12:00:00Z"
+    flipped = cond.merge(later, [cond.condition(cond.READY, cond.FALSE, "HeartbeatStale")], T0 + timedelta(minutes=2))
+    assert flipped[0]["lastTransitionTime"] == "2026-11-25T12:02:00Z"
+
+
+def test_heartbeat_times_parse_as_kube_writes_them() -> None:
+    assert cond.parse_time("2026-11-25T12:00:00Z") == T0
+    assert cond.parse_time("garbage") is None and cond.parse_time(None) is None

@@ -1,0 +1,132 @@
+"""Schema negotiation: the lowest common denominator, and the fields an older cluster lacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kcp_cluster_controller.imports import Importer
+from kcp_cluster_controller.negotiation import describe, lowest_common_denominator, missing
+from kcp_cluster_controller.physical import ImportedType
+
+
+def pod_template(container: dict[str, Any]) -> dict[str, Any]:
+    containers = {"type": "array", "items": {"type": "object", "properties": container}}
+    return {"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["template"], "properties": {
+            "replicas": {"type": "integer"},
+            "template": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "containers": containers}}}}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}
+
+
+OLD = pod_template({"name": {"type": "string"}, "image": {"type": "string"}})
+NEW = pod_template({"name": {"type": "string"}, "image": {"type": "string"},
+                    "resizePolicy": {"type": "array", "items": {"type": "object"}}})
+
+
+def test_the_lowest_common_denominator_keeps_only_the_fields_every_cluster_has() -> None:
+    lcd = lowest_common_denominator([NEW, OLD])
+    container = lcd["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"][
+        "containers"]["items"]["properties"]
+    assert set(container) == {"name", "image"}
+    assert lcd["properties"]["spec"]["required"] == ["template"]
+    assert lowest_common_denominator([NEW, OLD]) == lowest_common_denominator([OLD, NEW])
+
+
+def test_the_older_cluster_lacks_the_pod_specs_resize_policy_and_the_newer_lacks_nothing() -> None:
+    assert missing(NEW, OLD) == ["spec.template.spec.containers[*].resizePolicy"]
+    assert missing(OLD, NEW) == []
+    assert missing(lowest_common_denominator([NEW, OLD]), OLD) == []
+
+
+def test_a_type_change_is_named() -> None:
+    other = pod_template({"name": {"type": "integer"}, "image": {"type": "string"}})
+    (problem,) = missing(OLD, other)
+    assert problem.startswith("spec.template.spec.containers[*].name (type string")
+
+
+def test_preserve_unknown_fields_accepts_anything() -> None:
+    assert missing(NEW, {"type": "object", "x-kubernetes-preserve-unknown-fields": True}) == []
+
+
+def test_describe_names_every_field_up_to_the_limit() -> None:
+    assert describe(["a", "b", "c"], limit=2) == "a, b and 1 more"
+
+
+def view(schema: dict[str, Any]) -> ImportedType:
+    return ImportedType(resource="deployments.apps", group="apps", version="v1", kind="Deployment",
+                        plural="deployments", singular="deployment", namespaced=True, schema=schema)
+
+
+class FakeCRDs:
+    """The CRD endpoints of one logical cluster, in memory."""
+
+    def __init__(self) -> None:
+        self.crds: dict[str, dict[str, Any]] = {}
+
+    def resource(self, *args: Any, **kwargs: Any) -> FakeCRDs:
+        return self
+
+    async def get(self, name: str) -> dict[str, Any]:
+        from kcpcommon.errors import APINotFoundError
+
+        if name not in self.crds:
+            raise APINotFoundError("not found", status=404, reason="NotFound")
+        return self.crds[name]
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.crds[body["metadata"]["name"]] = {**body, "metadata": {**body["metadata"], "resourceVersion": "1"}}
+        return body
+
+    async def replace(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.crds[body["metadata"]["name"]] = body
+        return body
+
+    async def delete(self, name: str) -> dict[str, Any]:
+        return self.crds.pop(name)
+
+
+def published_containers(crds: FakeCRDs) -> set[str]:
+    schema = crds.crds["deployments.apps"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return set(schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"][
+        "containers"]["items"]["properties"])
+
+
+async def test_the_importer_narrows_names_the_older_cluster_and_widens_again_when_it_leaves() -> None:
+    crds = FakeCRDs()
+    importer = Importer(lambda cluster: crds)  # type: ignore[arg-type,return-value]
+    importer.set_views("org", "new", {"deployments.apps": view(NEW)})
+    verdicts = await importer.publish("org", "deployments.apps")
+    assert "resizePolicy" in published_containers(crds) and verdicts["new"].missing == ()
+    crd = crds.crds["deployments.apps"]
+    assert crd["spec"]["versions"][0]["subresources"]["status"] == {}
+
+    importer.set_views("org", "old", {"deployments.apps": view(OLD)})
+    verdicts = await importer.publish("org", "deployments.apps")
+    assert published_containers(crds) == {"name", "image"}
+    assert verdicts["old"].missing == ("spec.template.spec.containers[*].resizePolicy",)
+    assert verdicts["new"].missing == ()
+
+    importer.forget("org", "old")
+    verdicts = await importer.publish("org", "deployments.apps")
+    assert "resizePolicy" in published_containers(crds) and set(verdicts) == {"new"}
+
+    importer.forget("org", "new")
+    assert await importer.publish("org", "deployments.apps") == {}
+    assert "deployments.apps" not in crds.crds
+
+
+async def test_a_hand_made_crd_wins_and_imports_are_checked_against_it() -> None:
+    crds = FakeCRDs()
+    hand_made = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                 "metadata": {"name": "deployments.apps", "resourceVersion": "7"},
+                 "spec": {"group": "apps", "versions": [{"name": "v1", "schema": {"openAPIV3Schema": NEW}}]}}
+    crds.crds["deployments.apps"] = hand_made
+    importer = Importer(lambda cluster: crds)  # type: ignore[arg-type,return-value]
+    importer.set_views("org", "old", {"deployments.apps": view(OLD)})
+    verdicts = await importer.publish("org", "deployments.apps")
+    assert crds.crds["deployments.apps"] is hand_made
+    assert verdicts["old"].hand_made and verdicts["old"].missing == ("spec.template.spec.containers[*].resizePolicy",)
+    importer.forget("org", "old")
+    await importer.publish("org", "deployments.apps")
+    assert crds.crds["deployments.apps"] is hand_made  # never deleted: not ours

@@ -1,0 +1,207 @@
+"""kcp-cluster-controller with real processes: kcp, two simulated physical clusters (one at Kubernetes
+1.25, one at the newest release) and `python -m kcp_cluster_controller --syncer-mode push`.
+
+SyncTargets become Ready (kubectl wait), the physical clusters' types appear in kcp (api-resources,
+explain), a bad kubeconfig is reported, schema negotiation names what the older cluster lacks and
+forgets it when that cluster leaves, and a stopped cluster goes NotReady and comes back with
+nothing deleted downstream. Every wait is on a condition, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
+
+from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcpcommon.sync import downstream_namespace
+
+PATIENCE = 60.0
+THRESHOLD = 8  # seconds without a heartbeat before NotReady (the flag; 30 s by default)
+CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+ST_PATH = "/apis/workload.kcp.io/v1alpha1/synctargets"
+
+
+@dataclass
+class Env:
+    kcp: KcpServer
+    new: KcpServer  # the newest release
+    old: KcpServer  # Kubernetes 1.25
+    root: Path
+
+
+def controller_env() -> dict[str, str]:
+    env = syncer_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "services" / "cluster-controller"), env["PYTHONPATH"]])
+    return env
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("cluster-controller")
+    kcp = KcpServer(root / "kcp", free_port())
+    new, old = sim_cluster(root / "new"), sim_cluster(root / "old", "--kubernetes-version", "1.25")
+    started: list[KcpServer] = []
+    controller: subprocess.Popen[bytes] | None = None
+    try:
+        for server in (kcp, new, old):
+            server.start()
+            started.append(server)
+        log = open(root / "controller.log", "ab")
+        controller = subprocess.Popen(
+            [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
+             "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
+             "--heartbeat-threshold", str(THRESHOLD), "--discovery-interval", "5", "--health-port", "0"],
+            stdout=log, stderr=log, env=controller_env(), start_new_session=True)
+        log.close()
+        yield Env(kcp, new, old, root)
+        controller.send_signal(signal.SIGTERM)
+        assert controller.wait(30) == 0, (root / "controller.log").read_text()[-3000:]
+    finally:
+        if controller is not None and controller.poll() is None:
+            os.killpg(controller.pid, signal.SIGKILL)
+            controller.wait()
+        for server in started:
+            server.stop()
+
+
+def logical_cluster(env: Env, name: str) -> Path:
+    """A kubeconfig for logical cluster `name`, into which the SyncTarget CRD is applied (copied, as a user
+    would copy it from admin: that is all a logical cluster needs for SyncTargets to work)."""
+    kubeconfig = cluster_kubeconfig(env.kcp, name, name)
+    run_kubectl(env.kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(env.kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+               f"SyncTargets served in {name}")
+    return kubeconfig
+
+
+def sync_target(name: str, physical: KcpServer | None, kubeconfig_text: str | None = None) -> str:
+    text = kubeconfig_text if kubeconfig_text is not None else physical.kubeconfig.read_text()  # type: ignore[union-attr]
+    return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
+                           "metadata": {"name": name}, "spec": {"kubeconfig": text}})
+
+
+def condition(rest: Rest, name: str, type_: str) -> dict[str, Any]:
+    st = rest.get(f"{ST_PATH}/{name}") or {}
+    for cond in (st.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return {}
+
+
+def wait_ready(env: Env, kubeconfig: Path, name: str, timeout: int = 30) -> None:
+    run_kubectl(env.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", f"--timeout={timeout}s",
+                kubeconfig=kubeconfig, timeout=timeout + 10)
+
+
+def test_the_controller_installs_the_synctarget_crd_into_admin(env: Env) -> None:
+    eventually(lambda: run_kubectl(env.kcp, "get", "crd", "synctargets.workload.kcp.io", check=False).returncode == 0,
+               "the SyncTarget CRD in admin")
+    # seed 004's YAML applies verbatim (its kubeconfig points nowhere: the SyncTarget is created, not Ready)
+    seed = (REPO / "services/cluster-controller/tests/seed-004-synctarget.yaml").read_text()
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=seed)
+    out = run_kubectl(env.kcp, "get", "clusters").stdout
+    assert out.split("\n")[0].split() == ["NAME", "READY", "SYNCER", "CAPACITY", "AGE"]
+    run_kubectl(env.kcp, "delete", "synctarget", "my-cluster", "--timeout=60s")
+
+
+def test_push_mode_synctarget_ready_and_types_imported(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-push")
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("east", env.new), kubeconfig=kubeconfig)
+    wait_ready(env, kubeconfig, "east", timeout=30)
+
+    table = run_kubectl(env.kcp, "get", "clusters", kubeconfig=kubeconfig).stdout.splitlines()
+    assert table[1].split()[:2] == ["east", "True"], table
+    rest = Rest(env.kcp).at("cc-push")
+    status = rest.get(f"{ST_PATH}/east")["status"]
+    assert status["capacity"]["cpu"] and status["allocatable"]["pods"]
+    assert {"deployments.apps", "services", "jobs.batch"} <= set(status["importedResources"])
+
+    resources = run_kubectl(env.kcp, "api-resources", "-o", "name", kubeconfig=kubeconfig).stdout.split()
+    assert {"deployments.apps", "statefulsets.apps", "services", "jobs.batch"} <= set(resources)
+    explained = run_kubectl(env.kcp, "explain", "deployment.spec.replicas", kubeconfig=kubeconfig).stdout
+    assert "replicas" in explained and "<integer>" in explained
+
+
+def test_a_kubeconfig_that_does_not_parse_is_invalid_kubeconfig(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-bad")
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("broken", None, "clusters: [ {oops"),
+                kubeconfig=kubeconfig)
+    rest = Rest(env.kcp).at("cc-bad")
+    ready = eventually(lambda: (c := condition(rest, "broken", "Ready")).get("reason") and c, "Ready reported")
+    assert (ready["status"], ready["reason"]) == ("False", "InvalidKubeConfig")
+    assert "YAML" in ready["message"]
+
+
+def test_negotiation_names_what_the_older_cluster_lacks_and_forgets_it_when_it_leaves(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-neg")
+    rest = Rest(env.kcp).at("cc-neg")
+    for name, server in (("newest", env.new), ("older", env.old)):
+        run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target(name, server), kubeconfig=kubeconfig)
+    for name in ("newest", "older"):
+        wait_ready(env, kubeconfig, name, timeout=60)
+
+    older = eventually(lambda: (c := condition(rest, "older", "APIsImported")).get("status") == "False" and c,
+                       "the older cluster reported incompatible")
+    assert older["reason"] == "IncompatibleSchema"
+    assert "deployments.apps" in older["message"] and "spec.template.spec.containers[*].resizePolicy" in older["message"]
+    newest = eventually(lambda: (c := condition(rest, "newest", "APIsImported")).get("status") and c, "newest")
+    assert newest["status"] == "True", newest
+
+    explain = ["explain", "deployment.spec.template.spec.containers.resizePolicy"]
+    assert run_kubectl(env.kcp, *explain, kubeconfig=kubeconfig, check=False).returncode != 0  # the common subset
+
+    run_kubectl(env.kcp, "delete", "synctarget", "older", "--timeout=60s", kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(env.kcp, *explain, kubeconfig=kubeconfig, check=False).returncode == 0,
+               "the published Deployment widened to the newest cluster's schema")
+    assert condition(rest, "newest", "APIsImported")["status"] == "True"
+
+
+def test_a_stopped_cluster_goes_not_ready_and_comes_back_with_nothing_deleted(env: Env) -> None:
+    physical = sim_cluster(env.root / "flaky")
+    physical.start()
+    try:
+        kubeconfig = logical_cluster(env, "cc-flaky")
+        run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("flaky", physical), kubeconfig=kubeconfig)
+        wait_ready(env, kubeconfig, "flaky", timeout=30)
+        up, down = Rest(env.kcp).at("cc-flaky"), Rest(physical)
+        up.create("/api/v1/namespaces/default/configmaps", {
+            "metadata": {"name": "settings", "labels": {ASSIGNMENT_LABEL: "flaky"}}, "data": {"a": "1"}})
+        mapped = f"/api/v1/namespaces/{downstream_namespace('cc-flaky', 'default')}/configmaps/settings"
+        eventually(lambda: down.get(mapped), "the ConfigMap synced downstream")
+
+        assert physical.stop() == 0
+        stopped = time.monotonic()
+        eventually(lambda: condition(up, "flaky", "Ready").get("status") == "False", "NotReady", timeout=PATIENCE)
+        assert time.monotonic() - stopped < THRESHOLD + 15  # the threshold, plus a look and a write
+        ready = condition(up, "flaky", "Ready")
+        assert ready["reason"] in ("ClusterUnreachable", "HeartbeatStale"), ready
+
+        physical.start()
+        wait_ready(env, kubeconfig, "flaky", timeout=60)
+        assert down.get(mapped)["data"] == {"a": "1"}  # nothing deleted downstream meanwhile
+    finally:
+        physical.stop()
+
+
+def test_deleting_a_synctarget_stops_its_syncer_and_removes_its_imports(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-delete")
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("gone", env.new), kubeconfig=kubeconfig)
+    wait_ready(env, kubeconfig, "gone", timeout=30)
+    rest = Rest(env.kcp).at("cc-delete")
+    assert rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/deployments.apps")
+    st = rest.get(f"{ST_PATH}/gone")
+    assert "workload.kcp.io/cluster-controller" in st["metadata"]["finalizers"]
+    run_kubectl(env.kcp, "delete", "synctarget", "gone", "--timeout=60s", kubeconfig=kubeconfig)
+    eventually(lambda: rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/deployments.apps") is None,
+               "the imported Deployment CRD removed")

@@ -1,0 +1,342 @@
+"""kcp-syncer end to end: a kcp-apiserver, two simulated physical clusters and syncer processes.
+
+Spec down into mapped namespaces, status up, deletes (upstream delete, unassignment, a syncer
+killed with -9 meanwhile), repairs of downstream deletes and edits, moving an object between
+clusters by its label, two tenants' `default/web` side by side, and kcp going away without a
+single downstream delete. Every wait polls a condition with a generous deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syncer_fixtures import (
+    ASSIGNMENT_LABEL,
+    Rest,
+    SyncerProcess,
+    create_sync_target,
+    eventually,
+    install_types,
+    sim_cluster,
+)
+
+from kcp_process import KcpServer, free_port
+from kcpcommon.sync import NAMESPACE_LOCATOR_ANNOTATION, downstream_namespace, syncer_finalizer
+
+LC_A = "syncer-a"
+LC_B = "syncer-b"
+
+
+@dataclass
+class Env:
+    kcp: KcpServer
+    up_a: Rest
+    up_b: Rest
+    east: Rest
+    west: Rest
+    syncers: dict[str, SyncerProcess]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("syncer")
+    kcp = KcpServer(root / "kcp", free_port())
+    east_server, west_server = sim_cluster(root / "east"), sim_cluster(root / "west")
+    started: list[KcpServer] = []
+    syncers: dict[str, SyncerProcess] = {}
+    try:
+        for server in (kcp, east_server, west_server):
+            server.start()
+            started.append(server)
+        rest = Rest(kcp)
+        up_a, up_b = rest.at(LC_A), rest.at(LC_B)
+        for up in (up_a, up_b):
+            install_types(up)
+            create_sync_target(up, "east")
+        create_sync_target(up_a, "west")
+        syncers = {
+            "east": SyncerProcess(kcp, east_server, "east", LC_A, root / "syncer-east.log"),
+            "west": SyncerProcess(kcp, west_server, "west", LC_A, root / "syncer-west.log"),
+            "east-b": SyncerProcess(kcp, east_server, "east", LC_B, root / "syncer-east-b.log"),
+        }
+        for syncer in syncers.values():
+            syncer.start()
+        yield Env(kcp, up_a, up_b, Rest(east_server), Rest(west_server), syncers)
+        for name, syncer in syncers.items():
+            assert syncer.stop() == 0, f"syncer {name} did not stop cleanly: {syncer.log_tail()}"
+    finally:
+        for syncer in syncers.values():
+            syncer.stop()
+        for server in started:
+            server.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def labels(target: str | None) -> dict[str, str]:
+    return {ASSIGNMENT_LABEL: target} if target else {}
+
+
+def configmap(name: str, target: str | None, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels(target)},
+            "data": data}
+
+
+def deployment(name: str, target: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels(target)},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+
+
+def cm_path(namespace: str, name: str = "") -> str:
+    return f"/api/v1/namespaces/{namespace}/configmaps" + (f"/{name}" if name else "")
+
+
+def deploy_path(namespace: str, name: str = "") -> str:
+    return f"/apis/apps/v1/namespaces/{namespace}/deployments" + (f"/{name}" if name else "")
+
+
+def create_namespace(up: Rest, name: str) -> None:
+    up.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+
+def gone(rest: Rest, path: str) -> bool:
+    return rest.get(path) is None
+
+
+def test_objects_go_down_into_the_mapped_namespace_and_status_comes_up(env: Env) -> None:
+    name = unique("web")
+    env.up_a.create(deploy_path("default"), deployment(name, "east", 2))
+    env.up_a.create(cm_path("default"), configmap(name, "east", {"colour": "blue"}))
+    mapped = downstream_namespace(LC_A, "default")
+    assert mapped.startswith("kcp-")
+
+    down = eventually(lambda: env.east.get(deploy_path(mapped, name)), "the Deployment downstream")
+    up = env.up_a.get(deploy_path("default", name))
+    meta = down["metadata"]
+    assert meta["uid"] != up["metadata"]["uid"]  # server-set metadata is not copied
+    assert meta["annotations"]["syncer.kcp.io/upstream-cluster"] == LC_A
+    assert meta["annotations"]["syncer.kcp.io/upstream-namespace"] == "default"
+    assert meta["annotations"]["syncer.kcp.io/upstream-name"] == name
+    assert meta["labels"][ASSIGNMENT_LABEL] == "east"
+    assert down["spec"]["replicas"] == 2
+    assert not meta.get("ownerReferences") and not meta.get("finalizers")
+    managers = {entry["manager"] for entry in meta.get("managedFields") or []}
+    assert "kcp-syncer" in managers
+
+    namespace = env.east.get(f"/api/v1/namespaces/{mapped}")
+    assert json.loads(namespace["metadata"]["annotations"][NAMESPACE_LOCATOR_ANNOTATION]) == {
+        "logicalCluster": LC_A, "namespace": "default"}
+    cm = eventually(lambda: env.east.get(cm_path(mapped, name)), "the ConfigMap downstream")
+    assert cm["data"] == {"colour": "blue"}
+    assert env.west.get(cm_path(mapped, name)) is None  # assigned to east only
+
+    def ready_upstream() -> dict[str, Any] | None:
+        obj = env.up_a.get(deploy_path("default", name))
+        return obj if (obj.get("status") or {}).get("readyReplicas") == 2 else None
+    synced = eventually(ready_upstream, "the downstream Deployment's status upstream")
+    assert syncer_finalizer("east") in synced["metadata"]["finalizers"]
+
+    target = eventually(lambda: (env.up_a.get("/apis/workload.kcp.io/v1alpha1/synctargets/east")
+                                 .get("status") or {}).get("lastSyncerHeartbeatTime") and
+                        env.up_a.get("/apis/workload.kcp.io/v1alpha1/synctargets/east"), "a heartbeat")
+    assert target["status"]["syncedResources"] == ["configmaps", "deployments.apps"]
+    metrics = env.syncers["east"].metrics()
+    assert 'kcp_syncer_synced_objects_total{direction="down"' in metrics
+    assert 'kcp_syncer_sync_latency_seconds_count{direction="up"' in metrics
+
+
+def test_an_upstream_delete_removes_the_object_downstream_and_its_empty_namespace(env: Env) -> None:
+    ns, name = unique("gone"), "doomed"
+    create_namespace(env.up_a, ns)
+    mapped = downstream_namespace(LC_A, ns)
+    env.up_a.create(cm_path(ns), configmap(name, "east", {"a": "1"}))
+    eventually(lambda: env.east.get(cm_path(mapped, name)), "the ConfigMap downstream")
+    eventually(lambda: syncer_finalizer("east") in (env.up_a.get(cm_path(ns, name))["metadata"].get("finalizers")
+                                                    or []), "the syncer's finalizer upstream")
+
+    assert env.up_a.delete(cm_path(ns, name)) == 200
+    eventually(lambda: gone(env.east, cm_path(mapped, name)), "the downstream ConfigMap deleted")
+    eventually(lambda: gone(env.up_a, cm_path(ns, name)), "the finalizer released, the upstream object gone")
+    eventually(lambda: gone(env.east, f"/api/v1/namespaces/{mapped}"), "the empty mapped namespace removed")
+
+
+def test_unassigning_an_object_deletes_it_downstream(env: Env) -> None:
+    name = unique("unassigned")
+    mapped = downstream_namespace(LC_A, "default")
+    env.up_a.create(cm_path("default"), configmap(name, "east", {"a": "1"}))
+    eventually(lambda: env.east.get(cm_path(mapped, name)), "the ConfigMap downstream")
+    env.up_a.patch(cm_path("default", name), {"metadata": {"labels": {ASSIGNMENT_LABEL: None}}})
+    eventually(lambda: gone(env.east, cm_path(mapped, name)), "the unassigned ConfigMap deleted downstream")
+    eventually(lambda: syncer_finalizer("east") not in (env.up_a.get(cm_path("default", name))["metadata"]
+                                                        .get("finalizers") or []), "the finalizer released")
+    assert env.up_a.get(cm_path("default", name))["data"] == {"a": "1"}  # upstream, the object stays
+
+
+def test_a_downstream_delete_and_a_downstream_edit_are_repaired(env: Env) -> None:
+    name = unique("repaired")
+    mapped = downstream_namespace(LC_A, "default")
+    env.up_a.create(cm_path("default"), configmap(name, "east", {"k": "v"}))
+    env.up_a.create(deploy_path("default"), deployment(name, "east", 1))
+    first = eventually(lambda: env.east.get(cm_path(mapped, name)), "the ConfigMap downstream")
+
+    assert env.east.delete(cm_path(mapped, name)) == 200
+    again = eventually(lambda: (obj := env.east.get(cm_path(mapped, name))) and
+                       obj["metadata"]["uid"] != first["metadata"]["uid"] and obj, "the ConfigMap recreated")
+    assert again["data"] == {"k": "v"}
+
+    env.east.patch(cm_path(mapped, name), {"data": {"k": "hacked"}})
+    eventually(lambda: env.east.get(cm_path(mapped, name))["data"] == {"k": "v"}, "the hand edit reverted")
+
+    eventually(lambda: env.east.get(deploy_path(mapped, name)), "the Deployment downstream")
+    env.east.patch(deploy_path(mapped, name), {"spec": {"replicas": 4}})
+    eventually(lambda: env.east.get(deploy_path(mapped, name))["spec"]["replicas"] == 1,
+               "the Deployment's replicas restored")
+
+
+def test_changing_the_label_moves_the_object_between_clusters(env: Env) -> None:
+    name = unique("mover")
+    mapped = downstream_namespace(LC_A, "default")
+    env.up_a.create(cm_path("default"), configmap(name, "east", {"m": "1"}))
+    eventually(lambda: env.east.get(cm_path(mapped, name)), "the ConfigMap in east")
+
+    env.up_a.patch(cm_path("default", name), {"metadata": {"labels": {ASSIGNMENT_LABEL: "west"}}})
+    moved = eventually(lambda: env.west.get(cm_path(mapped, name)), "the ConfigMap in west")
+    assert moved["data"] == {"m": "1"}
+    eventually(lambda: gone(env.east, cm_path(mapped, name)), "the ConfigMap gone from east")
+
+    def finalizers() -> list[str]:
+        return list(env.up_a.get(cm_path("default", name))["metadata"].get("finalizers") or [])
+    eventually(lambda: finalizers() == [syncer_finalizer("west")], "only west's finalizer upstream")
+
+
+def test_two_logical_clusters_default_web_coexist_downstream(env: Env) -> None:
+    name = unique("web")
+    env.up_a.create(deploy_path("default"), deployment(name, "east", 1))
+    env.up_b.create(deploy_path("default"), deployment(name, "east", 2))
+    ns_a, ns_b = downstream_namespace(LC_A, "default"), downstream_namespace(LC_B, "default")
+    assert ns_a != ns_b
+    down_a = eventually(lambda: env.east.get(deploy_path(ns_a, name)), "tenant a's web downstream")
+    down_b = eventually(lambda: env.east.get(deploy_path(ns_b, name)), "tenant b's web downstream")
+    assert (down_a["spec"]["replicas"], down_b["spec"]["replicas"]) == (1, 2)
+
+    def ready(up: Rest, replicas: int) -> bool:
+        return (up.get(deploy_path("default", name)).get("status") or {}).get("readyReplicas") == replicas
+    eventually(lambda: ready(env.up_a, 1), "tenant a's status")
+    eventually(lambda: ready(env.up_b, 2), "tenant b's status")
+
+
+def test_upstream_deletes_while_the_syncer_is_killed_are_done_after_its_restart(env: Env) -> None:
+    ns = unique("kill9")
+    create_namespace(env.up_a, ns)
+    mapped = downstream_namespace(LC_A, ns)
+    names = [f"cm-{i}" for i in range(4)]
+    for name in names:
+        env.up_a.create(cm_path(ns), configmap(name, "east", {"i": name}))
+    for name in names:
+        eventually(lambda name=name: env.east.get(cm_path(mapped, name)), f"{name} downstream")
+        eventually(lambda name=name: syncer_finalizer("east") in (
+            env.up_a.get(cm_path(ns, name))["metadata"].get("finalizers") or []), f"{name}'s finalizer")
+    syncer = env.syncers["east"]
+    syncer.kill()
+    try:
+        for name in names[:3]:
+            assert env.up_a.delete(cm_path(ns, name)) == 200  # held upstream by the finalizer
+        env.up_a.patch(cm_path(ns, names[3]), {"metadata": {"labels": {ASSIGNMENT_LABEL: None}}})
+        for name in names:  # nothing happened downstream while the syncer was dead
+            assert env.east.get(cm_path(mapped, name)) is not None
+    finally:
+        syncer.start()
+    for name in names:
+        eventually(lambda name=name: gone(env.east, cm_path(mapped, name)), f"{name} deleted downstream")
+    for name in names[:3]:
+        eventually(lambda name=name: gone(env.up_a, cm_path(ns, name)), f"{name} released upstream")
+
+
+def test_a_stopped_physical_cluster_stops_the_heartbeat_and_loses_nothing(env: Env) -> None:
+    name = unique("west-kept")
+    mapped = downstream_namespace(LC_A, "default")
+    env.up_a.create(cm_path("default"), configmap(name, "west", {"w": "1"}))
+    uid = eventually(lambda: env.west.get(cm_path(mapped, name)), "the ConfigMap in west")["metadata"]["uid"]
+    syncer, west = env.syncers["west"], env.west.server
+    target = "/apis/workload.kcp.io/v1alpha1/synctargets/west"
+
+    def skips(since: int) -> int:
+        return syncer.log_path.read_text()[since:].count("heartbeat skipped")
+    seen = len(syncer.log_path.read_text())
+    assert west.stop() == 0
+    try:
+        eventually(lambda: skips(seen) >= 1, "a heartbeat skipped while west is down")
+        beat = env.up_a.get(target)["status"]["lastSyncerHeartbeatTime"]
+        counted = skips(seen)
+        eventually(lambda: skips(seen) >= counted + 2, "two more heartbeat periods")
+        assert env.up_a.get(target)["status"]["lastSyncerHeartbeatTime"] == beat  # no beat: NotReady follows
+        assert syncer_finalizer("west") in env.up_a.get(cm_path("default", name))["metadata"]["finalizers"]
+    finally:
+        west.start()
+    eventually(lambda: env.up_a.get(target)["status"]["lastSyncerHeartbeatTime"] != beat, "heartbeats again")
+    assert env.west.get(cm_path(mapped, name))["metadata"]["uid"] == uid  # nothing deleted meanwhile
+
+
+def test_kcp_going_away_deletes_nothing_downstream(env: Env, tmp_path: Path) -> None:
+    names = [unique("kept") for _ in range(3)]
+    mapped = downstream_namespace(LC_A, "default")
+    for name in names:
+        env.up_a.create(cm_path("default"), configmap(name, "east", {"x": "y"}))
+    before = {name: eventually(lambda name=name: env.east.get(cm_path(mapped, name)), f"{name} downstream")
+              ["metadata"]["uid"] for name in names}
+    all_before = {o["metadata"]["uid"] for o in env.east.get(cm_path(mapped))["items"]}
+    syncer = env.syncers["east"]
+    deletes = _deletes(syncer.metrics())
+
+    seen = len(syncer.log_path.read_text())
+    assert env.kcp.stop() == 0
+    # the syncer notices: its watches fail and are retried
+    eventually(lambda: "list/watch failed; retrying" in syncer.log_path.read_text()[seen:], "the syncer losing kcp")
+    assert {name: env.east.get(cm_path(mapped, name))["metadata"]["uid"] for name in names} == before
+    env.kcp.start()
+    heartbeat = eventually(lambda: (env.up_a.get("/apis/workload.kcp.io/v1alpha1/synctargets/east")
+                                    .get("status") or {}).get("lastSyncerHeartbeatTime"), "a heartbeat")
+    eventually(lambda: (env.up_a.get("/apis/workload.kcp.io/v1alpha1/synctargets/east")["status"]
+                        ["lastSyncerHeartbeatTime"] != heartbeat), "a heartbeat after kcp came back")
+    # a change after the restart syncs, so the informers are back: the earlier state was seen again
+    probe = unique("probe")
+    env.up_a.create(cm_path("default"), configmap(probe, "east", {"p": "1"}))
+    eventually(lambda: env.east.get(cm_path(mapped, probe)), "a change after kcp's restart synced")
+    assert {name: env.east.get(cm_path(mapped, name))["metadata"]["uid"] for name in names} == before
+    assert all_before <= {o["metadata"]["uid"] for o in env.east.get(cm_path(mapped))["items"]}
+    assert _deletes(syncer.metrics()) == deletes
+
+
+def _deletes(metrics: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith("kcp_syncer_synced_objects_total{") and 'direction="delete"' in line)
+
+
+def test_an_object_the_physical_cluster_refuses_gets_an_event_upstream(env: Env) -> None:
+    name = unique("refused")
+    bad = deployment(name, "east", 1)
+    bad["spec"]["replicas"] = -1  # kcp's imported CRD is open; the physical cluster validates
+    env.up_a.create(deploy_path("default"), bad)
+
+    def event() -> dict[str, Any] | None:
+        items = env.up_a.get("/api/v1/namespaces/default/events")["items"]
+        return next((e for e in items if e["involvedObject"]["name"] == name and e["reason"] == "SyncFailed"), None)
+    found = eventually(event, "a SyncFailed Event on the upstream Deployment")
+    assert found["type"] == "Warning"
+    assert "east" in found["message"] and "replicas" in found["message"]
+    assert 'kcp_syncer_errors_total{logical_cluster="syncer-a",reason="Invalid"' in env.syncers["east"].metrics()
+
+    env.up_a.patch(deploy_path("default", name), {"spec": {"replicas": 1}})
+    mapped = downstream_namespace(LC_A, "default")
+    eventually(lambda: env.east.get(deploy_path(mapped, name)), "the fixed Deployment synced")
