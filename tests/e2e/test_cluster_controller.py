@@ -1,5 +1,6 @@
 """kcp-cluster-controller with real processes: kcp, two simulated physical clusters (one at Kubernetes
-1.25, one at the newest release) and `python -m kcp_cluster_controller --syncer-mode push`.
+1.25, one at the newest release) and `python -m kcp_cluster_controller --syncer-mode push` (and, on a
+kcp of its own, `--syncer-mode pull`, whose installed syncer the test runs as a process).
 
 SyncTargets become Ready (kubectl wait), the physical clusters' types appear in kcp (api-resources,
 explain), a bad kubeconfig is reported, schema negotiation names what the older cluster lacks and
@@ -9,6 +10,7 @@ nothing deleted downstream. Every wait is on a condition, never a fixed sleep.
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -75,7 +77,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             server.stop()
 
 
-def logical_cluster(env: Env, name: str) -> Path:
+def logical_cluster(env: Env | EnvLike, name: str) -> Path:
     """A kubeconfig for logical cluster `name`, into which the SyncTarget CRD is applied (copied, as a user
     would copy it from admin: that is all a logical cluster needs for SyncTargets to work)."""
     kubeconfig = cluster_kubeconfig(env.kcp, name, name)
@@ -99,7 +101,7 @@ def condition(rest: Rest, name: str, type_: str) -> dict[str, Any]:
     return {}
 
 
-def wait_ready(env: Env, kubeconfig: Path, name: str, timeout: int = 30) -> None:
+def wait_ready(env: Env | EnvLike, kubeconfig: Path, name: str, timeout: int = 30) -> None:
     run_kubectl(env.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", f"--timeout={timeout}s",
                 kubeconfig=kubeconfig, timeout=timeout + 10)
 
@@ -205,3 +207,117 @@ def test_deleting_a_synctarget_stops_its_syncer_and_removes_its_imports(env: Env
     run_kubectl(env.kcp, "delete", "synctarget", "gone", "--timeout=60s", kubeconfig=kubeconfig)
     eventually(lambda: rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/deployments.apps") is None,
                "the imported Deployment CRD removed")
+
+
+# -- pull mode: the syncer is installed into the physical cluster ------------------------------------
+
+@dataclass
+class PullEnv:
+    kcp: KcpServer
+    physical: KcpServer
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def pull_env(env: Env) -> Iterator[PullEnv]:
+    """A kcp of its own (one controller per kcp), with a pull-mode controller; the newest sim cluster."""
+    root = env.root / "pull"
+    kcp = KcpServer(root / "kcp", free_port())
+    kcp.start()
+    log = open(env.root / "pull-controller.log", "ab")
+    controller = subprocess.Popen(
+        [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
+         "--syncer-mode", "pull", "--no-leader-elect", "--heartbeat-interval", "2",
+         "--heartbeat-threshold", str(THRESHOLD), "--health-port", "0"],
+        stdout=log, stderr=log, env=controller_env(), start_new_session=True)
+    log.close()
+    try:
+        yield PullEnv(kcp, env.new, root)
+        controller.send_signal(signal.SIGTERM)
+        assert controller.wait(30) == 0, (env.root / "pull-controller.log").read_text()[-3000:]
+    finally:
+        if controller.poll() is None:
+            os.killpg(controller.pid, signal.SIGKILL)
+            controller.wait()
+        kcp.stop()
+
+
+def installed_syncer(physical: KcpServer, target: str, workdir: Path) -> list[str]:
+    """The installed Deployment's command and flags, with its Secret's kubeconfigs written where the
+    flags point (the simulated kubelet runs no containers: the test runs the syncer as a process)."""
+    down = Rest(physical)
+    namespaces = eventually(lambda: [ns for ns in down.get("/api/v1/namespaces")["items"]
+                                     if (ns["metadata"].get("labels") or {}).get("workload.kcp.io/sync-target")
+                                     == target], "the syncer's namespace")
+    namespace = namespaces[0]["metadata"]["name"]
+    deployment = eventually(lambda: down.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/kcp-syncer"),
+                            "the syncer Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    (mount,) = container["volumeMounts"]
+    secret = down.get(f"/api/v1/namespaces/{namespace}/secrets/{pod['volumes'][0]['secret']['secretName']}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name, value in secret["data"].items():
+        (workdir / name).write_bytes(base64.b64decode(value))
+    assert container["command"] == ["kcp-syncer"]
+    args = [arg.replace(mount["mountPath"], str(workdir)) for arg in container["args"]]
+    return [sys.executable, "-m", "kcp_syncer", *args, "--health-port", "0"]
+
+
+def test_pull_mode_installs_a_syncer_that_makes_the_synctarget_ready(pull_env: PullEnv) -> None:
+    kubeconfig = logical_cluster(EnvLike(pull_env), "pull-a")
+    run_kubectl(pull_env.kcp, "apply", "-f", "-", input_text=sync_target("east", pull_env.physical),
+                kubeconfig=kubeconfig)
+    up = Rest(pull_env.kcp).at("pull-a")
+    eventually(lambda: condition(up, "east", "SyncerReady").get("status") == "True", "the syncer Deployment available")
+    command = installed_syncer(pull_env.physical, "east", pull_env.root / "syncer-east")
+    log = open(pull_env.root / "syncer-east.log", "ab")
+    syncer = subprocess.Popen(command, stdout=log, stderr=log, env=syncer_env(), start_new_session=True)
+    log.close()
+    try:
+        wait_ready(EnvLike(pull_env), kubeconfig, "east", timeout=30)
+        up.create("/api/v1/namespaces/default/configmaps", {
+            "metadata": {"name": "pulled", "labels": {ASSIGNMENT_LABEL: "east"}}, "data": {"a": "1"}})
+        mapped = f"/api/v1/namespaces/{downstream_namespace('pull-a', 'default')}/configmaps/pulled"
+        eventually(lambda: Rest(pull_env.physical).get(mapped), "the ConfigMap synced down by the pulled syncer")
+    finally:
+        syncer.send_signal(signal.SIGTERM)
+        syncer.wait(30)
+
+
+def test_a_pull_mode_syncers_kcp_identity_cannot_read_another_logical_cluster(pull_env: PullEnv) -> None:
+    kubeconfig = logical_cluster(EnvLike(pull_env), "pull-b")
+    run_kubectl(pull_env.kcp, "apply", "-f", "-", input_text=sync_target("west", pull_env.physical),
+                kubeconfig=kubeconfig)
+    workdir = pull_env.root / "syncer-west"
+    installed_syncer(pull_env.physical, "west", workdir)
+    syncer_kcp = workdir / "kcp.kubeconfig"
+    own = run_kubectl(pull_env.kcp, "get", "configmaps", "-n", "default", kubeconfig=syncer_kcp, check=False)
+    assert own.returncode == 0, own.stderr
+    Rest(pull_env.kcp).at("pull-other").create("/api/v1/namespaces/default/configmaps",
+                                               {"metadata": {"name": "secret-plans"}, "data": {"x": "1"}})
+    server = f"{pull_env.kcp.url}/clusters/pull-other"
+    other = run_kubectl(pull_env.kcp, "--server", server, "get", "configmap", "secret-plans", "-n", "default",
+                        kubeconfig=syncer_kcp, check=False)
+    assert other.returncode != 0 and "secret-plans" not in other.stdout
+    assert "Forbidden" in other.stderr or "Unauthorized" in other.stderr or "forbidden" in other.stderr, other.stderr
+    # nor what its own logical cluster holds beyond the synced types
+    denied = run_kubectl(pull_env.kcp, "get", "roles", "-n", "default", kubeconfig=syncer_kcp, check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr
+
+    run_kubectl(pull_env.kcp, "delete", "synctarget", "west", "--timeout=60s", kubeconfig=kubeconfig)
+    down = Rest(pull_env.physical)
+    eventually(lambda: not [ns for ns in down.get("/api/v1/namespaces")["items"]
+                            if (ns["metadata"].get("labels") or {}).get("workload.kcp.io/sync-target") == "west"
+                            and not ns["metadata"].get("deletionTimestamp")], "the installed syncer removed")
+
+
+@dataclass
+class EnvLike:
+    """What `logical_cluster` and `wait_ready` need of an environment: its kcp."""
+
+    source: PullEnv
+
+    @property
+    def kcp(self) -> KcpServer:
+        return self.source.kcp

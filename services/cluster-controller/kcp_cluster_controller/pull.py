@@ -1,0 +1,270 @@
+"""Pull mode: the syncer is installed into the physical cluster and runs there, with its own identities.
+
+Downstream (in the physical cluster), per SyncTarget: a namespace `kcp-syncer-<hash>`, a
+ServiceAccount, a ClusterRole limited to the synced types, their status and namespaces (the
+syncer maps upstream namespaces to its own), its binding, a Secret holding two kubeconfigs and a
+Deployment that runs `kcp-syncer` with the same flags as on a command line.
+
+Upstream (in kcp, in the SyncTarget's logical cluster): a ServiceAccount `kcp-syncer-<name>` in
+namespace `default`, a ClusterRole limited to the synced types, their status, Events and this
+SyncTarget, and its binding. The Secret's `kcp.kubeconfig` carries a token for that account from
+kcp's TokenRequest API: service-account tokens work only in their own logical cluster, so the
+syncer cannot read any other. `cluster.kubeconfig` reaches the physical cluster with a token for
+the downstream ServiceAccount; a cluster without the TokenRequest API gets the SyncTarget's own
+credentials instead.
+
+Everything is written with server-side apply (field manager `kcp-cluster-controller`), and only
+when what is wanted changed or the token is past half its life. Deleting the SyncTarget removes
+all of it, downstream unless the SyncTarget is annotated `workload.kcp.io/keep-downstream: "true"`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+import yaml
+
+from kcpcommon.clients import ClientFactory, KubeClientFactory
+from kcpcommon.errors import APIClientError, APINotFoundError
+from kcpcommon.keys import ObjectKey
+
+from . import conditions as cond
+from .physical import split_resource
+from .settings import ClusterControllerSettings
+
+log = structlog.get_logger("kcp-cluster-controller.pull")
+
+FIELD_MANAGER = "kcp-cluster-controller"
+MOUNT = "/etc/kcp-syncer"
+TOKEN_SECONDS = 24 * 3600
+SERVICE_ACCOUNT = "kcp-syncer"
+UPSTREAM_NAMESPACE = "default"
+IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:10]
+
+
+def downstream_namespace(key: ObjectKey) -> str:
+    return f"kcp-syncer-{_hash(key.cluster, key.name)}"
+
+
+def upstream_account(key: ObjectKey) -> str:
+    return f"kcp-syncer-{key.name}"[:63].rstrip("-")
+
+
+def type_rules(resources: tuple[str, ...], verbs: list[str]) -> list[dict[str, Any]]:
+    rules = []
+    for resource in resources:
+        plural, group = split_resource(resource)
+        rules.append({"apiGroups": [group], "resources": [plural], "verbs": verbs})
+        rules.append({"apiGroups": [group], "resources": [f"{plural}/status"], "verbs": ["get", "update", "patch"]})
+    return rules
+
+
+def syncer_args(key: ObjectKey, resources: tuple[str, ...], heartbeat_interval: float) -> list[str]:
+    """kcp-syncer's flags, as anyone would pass them on a command line."""
+    return ["--from-kubeconfig", f"{MOUNT}/kcp.kubeconfig", "--to-kubeconfig", f"{MOUNT}/cluster.kubeconfig",
+            "--sync-target", key.name, "--logical-cluster", key.cluster, "--resources", ",".join(resources),
+            "--heartbeat-interval", f"{heartbeat_interval:g}"]
+
+
+def kubeconfig(server: str, ca_data: str | None, token: str, name: str) -> str:
+    cluster: dict[str, Any] = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "clusters": [{"name": name, "cluster": cluster}],
+                           "users": [{"name": name, "user": {"token": token}}],
+                           "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+                           "current-context": name})
+
+
+def own_ca_data(settings: ClusterControllerSettings) -> str | None:
+    """The CA of kcp's serving certificate, from this controller's kubeconfig (or its in-cluster account)."""
+    if settings.kubeconfig is None:
+        path = Path(IN_CLUSTER_CA)
+        return base64.b64encode(path.read_bytes()).decode() if path.exists() else None
+    config = yaml.safe_load(Path(settings.kubeconfig).read_text())
+    contexts = {c["name"]: c["context"] for c in config.get("contexts") or []}
+    context = contexts.get(settings.context or config.get("current-context") or "", {})
+    clusters = {c["name"]: c["cluster"] for c in config.get("clusters") or []}
+    cluster = clusters.get(context.get("cluster", ""), {})
+    if cluster.get("certificate-authority-data"):
+        return str(cluster["certificate-authority-data"])
+    if cluster.get("certificate-authority"):
+        return base64.b64encode(Path(cluster["certificate-authority"]).read_bytes()).decode()
+    return None
+
+
+class PullMode:
+    def __init__(self, kcp: ClientFactory, settings: ClusterControllerSettings) -> None:
+        self.kcp = kcp
+        self.settings = settings
+        self.kcp_server = (settings.syncer_kcp_server or kcp.server).rstrip("/")
+        self.ca_data = own_ca_data(settings)
+        self._installed: dict[ObjectKey, tuple[str, float]] = {}  # key -> (digest of what was applied, token due)
+
+    async def ensure(self, key: ObjectKey, st: dict[str, Any], downstream: KubeClientFactory,
+                     resources: tuple[str, ...]) -> cond.Condition:
+        wanted = _hash(json.dumps([resources, st["spec"]["kubeconfig"], self.settings.syncer_image,
+                                   self.settings.heartbeat_interval, self.kcp_server]))
+        installed = self._installed.get(key)
+        try:
+            if installed is None or installed[0] != wanted or time.monotonic() >= installed[1]:
+                await self._install_upstream(key, resources)
+                token = await self._kcp_token(key)
+                await self._install_downstream(key, st, downstream, resources, token)
+                self._installed[key] = (wanted, time.monotonic() + TOKEN_SECONDS / 2)
+                log.info("syncer installed into the physical cluster", sync_target=key.name, cluster=key.cluster,
+                         namespace=downstream_namespace(key))
+            deployment = await downstream.dynamic().resource("apps/v1", "deployments", namespaced=True).get(
+                SERVICE_ACCOUNT, namespace=downstream_namespace(key))
+        except APIClientError as exc:
+            self._installed.pop(key, None)
+            return cond.condition(cond.SYNCER_READY, cond.FALSE, "SyncerInstallFailed", str(exc))
+        available = (deployment.get("status") or {}).get("availableReplicas") or 0
+        if available < 1:
+            return cond.condition(cond.SYNCER_READY, cond.FALSE, "SyncerNotAvailable",
+                                  f"deployment {downstream_namespace(key)}/{SERVICE_ACCOUNT} has no available replica")
+        return cond.condition(cond.SYNCER_READY, cond.TRUE, "SyncerInstalled",
+                              f"deployment {downstream_namespace(key)}/{SERVICE_ACCOUNT} is available")
+
+    # -- kcp ----------------------------------------------------------------------------------
+
+    async def _install_upstream(self, key: ObjectKey, resources: tuple[str, ...]) -> None:
+        client = self.kcp.dynamic(key.cluster)
+        account = upstream_account(key)
+        rules = type_rules(resources, ["get", "list", "watch", "update", "patch"])
+        rules += [{"apiGroups": ["workload.kcp.io"], "resources": ["synctargets", "synctargets/status"],
+                   "resourceNames": [key.name], "verbs": ["get", "list", "watch", "update", "patch"]},
+                  {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+                  {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]
+        objects = [
+            ("v1", "serviceaccounts", True, {"apiVersion": "v1", "kind": "ServiceAccount",
+                                             "metadata": {"name": account, "namespace": UPSTREAM_NAMESPACE}}),
+            ("rbac.authorization.k8s.io/v1", "clusterroles", False, {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": account}, "rules": rules}),
+            ("rbac.authorization.k8s.io/v1", "clusterrolebindings", False, {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                "metadata": {"name": account},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": account},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": UPSTREAM_NAMESPACE}]}),
+        ]
+        for api_version, plural, namespaced, body in objects:
+            await _apply(client.resource(api_version, plural, namespaced=namespaced), body)
+
+    async def _kcp_token(self, key: ObjectKey) -> str:
+        client = self.kcp.dynamic(key.cluster)
+        path = f"/api/v1/namespaces/{UPSTREAM_NAMESPACE}/serviceaccounts/{upstream_account(key)}/token"
+        answer = await client.request("POST", path, body={"apiVersion": "authentication.k8s.io/v1",
+                                                          "kind": "TokenRequest",
+                                                          "spec": {"expirationSeconds": TOKEN_SECONDS}})
+        return str(answer["status"]["token"])
+
+    # -- the physical cluster -----------------------------------------------------------------
+
+    async def _install_downstream(self, key: ObjectKey, st: dict[str, Any], downstream: KubeClientFactory,
+                                  resources: tuple[str, ...], kcp_token: str) -> None:
+        client = downstream.dynamic()
+        namespace = downstream_namespace(key)
+        name = f"{namespace}"  # cluster-scoped RBAC objects share the namespace's unique name
+        labels = {"app.kubernetes.io/name": "kcp-syncer", "workload.kcp.io/sync-target": key.name}
+        annotations = {"workload.kcp.io/logical-cluster": key.cluster}
+        meta = {"labels": labels, "annotations": annotations}
+        rules = type_rules(resources, ["get", "list", "watch", "create", "update", "patch", "delete"])
+        rules.append({"apiGroups": [""], "resources": ["namespaces"],
+                      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]})
+        await _apply(client.resource("v1", "namespaces", namespaced=False), {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, **meta}})
+        await _apply(client.resource("v1", "serviceaccounts", namespaced=True), {
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, **meta}})
+        await _apply(client.resource("rbac.authorization.k8s.io/v1", "clusterroles", namespaced=False), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, **meta}, "rules": rules})
+        await _apply(client.resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", namespaced=False), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name, **meta},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]})
+        cluster_config = await self._cluster_kubeconfig(client, namespace, st, downstream)
+        kcp_config = kubeconfig(f"{self.kcp_server}/clusters/{key.cluster}", self.ca_data, kcp_token, "kcp")
+        await _apply(client.resource("v1", "secrets", namespaced=True), {
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, **meta},
+            "stringData": {"kcp.kubeconfig": kcp_config, "cluster.kubeconfig": cluster_config}})
+        await _apply(client.resource("apps/v1", "deployments", namespaced=True), {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, **meta},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "strategy": {"type": "Recreate"},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "serviceAccountName": SERVICE_ACCOUNT,
+                         "containers": [{"name": "syncer", "image": self.settings.syncer_image,
+                                         "command": ["kcp-syncer"],
+                                         "args": syncer_args(key, resources, self.settings.heartbeat_interval),
+                                         "volumeMounts": [{"name": "kubeconfigs", "mountPath": MOUNT,
+                                                           "readOnly": True}]}],
+                         "volumes": [{"name": "kubeconfigs", "secret": {"secretName": SERVICE_ACCOUNT}}]}}}})
+
+    async def _cluster_kubeconfig(self, client: Any, namespace: str, st: dict[str, Any],
+                                  downstream: KubeClientFactory) -> str:
+        """A kubeconfig for the downstream ServiceAccount; the SyncTarget's own when the cluster issues no tokens."""
+        try:
+            answer = await client.request(
+                "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{SERVICE_ACCOUNT}/token",
+                body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                      "spec": {"expirationSeconds": TOKEN_SECONDS}})
+        except APINotFoundError:
+            log.warning("the physical cluster has no TokenRequest API: the syncer uses the SyncTarget's credentials",
+                        namespace=namespace)
+            return str(st["spec"]["kubeconfig"])
+        source = yaml.safe_load(st["spec"]["kubeconfig"])
+        contexts = {c["name"]: c["context"] for c in source.get("contexts") or []}
+        context = contexts.get(source.get("current-context") or "", {})
+        clusters = {c["name"]: c["cluster"] for c in source.get("clusters") or []}
+        cluster = clusters.get(context.get("cluster", ""), {})
+        return kubeconfig(downstream.server, cluster.get("certificate-authority-data"), answer["status"]["token"],
+                          "cluster")
+
+    async def remove(self, key: ObjectKey, st: dict[str, Any] | None, keep_downstream: bool) -> None:
+        self._installed.pop(key, None)
+        client = self.kcp.dynamic(key.cluster)
+        account = upstream_account(key)
+        for api_version, plural, namespace in (("rbac.authorization.k8s.io/v1", "clusterrolebindings", None),
+                                               ("rbac.authorization.k8s.io/v1", "clusterroles", None),
+                                               ("v1", "serviceaccounts", UPSTREAM_NAMESPACE)):
+            try:
+                await client.resource(api_version, plural, namespaced=namespace is not None).delete(
+                    account, namespace=namespace)
+            except APINotFoundError:
+                pass
+        if keep_downstream or st is None:
+            return
+        try:
+            downstream = await KubeClientFactory.from_text(str(st["spec"]["kubeconfig"]), name=key.name,
+                                                           component=FIELD_MANAGER, version="0.1.0")
+        except Exception:
+            return  # a kubeconfig that never worked installed nothing
+        async with downstream:
+            dyn = downstream.dynamic()
+            namespace = downstream_namespace(key)
+            for api_version, plural in (("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+                                        ("rbac.authorization.k8s.io/v1", "clusterroles"), ("v1", "namespaces")):
+                try:
+                    await dyn.resource(api_version, plural, namespaced=False).delete(namespace)
+                except APINotFoundError:
+                    pass
+            log.info("syncer uninstalled from the physical cluster", sync_target=key.name, namespace=namespace)
+
+
+async def _apply(resource: Any, body: dict[str, Any]) -> None:
+    meta = body["metadata"]
+    await resource.patch(meta["name"], body, namespace=meta.get("namespace"), patch_type="apply",
+                         field_manager=FIELD_MANAGER, force=True)
