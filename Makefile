@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
-SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller
+SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon bench-sim bench-sync clean
 
