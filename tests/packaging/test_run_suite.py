@@ -21,19 +21,6 @@ from repo_layout import REPO
 from kcp_process import free_port
 
 SCRIPT = REPO / "scripts" / "run_suite.py"
-DEPLOYMENT = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: my-deployment}
-spec:
-  replicas: 15
-  selector: {matchLabels: {app: my}}
-  template:
-    metadata: {labels: {app: my}}
-    spec: {containers: [{name: app, image: registry.example/app:1.0}]}
-"""
-
-
 def service_env() -> dict[str, str]:
     """Every service's package importable, installed or not (the suite falls back to `python -m`)."""
     paths = [str(REPO / d) for d in ("services/apiserver", "libs/kcpcommon", "services/sim-cluster",
@@ -124,13 +111,12 @@ def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: P
                 c["type"] == "Ready" and c["status"] == "True" for c in t.get("status", {}).get("conditions", [])))
 
         assert eventually(lambda: ready_targets() == ["sim-1", "sim-2"], "both sim clusters Ready")
-        kubectl(kubeconfig, "create", "-f", "-", stdin=DEPLOYMENT)
-
-        def ready_replicas() -> int:
-            status = json.loads(kubectl(kubeconfig, "get", "deployment", "my-deployment", "-o", "json"))["status"]
-            return int(status.get("readyReplicas", 0))
-
-        eventually(lambda: ready_replicas() == 15, "my-deployment 15/15")
+        demo = subprocess.run([sys.executable, str(REPO / "scripts" / "demo.py"), "--kubeconfig", str(kubeconfig)],
+                              capture_output=True, text=True, timeout=300)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        assert "$ kubectl create -f deployment.yaml\ndeployment.apps/my-deployment created" in demo.stdout
+        final = demo.stdout.rsplit("$ kubectl get deployments", 1)[1]  # the demo ends on the aggregated status
+        assert re.search(r"^my-deployment +15/15 ", final, re.M), demo.stdout
         names = kubectl(kubeconfig, "get", "deployments", "-o", "name").split()
         assert sorted(names) == ["deployment.apps/my-deployment", "deployment.apps/my-deployment--sim-1",
                                  "deployment.apps/my-deployment--sim-2"]
