@@ -72,7 +72,7 @@ def sim(root: Path, *args: str) -> KcpServer:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     server = sim(tmp_path_factory.mktemp("sim-workloads"), "--nodes", "3", "--ready-delay", "0.5",
                  "--eviction-toleration", "2")
-    server.start()
+    server.start(timeout=120)
     try:
         yield server
     finally:
@@ -246,7 +246,7 @@ spec:
 
 def test_several_clusters_in_one_process_each_run_their_workloads(tmp_path: Path) -> None:
     server = sim(tmp_path / "fleet", "--clusters", "2", "--name", "edge", "--nodes", "2", "--ready-delay", "0")
-    server.start()
+    server.start(timeout=120)
     try:
         for name in ("edge-1", "edge-2"):
             config = server.root / f"{name}.kubeconfig"
@@ -573,7 +573,7 @@ def test_cordon_and_drain_move_pods_off_a_node(cluster: KcpServer) -> None:
 
 def test_a_restart_keeps_everything_and_pods_are_ready_again(tmp_path: Path) -> None:
     server = sim(tmp_path / "sim", "--nodes", "2", "--ready-delay", "0")
-    server.start()
+    server.start(timeout=120)
     try:
         ns = namespace(server, "kept")
         kubectl(server, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "4")
@@ -581,7 +581,7 @@ def test_a_restart_keeps_everything_and_pods_are_ready_again(tmp_path: Path) -> 
         before = {p["metadata"]["uid"]: p["status"]["podIP"] for p in pods(server, ns)}
         nodes = {n["metadata"]["uid"] for n in get(server, "nodes")["items"]}
         assert server.stop() == 0
-        server.start()
+        server.start(timeout=120)
         assert "successfully rolled out" in rollout(server, ns, "deployment/web")
         after = pods(server, ns)
         assert {p["metadata"]["uid"]: p["status"]["podIP"] for p in after} == before  # nothing lost or duplicated
@@ -625,7 +625,7 @@ def test_orphans_are_adopted_and_relabelled_pods_released(cluster: KcpServer) ->
 
 def test_a_node_no_longer_run_turns_unreachable_and_its_pods_move(tmp_path: Path) -> None:
     server = sim(tmp_path / "shrink", "--nodes", "2", "--ready-delay", "0", "--eviction-toleration", "1")
-    server.start()
+    server.start(timeout=120)
     try:
         ns = namespace(server, "shrink")
         kubectl(server, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "4")
@@ -633,7 +633,7 @@ def test_a_node_no_longer_run_turns_unreachable_and_its_pods_move(tmp_path: Path
         assert "sim-node-2" in {p["spec"]["nodeName"] for p in pods(server, ns)}
         assert server.stop() == 0
         server.extra_args[server.extra_args.index("--nodes") + 1] = "1"
-        server.start()
+        server.start(timeout=120)
         node = fetched_when(lambda: get(server, "node", "sim-node-2"),
                             lambda n: condition(n, "Ready")["status"] == "Unknown", "sim-node-2 to turn Unknown")
         assert condition(node, "Ready")["reason"] == "NodeStatusUnknown"
