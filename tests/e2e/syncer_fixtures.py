@@ -35,7 +35,7 @@ def crd(group: str, plural: str, kind: str, *, version: str = "v1", scope: str =
     if short_names:
         names["shortNames"] = list(short_names)
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.{group}"},
+            "metadata": {"name": f"{plural}.{group or 'core'}"},  # the core group's CRDs are <plural>.core
             "spec": {"group": group, "scope": scope, "names": names,
                      "versions": [{"name": version, "served": True, "storage": True,
                                    "subresources": {"status": {}}, "schema": {"openAPIV3Schema": OPEN}}]}}
@@ -44,6 +44,7 @@ def crd(group: str, plural: str, kind: str, *, version: str = "v1", scope: str =
 SYNC_TARGET_CRD = crd("workload.kcp.io", "synctargets", "SyncTarget", version="v1alpha1", scope="Cluster",
                       short_names=("cluster", "clusters"))
 DEPLOYMENT_CRD = crd("apps", "deployments", "Deployment")
+SERVICE_CRD = crd("", "services", "Service")
 
 
 class Rest:
@@ -107,10 +108,10 @@ def eventually(probe: Callable[[], T | None], what: str, timeout: float = PATIEN
 
 def install_types(kcp: Rest) -> None:
     """The CRDs a cluster controller would have imported, plus the SyncTarget CRD, established."""
-    for definition in (SYNC_TARGET_CRD, DEPLOYMENT_CRD):
+    for definition in (SYNC_TARGET_CRD, DEPLOYMENT_CRD, SERVICE_CRD):
         status, body = kcp.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
         assert status in (201, 409), (status, body)
-    for definition in (SYNC_TARGET_CRD, DEPLOYMENT_CRD):
+    for definition in (SYNC_TARGET_CRD, DEPLOYMENT_CRD, SERVICE_CRD):
         name = definition["metadata"]["name"]
 
         def established(name: str = name) -> bool:
@@ -147,7 +148,7 @@ class SyncerProcess:
     sync_target: str
     logical_cluster: str
     log_path: Path
-    resources: str = "deployments.apps,configmaps"
+    resources: str = "deployments.apps,configmaps,services"
     extra: list[str] = field(default_factory=list)
     health_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None

@@ -75,8 +75,8 @@ async def syncers(kcp: KcpServer, kubeconfig_text: KubeconfigText, proxy: TcpPro
 
 
 async def test_two_syncers_share_a_process_and_a_registry(
-        kcp: KcpServer, kubeconfig_text: KubeconfigText, make_proxy: Callable[[int], Awaitable[TcpProxy]],
-        unique: str, no_leaked_tasks: None) -> None:
+        no_leaked_tasks: None, kcp: KcpServer, kubeconfig_text: KubeconfigText,
+        make_proxy: Callable[[int], Awaitable[TcpProxy]], unique: str) -> None:
     cluster, registry = f"push-{unique}", CollectorRegistry()
     proxy = await make_proxy(kcp.port)
     async with await ClientFactory.load(kcp.kubeconfig, **OPTIONS) as direct:
@@ -101,8 +101,8 @@ async def test_two_syncers_share_a_process_and_a_registry(
 
 
 async def test_with_kcp_unreachable_nothing_is_deleted_and_repairs_still_work(
-        kcp: KcpServer, kubeconfig_text: KubeconfigText, make_proxy: Callable[[int], Awaitable[TcpProxy]],
-        unique: str, no_leaked_tasks: None) -> None:
+        no_leaked_tasks: None, kcp: KcpServer, kubeconfig_text: KubeconfigText,
+        make_proxy: Callable[[int], Awaitable[TcpProxy]], unique: str) -> None:
     cluster, registry = f"cut-{unique}", CollectorRegistry()
     proxy = await make_proxy(kcp.port)
     async with await ClientFactory.load(kcp.kubeconfig, **OPTIONS) as direct:

@@ -136,3 +136,18 @@ def test_the_client_library_never_logs_response_bodies_even_at_debug() -> None:
     logging.getLogger("kubernetes_asyncio").setLevel(logging.DEBUG)
     keep_bodies_out_of_logs()
     assert not logging.getLogger("kubernetes_asyncio.client.rest").isEnabledFor(logging.DEBUG)
+
+
+def test_observed_generation_is_translated_to_the_upstream_generation() -> None:
+    up = {"metadata": {"generation": 7}, "status": {}}
+    down = {"metadata": {"generation": 3, "annotations": {"syncer.kcp.io/spec-hash": "h1"}},
+            "status": {"observedGeneration": 3, "readyReplicas": 2}}
+    # the downstream controller observed a copy of the current upstream spec: upstream generation
+    assert status_patch(up, down, "h1") == {"status": {"observedGeneration": 7, "readyReplicas": 2}}
+    # a newer upstream spec not applied (or not observed) yet: not observed upstream either
+    assert status_patch(up, down, "h2")["status"]["observedGeneration"] == 3
+    behind = {**down, "status": {"observedGeneration": 2, "readyReplicas": 2}}
+    assert status_patch(up, behind, "h1")["status"]["observedGeneration"] == 2
+    ahead = {"metadata": {"generation": 9, "annotations": {"syncer.kcp.io/spec-hash": "h2"}},
+             "status": {"observedGeneration": 9}}
+    assert status_patch(up, ahead, "h1")["status"]["observedGeneration"] == 6  # never claims the current one

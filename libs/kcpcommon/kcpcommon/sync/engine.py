@@ -275,8 +275,8 @@ class Syncer:
         try:
             if up is None or _deleting(up) or (_meta(up).get("labels") or {}).get(ASSIGNMENT_LABEL) != self.target:
                 return await self._remove(typ, key, up, down, down_ns)
-            await self._sync_down(typ, key, up, down, down_ns)
-            await self._sync_up(typ, key, up, down)
+            applied_hash = await self._sync_down(typ, key, up, down, down_ns)
+            await self._sync_up(typ, key, up, down, applied_hash)
         except APIConflictError:
             # our cached upstream copy is stale (the change's own event requeues the key): not a failure
             self.metrics.error("Conflict")
@@ -339,7 +339,8 @@ class Syncer:
             pass  # already gone: nothing to hold or release
 
     async def _sync_down(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None,
-                         down_ns: str | None) -> None:
+                         down_ns: str | None) -> str:
+        """Finalizer up and one apply down, as needed; returns the spec hash the object should carry."""
         desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
                                     logical_cluster=self.lc, sync_target=self.target)
         writes = []
@@ -355,6 +356,7 @@ class Syncer:
         changed = self._changed.pop(key, None)
         if stale and changed is not None:
             self.metrics.latency(DOWN, time.monotonic() - changed)
+        return _hash_of(desired)
 
     async def _add_finalizer(self, typ: SyncedType, key: SyncKey, up: Obj, uid: str) -> None:
         """Hold the upstream object until its downstream copy is deleted; remembered, so a cache that
@@ -382,7 +384,7 @@ class Syncer:
         self._applied[key] = _hash_of(desired)
         self._reported.pop(key, None)
 
-    async def _sync_up(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None) -> None:
+    async def _sync_up(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, applied_hash: str) -> None:
         """The downstream status, as a merge patch of the status subresource, without a precondition.
 
         The syncer is the only writer of a synced object's status, and the patch is recomputed
@@ -393,7 +395,7 @@ class Syncer:
         seen = self._status_seen.pop(key, None)
         if down is None or not typ.status_up:
             return
-        patch = status_patch(up, down)
+        patch = status_patch(up, down, applied_hash)
         if patch is None:
             return
         try:

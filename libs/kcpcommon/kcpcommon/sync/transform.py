@@ -116,9 +116,37 @@ def merge_patch(current: Any, desired: Any) -> Any:
     return patch
 
 
-def status_patch(upstream: Obj, downstream: Obj) -> dict[str, Any] | None:
+def upstream_status(upstream: Obj, downstream: Obj, applied_hash: str) -> Any:
+    """The downstream status as the upstream object should carry it.
+
+    `observedGeneration` counts the downstream object's generations, which are not the upstream
+    object's (a repaired hand edit bumps one and not the other). It is translated: the upstream
+    generation once the downstream controller has observed a copy of the current upstream spec
+    (`applied_hash`), else one less, so `kubectl rollout status` upstream waits as it should.
+    """
+    status = downstream.get("status")
+    if not isinstance(status, Mapping) or "observedGeneration" not in status:
+        return status
+    up_generation = _int((upstream.get("metadata") or {}).get("generation"))
+    if up_generation <= 0:
+        return status
+    down_meta = downstream.get("metadata") or {}
+    current = (down_meta.get("annotations") or {}).get(SPEC_HASH_ANNOTATION) == applied_hash
+    observed = _int(status.get("observedGeneration"))
+    caught_up = current and observed >= _int(down_meta.get("generation"))
+    return {**status, "observedGeneration": up_generation if caught_up else max(0, min(observed, up_generation - 1))}
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def status_patch(upstream: Obj, downstream: Obj, applied_hash: str = "") -> dict[str, Any] | None:
     """The merge patch that gives `upstream` the downstream status; None if it already has it."""
-    have, want = upstream.get("status"), downstream.get("status")
+    have, want = upstream.get("status"), upstream_status(upstream, downstream, applied_hash)
     if want is None or have == want:
         return None
     return {"status": merge_patch(have or {}, want)}
