@@ -64,9 +64,9 @@ def merge(old: Sequence[Mapping[str, Any]] | None, new: Sequence[Condition], now
     """`new` replaces the conditions of its types; lastTransitionTime moves only when a status changes."""
     out = {str(c.get("type")): dict(c) for c in old or ()}
     for cond in new:
-        previous = out.get(cond["type"])
-        moved = previous is None or previous.get("status") != cond["status"]
-        since = timestamp(now) if moved or not previous.get("lastTransitionTime") else previous["lastTransitionTime"]
+        previous = out.get(cond["type"]) or {}
+        moved = previous.get("status") != cond["status"]
+        since = previous.get("lastTransitionTime") if not moved and previous.get("lastTransitionTime") else timestamp(now)
         out[cond["type"]] = {**cond, "lastTransitionTime": since}
     order = [READY, SYNCER_READY, HEARTBEAT_HEALTHY, APIS_IMPORTED]
     return sorted(out.values(), key=lambda c: (order.index(c["type"]) if c["type"] in order else len(order),

@@ -23,6 +23,7 @@ from kcpcommon.errors import APIAlreadyExistsError, APIConflictError, APINotFoun
 
 from .negotiation import lowest_common_denominator, missing
 from .physical import CRD_PATH, ImportedType
+from .printer import printer_columns
 
 log = structlog.get_logger("kcp-cluster-controller.imports")
 
@@ -63,6 +64,9 @@ def crd_for(views: list[ImportedType], schema: dict[str, Any], targets: list[str
         subresources["scale"] = {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}
     if subresources:
         version["subresources"] = subresources
+    columns = printer_columns(first.group, first.kind)
+    if columns:
+        version["additionalPrinterColumns"] = columns
     names: dict[str, Any] = {"plural": first.plural, "singular": first.singular, "kind": first.kind,
                              "listKind": f"{first.kind}List"}
     if first.short_names:

@@ -21,7 +21,7 @@ from kcpcommon.ratelimit import ItemExponentialFailureRateLimiter
 from kcpcommon.sharding import owns
 from kcpcommon.workqueue import WorkQueue
 
-from .controller import API_VERSION, PLURAL, SyncTargetReconciler
+from .controller import API_VERSION, PLURAL, SyncerRunner, SyncTargetReconciler
 from .modes import NoneMode, PushMode
 from .push import PushSyncers
 from .settings import ClusterControllerSettings
@@ -80,12 +80,12 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
     factory = SharedInformerFactory(kcp)
     informer = factory.informer(cluster=WILDCARD_CLUSTER, api_version=API_VERSION, plural=PLURAL, namespaced=False)
     push = PushSyncers(kcp, heartbeat_interval=settings.heartbeat_interval, registry=registry, on_change=queue.add)
-    mode = PushMode(push) if settings.syncer_mode == "push" else None
+    mode: SyncerRunner = PushMode(push) if settings.syncer_mode == "push" else NoneMode()
     if settings.syncer_mode == "pull":
         from .pull import PullMode
 
         mode = PullMode(kcp, settings)
-    reconciler = SyncTargetReconciler(kcp, informer.indexer, mode or NoneMode(),
+    reconciler = SyncTargetReconciler(kcp, informer.indexer, mode,
                                       heartbeat_interval=settings.heartbeat_interval,
                                       heartbeat_threshold=settings.heartbeat_threshold,
                                       discovery_interval=settings.discovery_interval, enqueue=queue.add)

@@ -146,7 +146,7 @@ class PullMode:
                    "resourceNames": [key.name], "verbs": ["get", "list", "watch", "update", "patch"]},
                   {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
                   {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]
-        objects = [
+        objects: list[tuple[str, str, bool, dict[str, Any]]] = [
             ("v1", "serviceaccounts", True, {"apiVersion": "v1", "kind": "ServiceAccount",
                                              "metadata": {"name": account, "namespace": UPSTREAM_NAMESPACE}}),
             ("rbac.authorization.k8s.io/v1", "clusterroles", False, {

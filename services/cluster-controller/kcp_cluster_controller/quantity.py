@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-_SUFFIX = {"": 1, "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "k": 10**3,
+_SUFFIX: dict[str, int | Fraction] = {"": 1, "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "k": 10**3,
            "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
            "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)$")
@@ -17,7 +17,8 @@ def parse_quantity(text: str) -> Fraction:
         raise ValueError(f"not a quantity: {text!r}")
     number, exponent, suffix = match.groups()
     value = Fraction(number) * _SUFFIX[suffix]
-    return value * Fraction(10) ** int(exponent) if exponent else value
+    return value * Fraction(10 ** int(exponent)) if exponent and int(exponent) >= 0 else \
+        value / Fraction(10 ** -int(exponent)) if exponent else value
 
 
 def format_quantity(value: Fraction, name: str = "") -> str:
