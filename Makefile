@@ -1,4 +1,4 @@
-# kcp in Python. `make run` starts kcp on an embedded etcd; `make test` installs and runs every test.
+# kcp in Python. `make run` starts the whole suite (kcp, its controllers, two sim clusters); `make test` runs every test.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync lint images helm-lint clean
+        bench-sync bench-split lint images helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none
 PORT     ?= 6443
@@ -83,7 +83,7 @@ bench-sync: install
 
 ## bench: every benchmark in bench/ (figures printed and written to bench/results/)
 bench: install
-	@set -e; for b in bench/bench_*.py bench/fanout_*.py; do echo "== $$b"; $(BIN)/python $$b; done
+	@set -e; for b in bench/bench_*.py bench/fanout_*.py; do echo "== $$b"; PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python $$b; done
 
 ## lint: ruff on the tree, mypy on every package (with its own pyproject's settings)
 lint: install
@@ -106,3 +106,7 @@ e2e-k3s:
 	  exit 1; fi
 	$(MAKE) install tools
 	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider -o testpaths=tests/k3s tests/k3s
+
+## bench-split: kcp-deployment-splitter: spreading 1,000 Deployments over 10 targets, reconcile throughput, failover
+bench-split: install
+	$(BIN)/python bench/bench_split.py

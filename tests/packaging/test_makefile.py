@@ -36,7 +36,7 @@ def test_run_starts_the_suite_and_passes_sim_and_ports() -> None:
 def test_bench_runs_every_benchmark() -> None:
     result = make("-n", "--assume-old=install", "bench")
     assert result.returncode == 0, result.stderr
-    assert "bench/bench_*.py bench/fanout_*.py" in result.stdout
+    assert "bench/bench_*.py bench/fanout_*.py" in result.stdout and "$PWD/.venv/bin" in result.stdout
     benches = sorted(p.name for p in (REPO / "bench").glob("*.py") if p.name.startswith(("bench_", "fanout_")))
     assert len(benches) >= 3
 

@@ -24,3 +24,14 @@ DEPLOYMENTS = ("apps/v1", "deployments")
 def child_name(root: str, target: str) -> str:
     """`D--<synctarget>`, the architecture's contract."""
     return f"{root}--{target}"
+
+# multi-target assignment (kcp's TMC anchor): `state.workload.kcp.io/<synctarget>: Sync` on an object
+# puts it on that physical cluster, one label per cluster; the single assignment label keeps working
+STATE_LABEL_PREFIX = "state.workload.kcp.io/"
+STATE_SYNC = "Sync"
+# on a dependency: the targets the splitter placed it on (so labels a person set are never removed)
+PLACED_ANNOTATION = "splitter.kcp.io/placed-on"
+
+
+def state_label(target: str) -> str:
+    return STATE_LABEL_PREFIX + target

@@ -2,8 +2,9 @@
 
 `plan` turns the usable targets, the break-glass annotation and what is known of each target's
 capacity into shares. `step` orders the move: children that grow are written at once; children that
-shrink keep their replicas until the growing ones are available (or have shown they cannot grow any
-further), so the ready total never drops when capacity allows. A target that was deleted has no
+shrink keep their available replicas until the growing ones are available (or have shown they cannot
+grow any further), so the ready total never drops when capacity allows; replicas that are not
+available anyway go at once. A target that was deleted has no
 syncer left to wait for: its child goes at once.
 """
 
@@ -60,10 +61,14 @@ def step(desired: Mapping[str, int], current: Mapping[str, int], available: Mapp
          capacity: Mapping[str, int] | None = None, gone: frozenset[str] = frozenset()) -> dict[str, int]:
     """Replicas to write per target now (0: delete that child); `current` maps existing children."""
     capacity = capacity or {}
-    growing = [t for t, n in desired.items() if n > current.get(t, 0)]
-    grown = all(available.get(t, 0) >= min(desired[t], capacity.get(t, desired[t])) for t in growing)
+    # a share is grown once its child has it available (or all its cluster can run): a child written
+    # at its new size but not there yet still holds the old ones back
+    grown = all(available.get(t, 0) >= min(n, capacity.get(t, n)) for t, n in desired.items())
     out: dict[str, int] = {}
     for target in sorted(set(desired) | set(current)):
         want, have = desired.get(target, 0), current.get(target, 0)
-        out[target] = want if want >= have or grown or target in gone else have
+        if want >= have or grown or target in gone:
+            out[target] = want
+        else:  # keep the ready ones until the new share is; kube's ReplicaSet removes unready pods first
+            out[target] = max(want, min(have, available.get(target, 0)))
     return out

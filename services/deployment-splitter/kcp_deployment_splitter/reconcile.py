@@ -24,7 +24,15 @@ from kcpcommon.store import CLUSTER_INDEX, Indexer
 from .capacity import CapacityTracker, capacity_of, pod_requests, requested_by
 from .children import desired_child, matches, repaired
 from .events import EventRecorder, now_rfc3339
-from .names import ASSIGNMENT_LABEL, COMPONENT, DEPLOYMENTS, PLACEMENT_ANNOTATION, child_name
+from .expectations import Expectations
+from .names import (
+    ASSIGNMENT_LABEL,
+    COMPONENT,
+    DEPLOYMENTS,
+    PLACEMENT_ANNOTATION,
+    ROOT_GENERATION_ANNOTATION,
+    child_name,
+)
 from .placement import InvalidPlacement, Plan, parse_placement, plan, step
 from .status import Child, aggregate, with_times
 from .targets import TargetView, view
@@ -47,13 +55,14 @@ class Splitter:
     """Holds the caches and writers; `reconcile(key)` is the controller's reconciler."""
 
     def __init__(self, kcp: ClientFactory, *, deployments: Indexer, targets: Indexer, grace_period: float,
-                 capacity: CapacityTracker, registry: CollectorRegistry,
+                 capacity: CapacityTracker, expectations: Expectations, registry: CollectorRegistry,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.kcp = kcp
         self.deployments = deployments
         self.targets = targets
         self.grace_period = grace_period
         self.capacity = capacity
+        self.expectations = expectations
         self.events = EventRecorder(kcp)
         self._now = now
         self._decisions = get_or_create(Counter, registry, "kcp_deployment_splitter_decisions_total",
@@ -63,7 +72,11 @@ class Splitter:
         root = self.deployments.get(key)
         if root is None or not is_root(root) or (root.get("metadata") or {}).get("deletionTimestamp"):
             self.capacity.forget(key)
+            self.expectations.forget(key)
             return None  # gone: the garbage collector removes the children through their ownerReference
+        pending = self.expectations.waiting(key, self.deployments.get)
+        if pending is not None:
+            return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
         children = self._children(key, root)
         targets = view(self.targets.by_index(CLUSTER_INDEX, key.cluster), now=self._now(),
                        grace_period=self.grace_period)
@@ -135,7 +148,10 @@ class Splitter:
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
         writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
-            reason, message = _decision(chosen.shares, current, targets, caps, children)
+            generation = str((root.get("metadata") or {}).get("generation") or 0)
+            rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
+                           != generation for c in children.values())
+            reason, message = _decision(chosen.shares, current, targets, caps, children, rescaled=rescaled)
             self._decisions.labels(reason).inc()
             log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
                      namespace=key.namespace, name=key.name)
@@ -151,6 +167,7 @@ class Splitter:
                                               preconditions={"uid": existing["metadata"]["uid"]})
                     except APINotFoundError:
                         pass
+                    self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
                 continue
             wanted = desired_child(root, target, replicas)
             if existing is None:
@@ -159,6 +176,8 @@ class Splitter:
                 result[target] = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
             else:
                 result[target] = existing
+                continue
+            self.expectations.wrote(key, _child_key(key, target), result[target])
         return result, {t: n for t, n in writes.items() if n} == chosen.shares
 
     # --- status ---
@@ -174,8 +193,13 @@ class Splitter:
         if _same_status(old, new):
             return
         body = {**root, "status": new}
-        await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
+        written = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
             body, namespace=key.namespace, subresource="status")
+        self.expectations.wrote(key, key, written)
+
+
+def _child_key(root: ObjectKey, target: str) -> ObjectKey:
+    return ObjectKey(root.cluster, root.namespace, child_name(root.name, target))
 
 
 def _same_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -198,7 +222,8 @@ def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str,
 
 
 def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: TargetView,
-              caps: Mapping[str, int], children: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+              caps: Mapping[str, int], children: Mapping[str, Mapping[str, Any]], *,
+              rescaled: bool) -> tuple[str, str]:
     """The Event reason and message for moving from `current` to `shares`."""
     spread = ", ".join(f"{t} {n}" for t, n in sorted(shares.items()))
     total = sum(shares.values())
@@ -218,7 +243,7 @@ def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: Ta
                           f" of {have} (allocatable {_short(targets.allocatable.get(target) or {})})"))
     if moved:
         return moved[0][0], "; ".join(m for _, m in moved) + f" (now {spread})"
-    if sum(current.values()) != total:
+    if sum(current.values()) != total and rescaled:
         return "Scaled", f"scaled to {total} replicas: {spread}"
     return "Rebalanced", f"spread {total} replicas: {spread}"
 

@@ -24,3 +24,5 @@ class SplitterSettings(DaemonSettings):
     workers: int = Field(4, ge=1, description="root Deployments reconciled at once")
     shards: int = Field(1, ge=1, description="replicas that split the logical clusters between them")
     shard_index: int = Field(0, ge=0, description="which of --shards this replica is")
+    place_dependencies: bool = Field(True, description="place the ConfigMaps, Secrets, ServiceAccounts, PVCs and "
+                                                      "Services a workload uses on every cluster that runs it")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kcp_deployment_splitter.capacity import CapacityTracker, capacity_of, pod_requests, requested_by
 from kcp_deployment_splitter.placement import InvalidPlacement, parse_placement, plan, step
 
@@ -27,6 +26,11 @@ def test_growing_children_are_written_first_and_shrinking_ones_wait_until_they_a
     desired, current = {"east": 15}, {"east": 8, "west": 7}
     assert step(desired, current, {"east": 8, "west": 7}) == {"east": 15, "west": 7}
     assert step(desired, current, {"east": 15, "west": 7}) == {"east": 15, "west": 0}
+
+
+def test_a_shrinking_child_keeps_only_its_available_replicas_while_the_others_grow() -> None:
+    assert step({"east": 15}, {"east": 8, "west": 7}, {"east": 8, "west": 3}) == {"east": 15, "west": 3}
+    assert step({"east": 8, "west": 7}, {"east": 15}, {}) == {"east": 8, "west": 7}
 
 
 def test_a_deleted_target_gives_its_child_up_at_once() -> None:
