@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split lint images helm-lint clean
+        bench-sync bench-split lint images docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none
 PORT     ?= 6443
@@ -95,6 +95,10 @@ lint: install
 images:
 	@engine="$(ENGINE)"; if [ -z "$$engine" ]; then scripts/container_engine.sh --explain "make images" >&2; exit 1; fi; \
 	set -e; for i in $(IMAGES); do echo "== kcp-$$i"; $$engine build -f services/$$i/Dockerfile -t kcp-$$i:latest .; done
+
+## docs: regenerate README.md's configuration reference from the daemons' settings
+docs:
+	$(BIN)/python scripts/render_config_reference.py --write
 
 ## helm-lint: lint the chart (values checked against values.schema.json)
 helm-lint: tools
