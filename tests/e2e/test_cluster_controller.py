@@ -145,6 +145,18 @@ def test_a_kubeconfig_that_does_not_parse_is_invalid_kubeconfig(env: Env) -> Non
     assert "YAML" in ready["message"]
 
 
+def test_unauthorized_credentials_are_reported_with_the_servers_answer(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-bad")
+    config = yaml.safe_load(env.new.kubeconfig.read_text())
+    config["users"][0]["user"]["token"] = "not-a-valid-token"
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("stranger", None, yaml.safe_dump(config)),
+                kubeconfig=kubeconfig)
+    rest = Rest(env.kcp).at("cc-bad")
+    ready = eventually(lambda: (c := condition(rest, "stranger", "Ready")).get("reason") and c, "Ready reported")
+    assert (ready["status"], ready["reason"]) == ("False", "ClusterUnreachable")
+    assert "401" in ready["message"] and "Unauthorized" in ready["message"]
+
+
 def test_negotiation_names_what_the_older_cluster_lacks_and_forgets_it_when_it_leaves(env: Env) -> None:
     kubeconfig = logical_cluster(env, "cc-neg")
     rest = Rest(env.kcp).at("cc-neg")
@@ -196,17 +208,29 @@ def test_a_stopped_cluster_goes_not_ready_and_comes_back_with_nothing_deleted(en
         physical.stop()
 
 
-def test_deleting_a_synctarget_stops_its_syncer_and_removes_its_imports(env: Env) -> None:
+def test_deleting_a_synctarget_stops_its_syncer_and_removes_its_imports_and_downstream_objects(env: Env) -> None:
     kubeconfig = logical_cluster(env, "cc-delete")
     run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("gone", env.new), kubeconfig=kubeconfig)
     wait_ready(env, kubeconfig, "gone", timeout=30)
-    rest = Rest(env.kcp).at("cc-delete")
+    rest, down = Rest(env.kcp).at("cc-delete"), Rest(env.new)
     assert rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/deployments.apps")
     st = rest.get(f"{ST_PATH}/gone")
     assert "workload.kcp.io/cluster-controller" in st["metadata"]["finalizers"]
+    rest.create("/api/v1/namespaces/default/configmaps", {
+        "metadata": {"name": "doomed", "labels": {ASSIGNMENT_LABEL: "gone"}}, "data": {"a": "1"}})
+    mapped_namespace = downstream_namespace("cc-delete", "default")
+    eventually(lambda: down.get(f"/api/v1/namespaces/{mapped_namespace}/configmaps/doomed"), "synced downstream")
+    eventually(lambda: "workload.kcp.io/syncer-gone" in
+               (rest.get("/api/v1/namespaces/default/configmaps/doomed")["metadata"].get("finalizers") or []),
+               "the syncer's upstream finalizer")
+
     run_kubectl(env.kcp, "delete", "synctarget", "gone", "--timeout=60s", kubeconfig=kubeconfig)
     eventually(lambda: rest.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/deployments.apps") is None,
                "the imported Deployment CRD removed")
+    # no syncer will lift its finalizer any more: the controller did, so the object can still be deleted
+    assert not rest.get("/api/v1/namespaces/default/configmaps/doomed")["metadata"].get("finalizers")
+    eventually(lambda: (ns := down.get(f"/api/v1/namespaces/{mapped_namespace}")) is None
+               or ns["metadata"].get("deletionTimestamp"), "the syncer's downstream namespace removed")
 
 
 # -- pull mode: the syncer is installed into the physical cluster ------------------------------------

@@ -578,7 +578,7 @@ def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: KcpServe
     code, _ = raw(cluster, f"/api/v1/namespaces/{ns}/pods/p/binding", {
         "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {"kind": "Node", "name": "drained"}})
     assert code == 201
-    out = kubectl(cluster, "drain", "drained", "--force", "--timeout", "60s")
+    out = kubectl(cluster, "drain", "drained", "--force", "--ignore-daemonsets", "--timeout", "60s")
     assert "pod/p evicted" in out
     assert "NotFound" in fails(cluster, "-n", ns, "get", "pod", "p")
     assert get(cluster, "node", "drained")["spec"]["unschedulable"] is True

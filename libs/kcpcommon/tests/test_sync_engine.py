@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kcpcommon.controller import Result
-from kcpcommon.errors import APIConflictError, APINotFoundError, APITransportError
+from kcpcommon.controller import Result, TerminalError
+from kcpcommon.errors import APIConflictError, APIInvalidError, APINotFoundError, APITransportError
 from kcpcommon.informer import SharedInformer
 from kcpcommon.sync import SyncerOptions, downstream_namespace, syncer_finalizer
 from kcpcommon.sync.discovery import APIType
@@ -256,3 +256,27 @@ async def test_one_apply_while_the_downstream_cache_lags_yet_a_later_downstream_
     h.down_informer.replace([], "12")
     await h.reconcile()
     assert h.down.verbs() == ["patch", "patch"]
+
+
+async def test_a_missing_mapped_namespace_is_recreated_without_an_event_for_the_user() -> None:
+    h = Harness()
+    up = upstream_cm()
+    h.caches([up], [])
+
+    async def refused(*_args: Any, **_kw: Any) -> Any:
+        raise APINotFoundError('namespaces "x" not found', status=404, reason="NotFound",
+                               details={"name": MAPPED, "kind": "namespaces"})
+    h.down.patch = refused  # type: ignore[method-assign]
+    with pytest.raises(APINotFoundError):
+        await h.reconcile()
+    assert MAPPED not in h.syncer._namespaces  # ensured again on the retry
+    assert "events" not in h.up_clients.resources
+
+    async def invalid(*_args: Any, **_kw: Any) -> Any:
+        raise APIInvalidError("spec.replicas: Invalid value: -1", status=422, reason="Invalid")
+    h.down.patch = invalid  # type: ignore[method-assign]
+    with pytest.raises(TerminalError):
+        await h.reconcile()
+    (_, event, _), = h.up_clients.resources["events"].calls
+    assert event["reason"] == "SyncFailed" and "spec.replicas" in event["message"]
+    assert event["involvedObject"]["name"] == "web"

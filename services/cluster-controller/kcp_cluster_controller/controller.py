@@ -29,6 +29,7 @@ from . import conditions as cond
 from .imports import Importer, Verdict
 from .negotiation import describe
 from .physical import ImportedType, node_resources, read_type
+from .teardown import release_upstream, remove_downstream
 
 log = structlog.get_logger("kcp-cluster-controller")
 
@@ -218,9 +219,23 @@ class SyncTargetReconciler:
         await self.syncers.remove(key, st, keep)
 
     async def _cleanup(self, key: ObjectKey, st: dict[str, Any] | None) -> None:
-        """Stop (or uninstall) the syncer, withdraw the target's views, renegotiate or delete its imports."""
+        """Stop (or uninstall) the syncer, withdraw the target's views, renegotiate or delete its imports;
+        for a SyncTarget being deleted also lift the syncer's upstream finalizers and remove downstream
+        what its syncer created (unless annotated to keep it)."""
         await self._syncer_remove(key, st)
         known = self._downstream.pop(key, None)
+        if st is not None:
+            synced = tuple((st.get("spec") or {}).get("resources") or DEFAULT_RESOURCES)
+            released = await release_upstream(self.kcp.dynamic(key.cluster), synced, key.name)
+            keep = (st["metadata"].get("annotations") or {}).get(KEEP_DOWNSTREAM) == "true"
+            removed: list[str] = []
+            if known is not None and not keep:
+                try:
+                    removed = await remove_downstream(known.factory.dynamic(), key.cluster, key.name)
+                except APIClientError as exc:
+                    log.warning("cannot remove the syncer's namespaces downstream", error=str(exc))
+            log.info("sync target released", upstream_finalizers_lifted=released, downstream_namespaces_removed=removed,
+                     kept_downstream=keep)
         if known is not None:
             await known.factory.close()
         resources = self.importer.forget(key.cluster, key.name)

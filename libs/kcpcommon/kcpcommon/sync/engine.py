@@ -116,6 +116,11 @@ def _deleting(obj: Obj) -> bool:
     return bool(_meta(obj).get("deletionTimestamp"))
 
 
+def _namespace_trouble(exc: APIClientError) -> bool:
+    """The mapped namespace is missing or terminating: the syncer's own business (it recreates it), not the user's."""
+    return (exc.status == 404 and exc.details.get("kind") == "namespaces") or "being terminated" in exc.message
+
+
 def _hash_of(body: Obj) -> str:
     return str(((_meta(body).get("annotations") or {}).get(SPEC_HASH_ANNOTATION)) or "")
 
@@ -375,7 +380,7 @@ class Syncer:
             self.metrics.error(exc.reason or f"HTTP{exc.status}")
             if down_ns and exc.status in (403, 404):  # the namespace may be gone or terminating: recreate it
                 self._namespaces.discard(down_ns)
-            if exc.status in EVENT_ERRORS:
+            if exc.status in EVENT_ERRORS and not _namespace_trouble(exc):
                 await self._report(typ, key, up, exc)
             if exc.status in REFUSED:  # only a change of the upstream object (which requeues it) can help
                 raise TerminalError(f"the physical cluster refuses the object: {exc}") from exc

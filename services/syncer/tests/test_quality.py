@@ -1,0 +1,40 @@
+"""Quality gates that `make test` enforces for kcp-syncer: mypy --strict, ruff, and that it imports no service."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SERVICE = Path(__file__).resolve().parents[1]
+REPO = SERVICE.parents[1]
+
+
+def _env() -> dict[str, str]:
+    """Only kcpcommon beside the package: importing another service would fail here."""
+    paths = [str(SERVICE), str(REPO / "libs" / "kcpcommon")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def test_the_package_is_mypy_strict_clean(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", str(SERVICE / "pyproject.toml"),
+                             "--cache-dir", str(tmp_path / "mypy"), str(SERVICE / "kcp_syncer")],
+                            capture_output=True, text=True, timeout=300, cwd=SERVICE, env=_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_package_and_its_tests_are_ruff_clean() -> None:
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(SERVICE)],
+                            capture_output=True, text=True, timeout=120, cwd=SERVICE)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_daemon_imports_with_kcpcommon_alone_and_answers_help() -> None:
+    """Services never import each other: with only kcpcommon on the path, the CLI loads and prints its flags."""
+    result = subprocess.run([sys.executable, "-m", "kcp_syncer", "--help"], capture_output=True, text=True,
+                            timeout=60, env=_env())
+    assert result.returncode == 0, result.stderr
+    for flag in ("--from-kubeconfig", "--to-kubeconfig", "--sync-target", "--logical-cluster", "--resources",
+                 "--health-port"):
+        assert flag in result.stdout
