@@ -39,7 +39,9 @@ def core_crd(plural: str, kind: str) -> dict[str, Any]:
 
 
 def install_core_types(rest: Rest) -> None:
-    for definition in (core_crd("services", "Service"), core_crd("persistentvolumeclaims", "PersistentVolumeClaim")):
+    """Services, PVCs and StatefulSets, as imported from physical clusters."""
+    for definition in (core_crd("services", "Service"), core_crd("persistentvolumeclaims", "PersistentVolumeClaim"),
+                       crd("apps", "statefulsets", "StatefulSet")):
         status, body = rest.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
         assert status in (201, 409), (status, body)
     eventually(lambda: rest.request("GET", "/api/v1/namespaces/default/services")[0] == 200, "Services served")
@@ -286,6 +288,46 @@ def test_dependencies_follow_the_workload_to_every_cluster_and_leave_with_it_unl
                "the ConfigMap leaves west with the workload")
     assert placed_on(rest, "/api/v1/namespaces/default/secrets/web-tls") == {"east", "west"}
     assert placed_on(rest, "/api/v1/namespaces/default/services/web") == {"east"}
+
+
+def assigned(rest: Rest, path: str) -> str | None:
+    return ((rest.get(path) or {}).get("metadata", {}).get("labels") or {}).get("workloads.kcp.io/cluster")
+
+
+def namespace_condition(rest: Rest, name: str) -> dict[str, Any]:
+    namespace = rest.get(f"/api/v1/namespaces/{name}") or {}
+    return next((c for c in (namespace.get("status") or {}).get("conditions") or []
+                 if c["type"] == "NamespaceScheduled"), {})
+
+
+def test_other_objects_follow_their_namespace_to_one_cluster_which_moves_when_it_is_lost(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    install_core_types(rest)
+    for name, labels in (("apps", {}), ("manual", {"scheduling.kcp.io/disabled": "true"})):
+        rest.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {"replicas": 1}}
+    rest.create("/apis/apps/v1/namespaces/apps/statefulsets", sts)
+    rest.create("/api/v1/namespaces/apps/configmaps", {"metadata": {"name": "loose"}})
+    pinned = {"metadata": {"name": "mine", "labels": {"workloads.kcp.io/cluster": "nowhere"}}}
+    rest.create("/api/v1/namespaces/apps/configmaps", pinned)
+    rest.create("/api/v1/namespaces/manual/configmaps", {"metadata": {"name": "loose"}})
+    first = eventually(lambda: assigned(rest, "/api/v1/namespaces/apps"), "namespace apps scheduled")
+    assert namespace_condition(rest, "apps")["status"] == "True"
+    for path in ("/apis/apps/v1/namespaces/apps/statefulsets/db", "/api/v1/namespaces/apps/configmaps/loose"):
+        eventually(lambda path=path: assigned(rest, path) == first, f"{path} follows its namespace to {first}")
+    assert assigned(rest, "/api/v1/namespaces/apps/configmaps/mine") == "nowhere"
+    assert assigned(rest, "/api/v1/namespaces/manual") is None
+    assert assigned(rest, "/api/v1/namespaces/manual/configmaps/loose") is None
+    other = "west" if first == "east" else "east"
+    set_ready(rest, first, False)
+    eventually(lambda: assigned(rest, "/api/v1/namespaces/apps") == other, "moved after the grace period")
+    eventually(lambda: assigned(rest, "/apis/apps/v1/namespaces/apps/statefulsets/db") == other, "objects follow")
+    set_ready(rest, other, False)
+    unschedulable = eventually(lambda: (c := namespace_condition(rest, "apps")).get("status") == "False" and c,
+                               "NamespaceScheduled=False")
+    assert unschedulable["reason"] == "Unschedulable" and first in unschedulable["message"]
+    assert assigned(rest, "/apis/apps/v1/namespaces/apps/statefulsets/db") == other  # stays where it is
 
 
 def test_two_replicas_elect_one_leader_and_the_standby_takes_over_after_kill_9(

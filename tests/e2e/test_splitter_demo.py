@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from splitter_fixtures import SplitterProcess
-from syncer_fixtures import eventually, sim_cluster, syncer_env
+from syncer_fixtures import Rest, eventually, sim_cluster, syncer_env
 
 from kcp_process import (
     REPO,
@@ -30,6 +30,7 @@ from kcp_process import (
     sim_cluster_command,
     sim_cluster_env,
 )
+from kcpcommon.sync import downstream_namespace
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
@@ -41,6 +42,7 @@ class Demo:
     west: KcpServer
     small: KcpServer  # one node with room for 4 pods of 250m
     kubeconfig: Path
+    root: Path
 
 
 def controller_env() -> dict[str, str]:
@@ -68,12 +70,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         controller = subprocess.Popen(
             [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
              "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
-             "--discovery-interval", "5", "--health-port", "0"],
+             "--heartbeat-threshold", "8", "--discovery-interval", "5", "--health-port", "0"],
             stdout=log, stderr=log, env=controller_env(), start_new_session=True)
         log.close()
         kubeconfig = logical_cluster(kcp, "demo")
-        splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect"]).start(wait_ready=False)
-        yield Demo(kcp, east, west, small, kubeconfig)
+        splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"]).start(wait_ready=False)
+        yield Demo(kcp, east, west, small, kubeconfig, root)
         assert splitter.stop() == 0, splitter.log_tail()
         controller.send_signal(signal.SIGTERM)
         assert controller.wait(30) == 0, (root / "controller.log").read_text()[-3000:]
@@ -161,3 +163,46 @@ def test_replicas_the_small_cluster_has_no_room_for_run_on_the_big_one(demo: Dem
                 timeout=200)
     final = eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("heavy") == "10/10" and r, "10/10")
     assert final["heavy--small"] == "4/4" and final["heavy--big"] == "6/6", final
+
+
+def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: Demo) -> None:
+    flaky = sim_cluster(demo.root / "flaky")
+    flaky.start()
+    try:
+        kubeconfig = logical_cluster(demo.kcp, "demo-loss")
+        connect(demo, kubeconfig, {"steady": demo.east, "flaky": flaky})
+        app = WEB.replace("name: web", "name: loss").replace("replicas: 15", "replicas: 6")
+        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6", "loss--flaky": "3/3",
+                                                                  "loss--steady": "3/3"}, "3/3 on each", timeout=120)
+        assert flaky.stop() == 0
+        # NotReady after the cluster controller's threshold, then the splitter's grace period; steady
+        # grows to 6 first, and flaky's child goes once those are available
+        # (the flaky child is deleted; the flaky syncer's finalizer holds it until that cluster is back)
+        eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("loss") == "6/6"
+                   and r.get("loss--steady") == "6/6", "all 6 on steady", timeout=120)
+        left = Rest(demo.kcp).at("demo-loss").get("/apis/apps/v1/namespaces/default/deployments/loss--flaky")
+        assert left is None or left["metadata"].get("deletionTimestamp"), left
+        flaky.start()
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6", "loss--flaky": "3/3",
+                                                                  "loss--steady": "3/3"}, "back to 3/3", timeout=120)
+    finally:
+        flaky.stop()
+
+
+def test_a_configmap_the_workload_uses_arrives_in_both_clusters_and_leaves_one_with_it(demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-deps")
+    connect(demo, kubeconfig, {"east": demo.east, "west": demo.west})
+    run_kubectl(demo.kcp, "create", "configmap", "web-config", "--from-literal=greeting=hello", kubeconfig=kubeconfig)
+    app = yaml.safe_load(WEB.replace("name: web", "name: deps").replace("replicas: 15", "replicas: 2"))
+    app["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "web-config"}}]
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(app), kubeconfig=kubeconfig)
+    mapped = f"/api/v1/namespaces/{downstream_namespace('demo-deps', 'default')}/configmaps/web-config"
+    for physical in (demo.east, demo.west):
+        eventually(lambda physical=physical: (Rest(physical).get(mapped) or {}).get("data") == {"greeting": "hello"},
+                   f"web-config in {physical.root.name}", timeout=90)
+    run_kubectl(demo.kcp, "rollout", "status", "deployment/deps", "--timeout=180s", kubeconfig=kubeconfig,
+                timeout=200)
+    run_kubectl(demo.kcp, "scale", "deployment/deps", "--replicas=1", kubeconfig=kubeconfig)
+    eventually(lambda: Rest(demo.west).get(mapped) is None, "web-config leaves west with the workload", timeout=90)
+    assert Rest(demo.east).get(mapped) is not None

@@ -3,8 +3,8 @@
 After the splitter creates, updates or deletes a child, or writes a root's status, a reconcile of
 the same root that ran on the cache from before that write would decide again from stale state (a
 second create, a second Event). So each write is remembered until the cache holds that
-resourceVersion or newer (kcp's resourceVersion is etcd's revision, a number), or the object's
-absence after a delete; the root waits until then. An expectation that the cache never meets (the
+resourceVersion or newer (kcp's resourceVersion is etcd's revision, a number), or, after a delete,
+the object gone or terminating (a finalizer may hold it); the root waits until then. An expectation that the cache never meets (the
 object changed again, by someone else, before the watch showed ours) expires after `ttl` seconds.
 """
 
@@ -63,7 +63,9 @@ class Expectations:
         for key, rv in list(pending.objects.items()):
             cached = lookup(key)
             if rv is None:
-                met = cached is None or (cached.get("metadata") or {}).get("uid") != pending.deleted_uids.get(key)
+                meta = (cached or {}).get("metadata") or {}
+                met = cached is None or meta.get("uid") != pending.deleted_uids.get(key) or bool(
+                    meta.get("deletionTimestamp"))
             else:
                 met = cached is not None and _rv(cached) >= int(rv)
             if met:

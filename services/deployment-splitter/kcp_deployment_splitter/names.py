@@ -35,3 +35,8 @@ PLACED_ANNOTATION = "splitter.kcp.io/placed-on"
 
 def state_label(target: str) -> str:
     return STATE_LABEL_PREFIX + target
+
+# namespace scheduling (kcp's namespace scheduler is the anchor)
+NAMESPACE_PLACED_ANNOTATION = "splitter.kcp.io/namespace-placed"  # on an object: labelled by its namespace's rule
+SCHEDULING_DISABLED_LABEL = "scheduling.kcp.io/disabled"  # on a Namespace: opt out of namespace scheduling
+NAMESPACE_SCHEDULED = "NamespaceScheduled"  # the Namespace condition set when no target is schedulable

@@ -17,9 +17,9 @@ from prometheus_client import CollectorRegistry, Counter
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.errors import APINotFoundError
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import CLUSTER_INDEX, Indexer
+from kcpcommon.store import CLUSTER_INDEX, LABELS_INDEX, Indexer, label_value
 
 from .capacity import CapacityTracker, capacity_of, pod_requests, requested_by
 from .children import desired_child, matches, repaired
@@ -77,7 +77,7 @@ class Splitter:
         pending = self.expectations.waiting(key, self.deployments.get)
         if pending is not None:
             return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
-        children = self._children(key, root)
+        children, terminating = self._split_terminating(self._children(key, root))
         targets = view(self.targets.by_index(CLUSTER_INDEX, key.cluster), now=self._now(),
                        grace_period=self.grace_period)
         known = {(t.get("metadata") or {}).get("name") for t in self.targets.by_index(CLUSTER_INDEX, key.cluster)}
@@ -98,7 +98,7 @@ class Splitter:
                 waits.append(wait)
                 chosen = plan(int((root.get("spec") or {}).get("replicas", 1) or 0), usable, placement=placement,
                               capacity=caps)
-                children, settled = await self._place(key, root, children, chosen, targets, caps,
+                children, settled = await self._place(key, root, children, terminating, chosen, targets, caps,
                                                       gone={t for t in children if t not in known}
                                                       | {t for t, why in targets.lost.items() if why == "deleted"})
         await self._write_status(key, root, children, settled=settled, problem=problem)
@@ -119,21 +119,28 @@ class Splitter:
                 found[target] = child
         return found
 
+    @staticmethod
+    def _split_terminating(children: dict[str, Mapping[str, Any]]) -> tuple[dict[str, Mapping[str, Any]], set[str]]:
+        """Children being deleted (a syncer's finalizer holds them while its cluster is away) are not placements."""
+        terminating = {t for t, c in children.items() if (c.get("metadata") or {}).get("deletionTimestamp")}
+        return {t: c for t, c in children.items() if t not in terminating}, terminating
+
     def _capacities(self, key: ObjectKey, root: Mapping[str, Any], children: Mapping[str, Mapping[str, Any]],
                     targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], float | None]:
         requests = pod_requests(((root.get("spec") or {}).get("template")) or {})
         waits: list[float] = []
         caps: dict[str, int] = {}
-        mine = {child_name(key.name, t) for t in usable}
+        mine = {_child_key(key, t) for t in usable}
         for target in usable:
             allocatable = targets.allocatable.get(target) or {}
             if target in children:
                 wait = self.capacity.observe(key, target, children[target], allocatable)
                 if wait is not None:
                     waits.append(wait)
-            others = [d for d in self.deployments.by_index(CLUSTER_INDEX, key.cluster)
-                      if ((d.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL) == target
-                      and (d.get("metadata") or {}).get("name") not in mine]
+            others: list[Mapping[str, Any]] = []
+            if allocatable:  # what the other Deployments on this target request comes off its allocatable
+                others = [d for d in self.deployments.by_index(LABELS_INDEX, label_value(ASSIGNMENT_LABEL, target))
+                          if key_for(d).cluster == key.cluster and key_for(d) not in mine]
             cap = capacity_of(requests=requests, allocatable=allocatable, used=requested_by(others),
                               learned=self.capacity.learned(key, target, allocatable))
             if cap is not None:
@@ -141,6 +148,7 @@ class Splitter:
         return caps, (min(waits) if waits else None)
 
     async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: dict[str, Mapping[str, Any]],
+                     terminating: set[str],
                      chosen: Plan, targets: TargetView, caps: Mapping[str, int],
                      gone: set[str]) -> tuple[dict[str, Mapping[str, Any]], bool]:
         current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
@@ -170,6 +178,8 @@ class Splitter:
                     self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
                 continue
             wanted = desired_child(root, target, replicas)
+            if existing is None and target in terminating:
+                continue  # the old child is still going; its delete event brings this root back
             if existing is None:
                 result[target] = await resource.create(wanted, namespace=key.namespace)
             elif not matches(existing, wanted):
@@ -178,7 +188,7 @@ class Splitter:
                 result[target] = existing
                 continue
             self.expectations.wrote(key, _child_key(key, target), result[target])
-        return result, {t: n for t, n in writes.items() if n} == chosen.shares
+        return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
 
     # --- status ---
 

@@ -21,7 +21,15 @@ from kcpcommon.keys import ObjectKey
 from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, Indexer, cluster_namespace_value
 
 from .dependencies import KINDS, references, selects
-from .names import ASSIGNMENT_LABEL, COMPONENT, PLACED_ANNOTATION, STATE_LABEL_PREFIX, STATE_SYNC, state_label
+from .names import (
+    ASSIGNMENT_LABEL,
+    COMPONENT,
+    NAMESPACE_PLACED_ANNOTATION,
+    PLACED_ANNOTATION,
+    STATE_LABEL_PREFIX,
+    STATE_SYNC,
+    state_label,
+)
 
 log = structlog.get_logger(COMPONENT)
 
@@ -51,10 +59,14 @@ def label_patch(obj: Mapping[str, Any], targets: set[str]) -> dict[str, Any] | N
     placed = {t for t in ((meta.get("annotations") or {}).get(PLACED_ANNOTATION) or "").split(",") if t}
     changes: dict[str, Any] = {state_label(t): STATE_SYNC for t in targets if labels.get(state_label(t)) != STATE_SYNC}
     changes.update({state_label(t): None for t in placed - targets if state_label(t) in labels})
+    annotations: dict[str, Any] = {PLACED_ANNOTATION: ",".join(sorted(targets)) or None}
+    if targets and NAMESPACE_PLACED_ANNOTATION in (meta.get("annotations") or {}):
+        # it followed its namespace until a split workload started using it: now it follows them
+        changes[ASSIGNMENT_LABEL] = None
+        annotations[NAMESPACE_PLACED_ANNOTATION] = None
     if not changes and placed == targets:
         return None
-    return {"metadata": {"labels": changes,
-                         "annotations": {PLACED_ANNOTATION: ",".join(sorted(targets)) or None}}}
+    return {"metadata": {"labels": changes, "annotations": annotations}}
 
 
 class DependencyPlacer:
@@ -77,8 +89,10 @@ class DependencyPlacer:
             resource = self.kcp.dynamic(cluster).resource(api_version, plural, namespaced=True)
             for obj in indexer.by_index(CLUSTER_NAMESPACE_INDEX, index):
                 meta = obj.get("metadata") or {}
-                if ASSIGNMENT_LABEL in (meta.get("labels") or {}) or meta.get("deletionTimestamp"):
-                    continue
+                assigned = ASSIGNMENT_LABEL in (meta.get("labels") or {})
+                if (assigned and NAMESPACE_PLACED_ANNOTATION not in (meta.get("annotations") or {})) or meta.get(
+                        "deletionTimestamp"):
+                    continue  # a person's assignment
                 patch = label_patch(obj, wanted.get((kind, meta["name"]), set()))
                 if patch is None:
                     continue

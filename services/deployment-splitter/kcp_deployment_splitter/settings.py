@@ -26,3 +26,6 @@ class SplitterSettings(DaemonSettings):
     shard_index: int = Field(0, ge=0, description="which of --shards this replica is")
     place_dependencies: bool = Field(True, description="place the ConfigMaps, Secrets, ServiceAccounts, PVCs and "
                                                       "Services a workload uses on every cluster that runs it")
+    schedule_namespaces: bool = Field(True, description="assign each Namespace one Ready SyncTarget and label the "
+                                                        "unassigned objects in it (StatefulSets, Jobs, ...) for it "
+                                                        "(opt out per Namespace: label scheduling.kcp.io/disabled)")

@@ -111,7 +111,8 @@ def aggregate(root: Mapping[str, Any], children: Sequence[Child], *, settled: bo
     return status
 
 
-def with_times(new: Sequence[Mapping[str, Any]], old: Sequence[Mapping[str, Any]] | None, now: str) -> list[dict]:
+def with_times(new: Sequence[Mapping[str, Any]], old: Sequence[Mapping[str, Any]] | None,
+               now: str) -> list[dict[str, Any]]:
     """kube's condition clock: lastTransitionTime moves when status flips, lastUpdateTime when anything does."""
     before = {c.get("type"): c for c in old or [] if isinstance(c, Mapping)}
     out: list[dict[str, Any]] = []
