@@ -280,3 +280,21 @@ async def test_a_missing_mapped_namespace_is_recreated_without_an_event_for_the_
     (_, event, _), = h.up_clients.resources["events"].calls
     assert event["reason"] == "SyncFailed" and "spec.replicas" in event["message"]
     assert event["involvedObject"]["name"] == "web"
+
+
+async def test_an_object_assigned_by_its_state_label_alone_is_synced() -> None:
+    h = Harness()
+    up = upstream_cm(labels={f"state.workload.kcp.io/{TARGET}": "Sync", "state.workload.kcp.io/west": "Sync"},
+                     finalizers=[])
+    h.caches([up], [])
+    await h.reconcile()
+    assert h.down.verbs() == ["patch"]  # the apply
+
+
+async def test_an_object_whose_state_label_names_other_targets_only_is_removed_downstream() -> None:
+    h = Harness()
+    up = upstream_cm(labels={"state.workload.kcp.io/west": "Sync", f"state.workload.kcp.io/{TARGET}": "Pending"})
+    h.caches([], [downstream_copy(upstream_cm())])
+    h.up.get_answer = up
+    await h.reconcile()
+    assert h.down.verbs() == ["delete"]

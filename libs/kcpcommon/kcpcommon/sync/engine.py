@@ -47,12 +47,15 @@ from .names import (
     NAMESPACE_LOCATOR_ANNOTATION,
     OWNER_LABEL,
     SPEC_HASH_ANNOTATION,
+    STATE_SYNC,
     UPSTREAM_CLUSTER_ANNOTATION,
     UPSTREAM_NAME_ANNOTATION,
     UPSTREAM_NAMESPACE_ANNOTATION,
+    assigned_to,
     downstream_namespace,
     namespace_locator,
     owner,
+    state_label,
     syncer_finalizer,
 )
 from .transform import downstream_object, status_patch, up_to_date
@@ -93,6 +96,7 @@ class SyncedType:
     down_resource: DynamicResource
     up_informer: SharedInformer
     down_informer: SharedInformer
+    state_informer: SharedInformer | None = None  # upstream objects assigned by `state.workload.kcp.io/<target>`
     status_up: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -100,7 +104,20 @@ class SyncedType:
 
     @property
     def synced(self) -> bool:
-        return self.up_informer.has_synced and self.down_informer.has_synced
+        state = self.state_informer is None or self.state_informer.has_synced
+        return self.up_informer.has_synced and self.down_informer.has_synced and state
+
+    def upstream(self, key: ObjectKey) -> Obj | None:
+        """The cached upstream object, assigned by either label."""
+        found = self.up_informer.indexer.get(key)
+        if found is None and self.state_informer is not None:
+            found = self.state_informer.indexer.get(key)
+        return found
+
+    def upstream_in(self, namespace: str) -> list[Obj]:
+        """The cached upstream objects of `namespace`, assigned by either label."""
+        informers = [self.up_informer, *([self.state_informer] if self.state_informer is not None else [])]
+        return [obj for informer in informers for obj in informer.indexer.by_index(NAMESPACE_INDEX, namespace)]
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
@@ -139,6 +156,7 @@ class Syncer:
         self.finalizer = syncer_finalizer(options.sync_target)
         self.owner = owner(options.logical_cluster, options.sync_target)
         self.selector = f"{ASSIGNMENT_LABEL}={options.sync_target}"
+        self.state_selector = f"{state_label(options.sync_target)}={STATE_SYNC}"
         self.metrics = SyncerMetrics(registry, logical_cluster=self.lc, sync_target=self.target)
         self.up = options.upstream.dynamic(self.lc)
         self.down = options.downstream.dynamic()
@@ -212,12 +230,16 @@ class Syncer:
                                                 plural=down.plural, namespaced=down.namespaced,
                                                 label_selector=f"{OWNER_LABEL}={self.owner}",
                                                 clients=self.options.downstream)
-        typ = SyncedType(name, up, down, up.resource(self.up), down.resource(self.down), up_informer, down_informer)
+        state_informer = self.informers.informer(cluster=self.lc, api_version=up.api_version, plural=up.plural,
+                                                 namespaced=up.namespaced, label_selector=self.state_selector)
+        typ = SyncedType(name, up, down, up.resource(self.up), down.resource(self.down), up_informer, down_informer,
+                         state_informer)
         self.types[name] = typ
-        up_informer.add_handler(on_add=lambda obj: self._upstream_changed(name, obj),
-                                on_update=lambda old, new: self._upstream_changed(name, new),
-                                on_delete=lambda obj: self._upstream_changed(name, deleted_object(obj)),
-                                name=f"syncer:{self.target}")
+        for informer in (up_informer, state_informer):
+            informer.add_handler(on_add=lambda obj: self._upstream_changed(name, obj),
+                                 on_update=lambda old, new: self._upstream_changed(name, new),
+                                 on_delete=lambda obj: self._upstream_changed(name, deleted_object(obj)),
+                                 name=f"syncer:{self.target}")
         down_informer.add_handler(on_add=lambda obj: self._downstream_changed(name, None, obj),
                                   on_update=lambda old, new: self._downstream_changed(name, old, new),
                                   on_delete=lambda obj: self._downstream_deleted(name, obj),
@@ -273,12 +295,12 @@ class Syncer:
         if not typ.synced:  # absence in a cache that has not listed yet proves nothing
             return Result(requeue_after=1.0)
         down_ns = self._downstream_namespace(typ, key.namespace)
-        up = typ.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
+        up = typ.upstream(ObjectKey(self.lc, key.namespace, key.name))
         down = typ.down_informer.indexer.get(ObjectKey(self.target, down_ns or "", key.name))
         if up is None:
             up = await self._absent_upstream(typ, key)
         try:
-            if up is None or _deleting(up) or (_meta(up).get("labels") or {}).get(ASSIGNMENT_LABEL) != self.target:
+            if up is None or _deleting(up) or not assigned_to(_meta(up).get("labels"), self.target):
                 return await self._remove(typ, key, up, down, down_ns)
             applied_hash = await self._sync_down(typ, key, up, down, down_ns)
             await self._sync_up(typ, key, up, down, applied_hash)
@@ -472,7 +494,7 @@ class Syncer:
         for typ in self.types.values():
             if not typ.synced:
                 return
-            if any(not _deleting(obj) for obj in typ.up_informer.indexer.by_index(NAMESPACE_INDEX, up_ns)):
+            if any(not _deleting(obj) for obj in typ.upstream_in(up_ns)):
                 return
             if typ.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns):
                 return

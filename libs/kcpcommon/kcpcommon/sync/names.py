@@ -12,8 +12,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Mapping
+from typing import Any
 
 ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"  # upstream: this object goes to that SyncTarget
+# upstream, one label per SyncTarget: `state.workload.kcp.io/<target>: Sync` assigns an object to several
+STATE_LABEL_PREFIX = "state.workload.kcp.io/"
+STATE_SYNC = "Sync"
 FIELD_MANAGER = "kcp-syncer"
 
 # downstream provenance
@@ -63,3 +68,14 @@ def owner(logical_cluster: str, sync_target: str) -> str:
 def syncer_finalizer(sync_target: str) -> str:
     """The upstream finalizer that holds a deleted object until its downstream copy is gone."""
     return f"workload.kcp.io/syncer-{sync_target}"
+
+
+def state_label(sync_target: str) -> str:
+    """The label that assigns an object to `sync_target` among others (kcp's transparent multi-cluster)."""
+    return STATE_LABEL_PREFIX + sync_target
+
+
+def assigned_to(labels: Mapping[str, Any] | None, sync_target: str) -> bool:
+    """The single assignment label names `sync_target`, or its state label says Sync."""
+    labels = labels or {}
+    return labels.get(ASSIGNMENT_LABEL) == sync_target or labels.get(state_label(sync_target)) == STATE_SYNC

@@ -1,0 +1,164 @@
+"""Wiring: informers over every logical cluster, the enqueue rules, the controllers.
+
+- `deployment-splitter`, keyed by root: queued when the root changes, when one of its children
+  changes (by the root label) and, for every root of a logical cluster, when a SyncTarget there does;
+- `dependencies`, keyed by namespace: queued when a Deployment or a dependency in it changes;
+- `namespaces`, keyed by namespace: queued when the Namespace, an object in it or a SyncTarget of its
+  logical cluster changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from kcpcommon.clients import ClientFactory
+from kcpcommon.controller import Controller, Reconciler
+from kcpcommon.informer import SharedInformer, deleted_object
+from kcpcommon.informer_factory import SharedInformerFactory
+from kcpcommon.keys import WILDCARD_CLUSTER, ObjectKey, key_for
+from kcpcommon.sharding import owns
+from kcpcommon.store import CLUSTER_INDEX
+
+from .capacity import CapacityTracker
+from .dependencies import KINDS
+from .expectations import Expectations
+from .names import COMPONENT, DEPLOYMENTS, ROOT_LABEL, SYNC_TARGETS
+from .namespaces import WORKLOAD_KINDS
+from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
+from .reconcile_dependencies import DependencyPlacer
+from .reconcile_namespaces import NamespaceScheduler
+from .settings import SplitterSettings
+
+EXPECTATIONS_TTL = 15.0  # seconds a write may take to show in the cache before the splitter decides anyway
+BUILT_IN = ("ConfigMap", "Secret", "ServiceAccount")  # kcp serves these itself; the rest arrive as imports
+
+
+def _root_index(obj: Mapping[str, Any]) -> list[str]:
+    root = ((obj.get("metadata") or {}).get("labels") or {}).get(ROOT_LABEL)
+    if not root or is_root(obj):
+        return []
+    key = key_for(obj)
+    return [root_index_value(key.cluster, key.namespace, root)]
+
+
+def _on_change(informer: SharedInformer, handler: Callable[[Any], None], name: str) -> None:
+    informer.add_handler(on_add=handler, on_update=lambda old, new: handler(new), on_delete=handler, name=name)
+
+
+class SplitterController:
+    """The informers and controllers of one elected replica."""
+
+    def __init__(self, kcp: ClientFactory, settings: SplitterSettings, registry: CollectorRegistry) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.factory = SharedInformerFactory(kcp)
+        self.deployments = self._informer(*DEPLOYMENTS, namespaced=True)
+        self.deployments.add_indexers({ROOT_INDEX: _root_index})
+        self.targets = self._informer(*SYNC_TARGETS, namespaced=False)
+        tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
+                                  retry_period=settings.capacity_retry_period, clock=time.monotonic)
+        splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
+                            grace_period=settings.grace_period, capacity=tracker,
+                            expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic), registry=registry)
+        self.controller = self._controller("deployment-splitter", splitter.reconcile)
+        self.running: list[tuple[Controller[ObjectKey], Callable[[], bool]]] = [
+            (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced)]
+        self.dependencies: Controller[ObjectKey] | None = None
+        self.namespaces: Controller[ObjectKey] | None = None
+        objects: dict[str, SharedInformer] = {}
+        if settings.place_dependencies or settings.schedule_namespaces:
+            objects = {kind: self._informer(api_version, plural, namespaced=True)
+                       for kind, (api_version, plural) in KINDS.items()}
+        built_in = [objects[kind] for kind in BUILT_IN if kind in objects]
+        if settings.place_dependencies:
+            placer = DependencyPlacer(kcp, deployments=self.deployments.indexer, objects=objects)
+            self.dependencies = self._controller("dependencies", placer.reconcile)
+            self.running.append((self.dependencies, lambda: self.deployments.has_synced
+                                 and all(i.has_synced for i in built_in)))
+        if settings.schedule_namespaces:
+            self.namespace_informer = self._informer("v1", "namespaces", namespaced=False)
+            followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
+                                       for kind, (api_version, plural) in WORKLOAD_KINDS.items()}}
+            scheduler = NamespaceScheduler(kcp, namespaces=self.namespace_informer.indexer,
+                                           targets=self.targets.indexer, objects=followers,
+                                           grace_period=settings.grace_period)
+            self.namespaces = self._controller("namespaces", scheduler.reconcile)
+            self.running.append((self.namespaces, lambda: self.namespace_informer.has_synced
+                                 and self.targets.has_synced and all(i.has_synced for i in built_in)))
+            _on_change(self.namespace_informer, self._namespace_object, "splitter-namespaces")
+            for kind, informer in followers.items():
+                if kind not in objects:
+                    _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
+        for kind, informer in objects.items():
+            _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
+        _on_change(self.deployments, self._deployment, "splitter-deployments")
+        _on_change(self.targets, self._target, "splitter-synctargets")
+
+    def _informer(self, api_version: str, plural: str, *, namespaced: bool) -> SharedInformer:
+        return self.factory.informer(cluster=WILDCARD_CLUSTER, api_version=api_version, plural=plural,
+                                     namespaced=namespaced)
+
+    def _controller(self, name: str, reconcile: Reconciler[ObjectKey]) -> Controller[ObjectKey]:
+        return Controller(name, reconcile, workers=self.settings.workers, registry=self.registry,
+                          component=COMPONENT)
+
+    @property
+    def has_synced(self) -> bool:
+        return self.deployments.has_synced and self.targets.has_synced
+
+    def _mine(self, cluster: str) -> bool:
+        return owns(cluster, self.settings.shard_index, self.settings.shards)
+
+    def _namespace_key(self, cluster: str, namespace: str) -> None:
+        key = ObjectKey(cluster, "", namespace)
+        for controller in (self.dependencies, self.namespaces):
+            if controller is not None:
+                controller.enqueue(key)
+
+    def _in_namespace(self, obj: Any) -> None:
+        key = key_for(deleted_object(obj))
+        if self._mine(key.cluster):
+            self._namespace_key(key.cluster, key.namespace)
+
+    def _namespace_object(self, obj: Any) -> None:
+        key = key_for(deleted_object(obj))
+        if self._mine(key.cluster) and self.namespaces is not None:
+            self.namespaces.enqueue(ObjectKey(key.cluster, "", key.name))
+
+    def _deployment(self, obj: Any) -> None:
+        obj = deleted_object(obj)
+        key = key_for(obj)
+        if not self._mine(key.cluster):
+            return
+        self._namespace_key(key.cluster, key.namespace)
+        if is_root(obj):
+            self.controller.enqueue(key)
+            return
+        root = ((obj.get("metadata") or {}).get("labels") or {}).get(ROOT_LABEL)
+        if root:
+            self.controller.enqueue(ObjectKey(key.cluster, key.namespace, root))
+
+    def _target(self, obj: Any) -> None:
+        cluster = key_for(deleted_object(obj)).cluster
+        if not self._mine(cluster):
+            return
+        for deployment in self.deployments.indexer.by_index(CLUSTER_INDEX, cluster):
+            if is_root(deployment):
+                self.controller.enqueue(key_for(deployment))
+        if self.namespaces is not None:
+            for namespace in self.namespace_informer.indexer.by_index(CLUSTER_INDEX, cluster):
+                self.namespaces.enqueue(ObjectKey(cluster, "", namespace["metadata"]["name"]))
+
+    async def run(self) -> None:
+        self.factory.start()
+        try:
+            async with asyncio.TaskGroup() as group:
+                for controller, synced in self.running:
+                    group.create_task(controller.start(wait_for=[synced]))
+        finally:
+            await self.factory.stop()

@@ -1,0 +1,263 @@
+"""Reconcile one root Deployment: place its replicas (children), then sum their status into it.
+
+Level-based: everything comes from the informers' caches and the clock, so the same state always
+gives the same writes and a reconcile that finds nothing new writes nothing. Children are written
+first (spec and metadata), the root's status last, by separate calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter
+
+from kcpcommon.clients import ClientFactory
+from kcpcommon.controller import Result
+from kcpcommon.errors import APINotFoundError
+from kcpcommon.keys import ObjectKey, key_for
+from kcpcommon.metrics import get_or_create
+from kcpcommon.store import CLUSTER_INDEX, LABELS_INDEX, Indexer, label_value
+
+from .capacity import CapacityTracker, capacity_of, pod_requests, requested_by
+from .children import desired_child, matches, repaired
+from .events import EventRecorder, now_rfc3339
+from .expectations import Expectations
+from .names import (
+    ASSIGNMENT_LABEL,
+    COMPONENT,
+    DEPLOYMENTS,
+    PLACEMENT_ANNOTATION,
+    ROOT_GENERATION_ANNOTATION,
+    child_name,
+)
+from .placement import InvalidPlacement, Plan, parse_placement, plan, step
+from .status import Child, aggregate, with_times
+from .targets import TargetView, view
+
+log = structlog.get_logger(COMPONENT)
+
+ROOT_INDEX = "splitter-root"  # children by (cluster, namespace, root name)
+
+
+def root_index_value(cluster: str, namespace: str, root: str) -> str:
+    return f"{cluster}|{namespace}|{root}"
+
+
+def is_root(obj: Mapping[str, Any]) -> bool:
+    """A root carries no assignment label (a labelled Deployment is a child, or pinned by its author)."""
+    return ASSIGNMENT_LABEL not in ((obj.get("metadata") or {}).get("labels") or {})
+
+
+class Splitter:
+    """Holds the caches and writers; `reconcile(key)` is the controller's reconciler."""
+
+    def __init__(self, kcp: ClientFactory, *, deployments: Indexer, targets: Indexer, grace_period: float,
+                 capacity: CapacityTracker, expectations: Expectations, registry: CollectorRegistry,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.kcp = kcp
+        self.deployments = deployments
+        self.targets = targets
+        self.grace_period = grace_period
+        self.capacity = capacity
+        self.expectations = expectations
+        self.events = EventRecorder(kcp)
+        self._now = now
+        self._decisions = get_or_create(Counter, registry, "kcp_deployment_splitter_decisions_total",
+                                        "Placement decisions written, by reason", ("reason",))
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        root = self.deployments.get(key)
+        if root is None or not is_root(root) or (root.get("metadata") or {}).get("deletionTimestamp"):
+            self.capacity.forget(key)
+            self.expectations.forget(key)
+            return None  # gone: the garbage collector removes the children through their ownerReference
+        pending = self.expectations.waiting(key, self.deployments.get)
+        if pending is not None:
+            return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
+        children, terminating = self._split_terminating(self._children(key, root))
+        targets = view(self.targets.by_index(CLUSTER_INDEX, key.cluster), now=self._now(),
+                       grace_period=self.grace_period)
+        known = {(t.get("metadata") or {}).get("name") for t in self.targets.by_index(CLUSTER_INDEX, key.cluster)}
+        waits = [targets.recheck_after]
+        problem: dict[str, str] | None = None
+        try:
+            placement = parse_placement(((root.get("metadata") or {}).get("annotations") or {}).get(
+                PLACEMENT_ANNOTATION))
+        except InvalidPlacement as exc:
+            placement, problem = None, _failure("InvalidPlacement", f"annotation {PLACEMENT_ANNOTATION}: {exc}")
+        settled = False
+        if problem is None:
+            usable = tuple(t for t in targets.usable if placement is None or placement.get(t, 0) > 0)
+            if not usable:
+                problem = _failure("NoSchedulableSyncTarget", _no_target_message(key.cluster, targets, children))
+            else:
+                caps, wait = self._capacities(key, root, children, targets, usable)
+                waits.append(wait)
+                chosen = plan(int((root.get("spec") or {}).get("replicas", 1) or 0), usable, placement=placement,
+                              capacity=caps)
+                children, settled = await self._place(key, root, children, terminating, chosen, targets, caps,
+                                                      gone={t for t in children if t not in known}
+                                                      | {t for t, why in targets.lost.items() if why == "deleted"})
+        await self._write_status(key, root, children, settled=settled, problem=problem)
+        later = [w for w in waits if w is not None]
+        return Result(requeue_after=min(later) + 0.1) if later else None
+
+    # --- children ---
+
+    def _children(self, key: ObjectKey, root: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+        uid = (root.get("metadata") or {}).get("uid")
+        found: dict[str, Mapping[str, Any]] = {}
+        for child in self.deployments.by_index(ROOT_INDEX, root_index_value(key.cluster, key.namespace, key.name)):
+            meta = child.get("metadata") or {}
+            target = (meta.get("labels") or {}).get(ASSIGNMENT_LABEL)
+            owned = any(ref.get("uid") == uid for ref in meta.get("ownerReferences") or [])
+            if target and meta.get("name") == child_name(key.name, target) and (owned or not meta.get(
+                    "ownerReferences")):
+                found[target] = child
+        return found
+
+    @staticmethod
+    def _split_terminating(children: dict[str, Mapping[str, Any]]) -> tuple[dict[str, Mapping[str, Any]], set[str]]:
+        """Children being deleted (a syncer's finalizer holds them while its cluster is away) are not placements."""
+        terminating = {t for t, c in children.items() if (c.get("metadata") or {}).get("deletionTimestamp")}
+        return {t: c for t, c in children.items() if t not in terminating}, terminating
+
+    def _capacities(self, key: ObjectKey, root: Mapping[str, Any], children: Mapping[str, Mapping[str, Any]],
+                    targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], float | None]:
+        requests = pod_requests(((root.get("spec") or {}).get("template")) or {})
+        waits: list[float] = []
+        caps: dict[str, int] = {}
+        mine = {_child_key(key, t) for t in usable}
+        for target in usable:
+            allocatable = targets.allocatable.get(target) or {}
+            if target in children:
+                wait = self.capacity.observe(key, target, children[target], allocatable)
+                if wait is not None:
+                    waits.append(wait)
+            others: list[Mapping[str, Any]] = []
+            if allocatable:  # what the other Deployments on this target request comes off its allocatable
+                others = [d for d in self.deployments.by_index(LABELS_INDEX, label_value(ASSIGNMENT_LABEL, target))
+                          if key_for(d).cluster == key.cluster and key_for(d) not in mine]
+            cap = capacity_of(requests=requests, allocatable=allocatable, used=requested_by(others),
+                              learned=self.capacity.learned(key, target, allocatable))
+            if cap is not None:
+                caps[target] = cap
+        return caps, (min(waits) if waits else None)
+
+    async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: dict[str, Mapping[str, Any]],
+                     terminating: set[str],
+                     chosen: Plan, targets: TargetView, caps: Mapping[str, int],
+                     gone: set[str]) -> tuple[dict[str, Mapping[str, Any]], bool]:
+        current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
+        available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
+                     >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
+        writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
+        if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
+            generation = str((root.get("metadata") or {}).get("generation") or 0)
+            rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
+                           != generation for c in children.values())
+            reason, message = _decision(chosen.shares, current, targets, caps, children, rescaled=rescaled)
+            self._decisions.labels(reason).inc()
+            log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
+                     namespace=key.namespace, name=key.name)
+            await self.events.record(key.cluster, root, reason, message)
+        resource = self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True)
+        result: dict[str, Mapping[str, Any]] = {}
+        for target, replicas in writes.items():
+            existing = children.get(target)
+            if replicas == 0:
+                if existing is not None:
+                    try:
+                        await resource.delete(existing["metadata"]["name"], namespace=key.namespace,
+                                              preconditions={"uid": existing["metadata"]["uid"]})
+                    except APINotFoundError:
+                        pass
+                    self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
+                continue
+            wanted = desired_child(root, target, replicas)
+            if existing is None and target in terminating:
+                continue  # the old child is still going; its delete event brings this root back
+            if existing is None:
+                result[target] = await resource.create(wanted, namespace=key.namespace)
+            elif not matches(existing, wanted):
+                result[target] = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
+            else:
+                result[target] = existing
+                continue
+            self.expectations.wrote(key, _child_key(key, target), result[target])
+        return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
+
+    # --- status ---
+
+    async def _write_status(self, key: ObjectKey, root: Mapping[str, Any],
+                            children: Mapping[str, Mapping[str, Any]], *, settled: bool,
+                            problem: dict[str, str] | None) -> None:
+        kids = [Child(t, children[t]) for t in sorted(children)]
+        extra = [problem] if problem else []
+        new = aggregate(root, kids, settled=settled, extra_conditions=extra)
+        old = dict(root.get("status") or {})
+        new["conditions"] = with_times(new["conditions"], old.get("conditions"), now_rfc3339())
+        if _same_status(old, new):
+            return
+        body = {**root, "status": new}
+        written = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
+            body, namespace=key.namespace, subresource="status")
+        self.expectations.wrote(key, key, written)
+
+
+def _child_key(root: ObjectKey, target: str) -> ObjectKey:
+    return ObjectKey(root.cluster, root.namespace, child_name(root.name, target))
+
+
+def _same_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    def strip(status: Mapping[str, Any]) -> dict[str, Any]:
+        conds = [{k: v for k, v in c.items() if k not in ("lastUpdateTime", "lastTransitionTime")}
+                 for c in status.get("conditions") or []]
+        return {**status, "conditions": conds}
+    return strip(old) == strip(new)
+
+
+def _failure(reason: str, message: str) -> dict[str, str]:
+    """kube's ReplicaFailure condition: the replicas cannot be placed as asked."""
+    return {"type": "ReplicaFailure", "status": "True", "reason": reason, "message": message}
+
+
+def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str, Any]) -> str:
+    lost = ", ".join(f"{t}: {why}" for t, why in sorted(targets.lost.items())) or "none registered"
+    keep = f"; replicas stay on {', '.join(sorted(children))}" if children else ""
+    return f"no Ready, schedulable SyncTarget in logical cluster {cluster} ({lost}){keep}"
+
+
+def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: TargetView,
+              caps: Mapping[str, int], children: Mapping[str, Mapping[str, Any]], *,
+              rescaled: bool) -> tuple[str, str]:
+    """The Event reason and message for moving from `current` to `shares`."""
+    spread = ", ".join(f"{t} {n}" for t, n in sorted(shares.items()))
+    total = sum(shares.values())
+    if not current:
+        return "Split", f"split {total} replicas: {spread}"
+    moved = []
+    for target, have in sorted(current.items()):
+        want = shares.get(target, 0)
+        if want >= have:
+            continue
+        if target in targets.lost:
+            moved.append(("Rebalanced", f"moved {have - want} replicas from {target}: {targets.lost[target]}"))
+        elif target in caps and want == caps[target] and sum(current.values()) == total:
+            status = children[target].get("status") or {}
+            moved.append(("CapacityRebalanced",
+                          f"moved {have - want} replicas from {target}: it runs {status.get('availableReplicas', 0)}"
+                          f" of {have} (allocatable {_short(targets.allocatable.get(target) or {})})"))
+    if moved:
+        return moved[0][0], "; ".join(m for _, m in moved) + f" (now {spread})"
+    if sum(current.values()) != total and rescaled:
+        return "Scaled", f"scaled to {total} replicas: {spread}"
+    return "Rebalanced", f"spread {total} replicas: {spread}"
+
+
+def _short(allocatable: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(allocatable.items()) if k in ("cpu", "memory", "pods")) or "unknown"
+

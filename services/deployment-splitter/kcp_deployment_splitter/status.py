@@ -1,0 +1,127 @@
+"""The root's status, summed from its children the way kube users read a Deployment's.
+
+Counts are sums. `observedGeneration` is Karmada's rule: it reaches the root's generation only when
+every child was written from that generation and has itself observed its latest spec; until then it
+keeps its old value, so `kubectl rollout status` (which first waits for observedGeneration) cannot
+finish on the children's stale counts. Available and Progressing are derived from the children's own
+conditions, and their messages name the clusters that lag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .names import ROOT_GENERATION_ANNOTATION
+
+COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
+
+
+@dataclass(frozen=True)
+class Child:
+    """A child Deployment and the SyncTarget it runs on."""
+
+    target: str
+    obj: Mapping[str, Any]
+
+    @property
+    def status(self) -> Mapping[str, Any]:
+        return self.obj.get("status") or {}
+
+    @property
+    def spec_replicas(self) -> int:
+        return int((self.obj.get("spec") or {}).get("replicas") or 0)
+
+    def count(self, field: str) -> int:
+        return int(self.status.get(field) or 0)
+
+    def observed_latest(self, root_generation: int) -> bool:
+        """Written from the root's current generation, and its own controller has seen that spec."""
+        meta = self.obj.get("metadata") or {}
+        written_from = str((meta.get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION, ""))
+        observed = self.status.get("observedGeneration")
+        return (written_from == str(root_generation) and isinstance(observed, int)
+                and observed >= int(meta.get("generation") or 0))
+
+    def condition(self, type_: str) -> Mapping[str, Any] | None:
+        for cond in self.status.get("conditions") or []:
+            if isinstance(cond, Mapping) and cond.get("type") == type_:
+                return cond
+        return None
+
+
+def _cond(type_: str, status: str, reason: str, message: str) -> dict[str, str]:
+    return {"type": type_, "status": status, "reason": reason, "message": message}
+
+
+def available_condition(children: Sequence[Child], want: int) -> dict[str, str]:
+    """Available: every child has minimum availability (kube's reasons), lagging clusters named."""
+    if not children:
+        if want == 0:
+            return _cond("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
+        return _cond("Available", "False", "MinimumReplicasUnavailable", "No replicas are placed on any cluster.")
+    lagging = [c for c in children if (c.condition("Available") or {}).get("status") != "True"]
+    if not lagging:
+        return _cond("Available", "True", "MinimumReplicasAvailable",
+                     f"Deployment has minimum availability in all {len(children)} clusters.")
+    named = ", ".join(f"{c.target} ({c.count('availableReplicas')} of {c.spec_replicas} available)" for c in lagging)
+    return _cond("Available", "False", "MinimumReplicasUnavailable",
+                 f"Deployment does not have minimum availability in {named}.")
+
+
+def progressing_condition(children: Sequence[Child], generation: int) -> dict[str, str]:
+    """Progressing: False naming the cluster whose deadline passed; True and complete when every child is."""
+    for child in children:
+        cond = child.condition("Progressing") or {}
+        if cond.get("status") == "False":
+            return _cond("Progressing", "False", str(cond.get("reason") or "ProgressDeadlineExceeded"),
+                         f"cluster {child.target}: {cond.get('message') or 'progress deadline exceeded'}")
+    behind = [c for c in children if not (c.observed_latest(generation) and _complete(c))]
+    if not behind:
+        return _cond("Progressing", "True", "NewReplicaSetAvailable",
+                     f"Rollout complete in all {len(children)} clusters.")
+    named = ", ".join(f"{c.target} ({c.count('updatedReplicas')} of {c.spec_replicas} updated, "
+                      f"{c.count('availableReplicas')} available)" for c in behind)
+    return _cond("Progressing", "True", "ReplicaSetUpdated", f"Rolling out in {named}.")
+
+
+def _complete(child: Child) -> bool:
+    want = child.spec_replicas
+    return (child.count("updatedReplicas") == want and child.count("replicas") == want
+            and child.count("availableReplicas") >= want)
+
+
+def aggregate(root: Mapping[str, Any], children: Sequence[Child], *, settled: bool,
+              extra_conditions: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    """The root's new status (without timestamps); `settled`: the children are exactly the current plan."""
+    meta = root.get("metadata") or {}
+    generation = int(meta.get("generation") or 0)
+    want = int((root.get("spec") or {}).get("replicas", 1) or 0)
+    old = root.get("status") or {}
+    status: dict[str, Any] = {name: sum(c.count(name) for c in children) for name in COUNTS}
+    status = {name: value for name, value in status.items() if value or name == "replicas"}
+    if settled and all(c.observed_latest(generation) for c in children):
+        status["observedGeneration"] = generation
+    elif "observedGeneration" in old:
+        status["observedGeneration"] = old["observedGeneration"]
+    conditions = [available_condition(children, want), progressing_condition(children, generation),
+                  *[dict(c) for c in extra_conditions]]
+    status["conditions"] = conditions
+    return status
+
+
+def with_times(new: Sequence[Mapping[str, Any]], old: Sequence[Mapping[str, Any]] | None,
+               now: str) -> list[dict[str, Any]]:
+    """kube's condition clock: lastTransitionTime moves when status flips, lastUpdateTime when anything does."""
+    before = {c.get("type"): c for c in old or [] if isinstance(c, Mapping)}
+    out: list[dict[str, Any]] = []
+    for cond in new:
+        prev = before.get(cond["type"]) or {}
+        same_status = prev.get("status") == cond["status"]
+        unchanged = same_status and prev.get("reason") == cond.get("reason") and prev.get("message") == cond.get(
+            "message")
+        out.append({**cond,
+                    "lastUpdateTime": prev.get("lastUpdateTime", now) if unchanged else now,
+                    "lastTransitionTime": prev.get("lastTransitionTime", now) if same_status else now})
+    return out

@@ -1,0 +1,103 @@
+"""Which SyncTargets may run replicas now, which are lost (and why), and when that next changes.
+
+kcp's scheduler rules are the anchor: a target is a home for replicas while it is Ready, schedulable
+and not past `spec.evictAfter`. A target that stops being Ready keeps its share for a grace period
+(a blip must not move workloads about); after that, and at once when it is unschedulable, evicted or
+deleted, its replicas go to the others. `TargetView` says all of it for one moment, so the decision
+is a pure function of what the informers hold and the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .quantity import parse_quantity
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An RFC 3339 timestamp as written by kube (`2026-11-25T00:00:00Z`), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def ready_condition(target: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for cond in (target.get("status") or {}).get("conditions") or []:
+        if isinstance(cond, Mapping) and cond.get("type") == "Ready":
+            return cond
+    return None
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """The targets of one logical cluster at one moment."""
+
+    usable: tuple[str, ...]  # replicas may be placed here (includes targets inside their grace period)
+    lost: Mapping[str, str]  # target name -> why its replicas leave ("NotReady for 30s", "unschedulable", ...)
+    allocatable: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    recheck_after: float | None = None  # seconds until a grace period or evictAfter changes the answer
+
+
+def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: float) -> TargetView:
+    """Sort `targets` (SyncTarget objects) into usable and lost, as of `now`."""
+    usable: list[str] = []
+    lost: dict[str, str] = {}
+    allocatable: dict[str, Mapping[str, Any]] = {}
+    waits: list[float] = []
+    for target in targets:
+        meta = target.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            continue
+        spec = target.get("spec") or {}
+        allocatable[name] = (target.get("status") or {}).get("allocatable") or {}
+        if meta.get("deletionTimestamp"):
+            lost[name] = "deleted"
+            continue
+        if spec.get("unschedulable"):
+            lost[name] = "unschedulable"
+            continue
+        evict_at = parse_time(spec.get("evictAfter"))
+        if evict_at is not None:
+            until = (evict_at - now).total_seconds()
+            if until <= 0:
+                lost[name] = f"evicted after {spec['evictAfter']}"
+                continue
+            waits.append(until)
+        cond = ready_condition(target)
+        if cond is not None and cond.get("status") == "True":
+            usable.append(name)
+            continue
+        since = parse_time((cond or {}).get("lastTransitionTime")) or parse_time(meta.get("creationTimestamp"))
+        down_for = (now - since).total_seconds() if since is not None else grace_period
+        if cond is None and since is None:
+            lost[name] = "never Ready"
+        elif down_for >= grace_period:
+            lost[name] = f"NotReady for {int(down_for)}s"
+        elif cond is None:
+            lost[name] = "not Ready yet"  # a new target earns replicas by becoming Ready, not by waiting
+        else:
+            usable.append(name)
+            waits.append(grace_period - down_for)
+    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None)
+
+
+def room_for(requests: Mapping[str, Any], allocatable: Mapping[str, Any],
+             used: Mapping[str, Any] | None = None) -> int | None:
+    """How many more replicas with `requests` fit in `allocatable` minus `used` (None: nothing to go by)."""
+    used = used or {}
+    fits: list[int] = []
+    for resource, per_replica in {**dict(requests), "pods": 1}.items():
+        need = parse_quantity(per_replica)
+        have = parse_quantity(allocatable.get(resource)) if resource in allocatable else None
+        if need is None or have is None or need <= 0:
+            continue
+        taken = parse_quantity(used.get(resource, 0)) or 0
+        fits.append(max(0, int((have - taken) // need)))
+    return min(fits) if fits else None

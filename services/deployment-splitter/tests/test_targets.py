@@ -1,0 +1,64 @@
+"""Which SyncTargets hold replicas: Ready, grace period, unschedulable, evictAfter, deleted."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kcp_deployment_splitter.targets import room_for, view
+
+NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
+
+
+def stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def target(name: str, ready: str | None = "True", since: datetime = NOW - timedelta(hours=1),
+           **spec: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {"metadata": {"name": name, "creationTimestamp": stamp(NOW - timedelta(hours=2))},
+                           "spec": {"kubeconfig": "x", **spec}, "status": {}}
+    if ready is not None:
+        obj["status"]["conditions"] = [{"type": "Ready", "status": ready, "lastTransitionTime": stamp(since)}]
+    return obj
+
+
+def test_ready_targets_are_usable_sorted_by_name() -> None:
+    seen = view([target("west"), target("east")], now=NOW, grace_period=30)
+    assert seen.usable == ("east", "west") and not seen.lost and seen.recheck_after is None
+
+
+def test_a_target_not_ready_within_the_grace_period_keeps_its_share_and_is_looked_at_again_when_it_ends() -> None:
+    seen = view([target("east"), target("west", "False", NOW - timedelta(seconds=10))], now=NOW, grace_period=30)
+    assert seen.usable == ("east", "west")
+    assert seen.recheck_after == 20
+
+
+def test_a_target_not_ready_past_the_grace_period_is_lost_with_the_reason() -> None:
+    seen = view([target("east"), target("west", "Unknown", NOW - timedelta(seconds=31))], now=NOW, grace_period=30)
+    assert seen.usable == ("east",)
+    assert seen.lost == {"west": "NotReady for 31s"}
+
+
+def test_unschedulable_and_evicted_targets_are_lost_at_once_even_when_ready() -> None:
+    seen = view([target("a", unschedulable=True), target("b", evictAfter=stamp(NOW - timedelta(seconds=1))),
+                 target("c", evictAfter=stamp(NOW + timedelta(seconds=50)))], now=NOW, grace_period=30)
+    assert seen.usable == ("c",)
+    assert seen.lost["a"] == "unschedulable" and seen.lost["b"].startswith("evicted after")
+    assert seen.recheck_after == 50
+
+
+def test_a_deleting_target_and_one_never_ready_are_lost() -> None:
+    deleting = target("a")
+    deleting["metadata"]["deletionTimestamp"] = stamp(NOW)
+    seen = view([deleting, target("b", ready=None)], now=NOW, grace_period=30)
+    assert seen.usable == ()
+    assert seen.lost["a"] == "deleted" and "b" in seen.lost
+
+
+def test_room_is_the_tightest_resource_after_what_others_use() -> None:
+    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    assert room_for({"cpu": "500m"}, allocatable) == 8
+    assert room_for({"cpu": "500m"}, allocatable, {"cpu": "3"}) == 2
+    assert room_for({}, {"pods": "5"}, {"pods": 2}) == 3
+    assert room_for({"cpu": "1"}, {}) is None

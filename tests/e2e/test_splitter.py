@@ -1,0 +1,362 @@
+"""kcp-deployment-splitter end to end: a kcp-apiserver and the splitter process, nothing else.
+
+The tests play the cluster controller (SyncTargets' Ready and allocatable) and the syncers
+(children's statuses) through the kcp API, which is all the splitter sees. Each test works in a
+logical cluster of its own; every wait polls a condition with a generous deadline.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from splitter_fixtures import (
+    DEPLOYMENTS,
+    SplitterProcess,
+    children,
+    deployment,
+    event_with,
+    replicas_of,
+    report,
+    set_ready,
+)
+from syncer_fixtures import Rest, crd, create_sync_target, eventually, install_types
+
+from kcp_process import KcpServer, cluster_kubeconfig, free_port, kubectl_binary, run_kubectl
+
+GRACE = 3  # seconds: the splitter's --grace-period and --capacity-grace-period here
+
+
+def core_crd(plural: str, kind: str) -> dict[str, Any]:
+    """A core-group type as the cluster controller imports it (kcp names those `<plural>.core`)."""
+    definition = crd("", plural, kind)
+    definition["metadata"]["name"] = f"{plural}.core"
+    return definition
+
+
+def install_core_types(rest: Rest) -> None:
+    """Services, PVCs and StatefulSets, as imported from physical clusters."""
+    for definition in (core_crd("services", "Service"), core_crd("persistentvolumeclaims", "PersistentVolumeClaim"),
+                       crd("apps", "statefulsets", "StatefulSet")):
+        status, body = rest.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
+        assert status in (201, 409), (status, body)
+    eventually(lambda: rest.request("GET", "/api/v1/namespaces/default/services")[0] == 200, "Services served")
+
+
+@pytest.fixture(scope="module")
+def splitter(kcp: KcpServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SplitterProcess]:
+    install_types(Rest(kcp).at("splitter-e2e"))  # so the wildcard informers find the types at once
+    install_core_types(Rest(kcp).at("splitter-e2e"))
+    process = SplitterProcess(kcp, tmp_path_factory.mktemp("splitter") / "splitter.log",
+                              ["--no-leader-elect", "--grace-period", str(GRACE),
+                               "--capacity-grace-period", str(GRACE), "--log-level", "debug"]).start()
+    yield process
+    assert process.stop() == 0, process.log_tail()
+
+
+def fleet(kcp: KcpServer, *targets: str, allocatable: dict[str, dict[str, str]] | None = None) -> Rest:
+    """A fresh logical cluster with the types installed and `targets` Ready."""
+    rest = Rest(kcp).at(f"split-{uuid.uuid4().hex[:8]}")
+    install_types(rest)
+    for target in targets:
+        create_sync_target(rest, target)
+        extra = {"allocatable": allocatable[target]} if allocatable and target in allocatable else {}
+        set_ready(rest, target, True, **extra)
+    return rest
+
+
+def root_status(rest: Rest, name: str) -> dict:
+    return rest.get(f"{DEPLOYMENTS}/{name}").get("status") or {}
+
+
+def condition(rest: Rest, name: str, type_: str) -> dict:
+    return next((c for c in root_status(rest, name).get("conditions") or [] if c["type"] == type_), {})
+
+
+def kubeconfig_for(kcp: KcpServer, rest: Rest) -> Path:
+    return cluster_kubeconfig(kcp, rest.prefix.removeprefix("/clusters/"), uuid.uuid4().hex[:6])
+
+
+def test_fifteen_replicas_split_over_two_clusters_and_their_status_adds_up_to_15_of_15(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    root = rest.create(DEPLOYMENTS, deployment("web", 15))
+    split = eventually(lambda: replicas_of(rest, "web") == {"east": 8, "west": 7}, "web split 8/7")
+    assert split
+    kids = children(rest, "web")
+    for target, child in kids.items():
+        assert child["metadata"]["name"] == f"web--{target}"
+        assert child["metadata"]["labels"]["workloads.kcp.io/cluster"] == target
+        assert child["metadata"]["ownerReferences"][0]["uid"] == root["metadata"]["uid"]
+        assert child["spec"]["template"] == root["spec"]["template"]
+        assert child["spec"]["selector"] == root["spec"]["selector"]
+    # "split 15 replicas: east 8, west 7" (or, when the splitter saw west become Ready only after the root,
+    # "split 15 replicas: east 15" then "spread 15 replicas: east 8, west 7")
+    event_with(rest, "web", "15 replicas: east 8, west 7")
+    assert condition(rest, "web", "Available").get("status") != "True"
+    for target in kids:
+        report(rest, f"web--{target}")
+    eventually(lambda: root_status(rest, "web").get("readyReplicas") == 15, "root 15 ready")
+    kubeconfig = kubeconfig_for(kcp, rest)
+    table = run_kubectl(kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
+    rows = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
+    assert rows == {"web": "15/15", "web--east": "8/8", "web--west": "7/7"}, table
+    run_kubectl(kcp, "rollout", "status", "deployment/web", "--timeout=60s", kubeconfig=kubeconfig)
+    metrics = splitter.metrics()
+    assert 'kcp_deployment_splitter_decisions_total{reason="Split"}' in metrics
+    assert "kcp_deployment_splitter_reconcile_time_seconds" in metrics
+
+
+def test_a_template_update_rolls_every_child_and_rollout_status_waits_for_all_of_them(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    rest.create(DEPLOYMENTS, deployment("app", 4))
+    eventually(lambda: len(children(rest, "app")) == 2, "two children")
+    for name in ("app--east", "app--west"):
+        report(rest, name)
+    eventually(lambda: root_status(rest, "app").get("observedGeneration") == 1 and
+               root_status(rest, "app").get("availableReplicas") == 4, "root observed and available")
+    rest.patch(f"{DEPLOYMENTS}/app", {"spec": {"template": {"spec": {"containers": [
+        {"name": "main", "image": "nginx:2"}]}}}})
+    eventually(lambda: all(c["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
+                           for c in children(rest, "app").values()), "children follow the new template")
+    kubeconfig = kubeconfig_for(kcp, rest)
+    rollout = subprocess.Popen([kubectl_binary(), "--kubeconfig", str(kubeconfig), "rollout", "status",
+                                "deployment/app", "--timeout=120s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        report(rest, "app--east")  # east rolled out, west has not seen its new spec yet
+        eventually(lambda: "west" in condition(rest, "app", "Progressing").get("message", ""),
+                   "Progressing names the lagging cluster")
+        assert root_status(rest, "app")["observedGeneration"] == 1
+        assert rollout.poll() is None, rollout.stdout.read() if rollout.stdout else ""
+        report(rest, "app--west")
+        assert rollout.wait(90) == 0
+        assert root_status(rest, "app")["observedGeneration"] == 2
+    finally:
+        if rollout.poll() is None:
+            rollout.kill()
+
+
+def test_a_lost_cluster_gives_its_replicas_to_the_others_after_the_new_share_is_available_and_gets_them_back(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    rest.create(DEPLOYMENTS, deployment("db", 15))
+    eventually(lambda: replicas_of(rest, "db") == {"east": 8, "west": 7}, "split")
+    report(rest, "db--east")
+    report(rest, "db--west")
+    set_ready(rest, "west", False)
+    eventually(lambda: replicas_of(rest, "db") == {"east": 15, "west": 7}, "east grows first, west kept")
+    event_with(rest, "db", "moved 7 replicas from west: NotReady for")
+    report(rest, "db--east")
+    eventually(lambda: replicas_of(rest, "db") == {"east": 15}, "west's child goes once east is available")
+    eventually(lambda: root_status(rest, "db").get("availableReplicas") == 15, "15 available on east")
+    set_ready(rest, "west", True)
+    eventually(lambda: replicas_of(rest, "db") == {"east": 15, "west": 7}, "west grows back first")
+    report(rest, "db--west")
+    eventually(lambda: replicas_of(rest, "db") == {"east": 8, "west": 7}, "back to 8/7")
+
+
+def test_with_no_ready_cluster_the_root_says_so_and_the_children_stay(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    rest.create(DEPLOYMENTS, deployment("api", 3))
+    eventually(lambda: replicas_of(rest, "api") == {"east": 2, "west": 1}, "split")
+    set_ready(rest, "east", False)
+    set_ready(rest, "west", False)
+    failure = eventually(lambda: condition(rest, "api", "ReplicaFailure") or None, "ReplicaFailure condition")
+    assert failure["reason"] == "NoSchedulableSyncTarget" and "stay on east, west" in failure["message"]
+    assert replicas_of(rest, "api") == {"east": 2, "west": 1}
+    set_ready(rest, "east", True)
+    eventually(lambda: not condition(rest, "api", "ReplicaFailure"), "condition cleared")
+
+
+def test_a_new_ready_cluster_gets_a_share_and_an_unschedulable_one_gives_it_back(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east")
+    rest.create(DEPLOYMENTS, deployment("svc", 6))
+    eventually(lambda: replicas_of(rest, "svc") == {"east": 6}, "all on east")
+    report(rest, "svc--east")
+    create_sync_target(rest, "west")
+    set_ready(rest, "west", True)
+    eventually(lambda: replicas_of(rest, "svc") == {"east": 6, "west": 3}, "west grows first")
+    report(rest, "svc--west")
+    eventually(lambda: replicas_of(rest, "svc") == {"east": 3, "west": 3}, "respread 3/3")
+    rest.patch("/apis/workload.kcp.io/v1alpha1/synctargets/west", {"spec": {"unschedulable": True}})
+    eventually(lambda: replicas_of(rest, "svc")["east"] == 6, "east takes west's share")
+    event_with(rest, "svc", "moved 3 replicas from west: unschedulable")
+
+
+def test_scaling_the_root_rescales_the_children(kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    rest.create(DEPLOYMENTS, deployment("scale", 4))
+    eventually(lambda: replicas_of(rest, "scale") == {"east": 2, "west": 2}, "2/2")
+    rest.patch(f"{DEPLOYMENTS}/scale", {"spec": {"replicas": 9}})
+    eventually(lambda: replicas_of(rest, "scale") == {"east": 5, "west": 4}, "5/4")
+    rest.patch(f"{DEPLOYMENTS}/scale", {"spec": {"replicas": 1}})
+    eventually(lambda: replicas_of(rest, "scale") == {"east": 1}, "1 on east, west's child gone")
+
+
+def test_the_placement_annotation_restricts_and_weighs_and_pinned_deployments_are_left_alone(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west", "north")
+    rest.create(DEPLOYMENTS, deployment("w", 15, **{"splitter.kcp.io/placement": "east=2,west=3"}))
+    eventually(lambda: replicas_of(rest, "w") == {"east": 6, "west": 9}, "6/9 by weight, none on north")
+    pinned = deployment("pinned", 5)
+    pinned["metadata"]["labels"]["workloads.kcp.io/cluster"] = "north"
+    rest.create(DEPLOYMENTS, pinned)
+    rest.create(DEPLOYMENTS, deployment("bad", 2, **{"splitter.kcp.io/placement": "east=x"}))
+    failure = eventually(lambda: condition(rest, "bad", "ReplicaFailure") or None, "InvalidPlacement")
+    assert failure["reason"] == "InvalidPlacement"
+    assert children(rest, "bad") == {}
+    assert children(rest, "pinned") == {}
+    assert "status" not in rest.get(f"{DEPLOYMENTS}/pinned") or not rest.get(f"{DEPLOYMENTS}/pinned")["status"]
+
+
+def test_replicas_a_cluster_has_no_room_for_go_where_there_is_room(kcp: KcpServer,
+                                                                   splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "big", "small", allocatable={"big": {"cpu": "64", "pods": "110"},
+                                                  "small": {"cpu": "2", "pods": "110"}})
+    sized = deployment("heavy", 10)
+    sized["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "500m"}}
+    rest.create(DEPLOYMENTS, sized)
+    eventually(lambda: replicas_of(rest, "heavy") == {"big": 6, "small": 4}, "small holds 4 (2 cpu / 500m)")
+    # pods that stay Unschedulable: all created, some never available, for the capacity grace period
+    rest.create(DEPLOYMENTS, deployment("light", 10))
+    eventually(lambda: replicas_of(rest, "light") == {"big": 5, "small": 5}, "5/5")
+    report(rest, "light--big")
+    report(rest, "light--small", ready=2)
+    eventually(lambda: replicas_of(rest, "light") == {"big": 8, "small": 2}, "3 move to big")
+    event_with(rest, "light", "moved 3 replicas from small: it runs 2 of 5")
+
+
+def test_hand_edits_and_deletes_of_children_are_repaired_and_deleting_the_root_deletes_them(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    rest.create(DEPLOYMENTS, deployment("fix", 4))
+    eventually(lambda: replicas_of(rest, "fix") == {"east": 2, "west": 2}, "split")
+    rest.patch(f"{DEPLOYMENTS}/fix--east", {"spec": {"replicas": 9, "paused": True}})
+    eventually(lambda: (c := children(rest, "fix").get("east")) and c["spec"]["replicas"] == 2
+               and not c["spec"].get("paused"), "edit undone")
+    old_uid = children(rest, "fix")["west"]["metadata"]["uid"]
+    assert rest.delete(f"{DEPLOYMENTS}/fix--west") == 200
+    eventually(lambda: (c := children(rest, "fix").get("west")) and c["metadata"]["uid"] != old_uid, "recreated")
+    assert rest.delete(f"{DEPLOYMENTS}/fix") == 200
+    eventually(lambda: children(rest, "fix") == {}, "children garbage-collected with the root")
+
+
+def placed_on(rest: Rest, path: str) -> set[str]:
+    labels = (rest.get(path) or {}).get("metadata", {}).get("labels") or {}
+    return {k.removeprefix("state.workload.kcp.io/") for k, v in labels.items()
+            if k.startswith("state.workload.kcp.io/") and v == "Sync"}
+
+
+def test_dependencies_follow_the_workload_to_every_cluster_and_leave_with_it_unless_still_used(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    install_core_types(rest)
+    rest.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "web-config"}, "data": {"a": "1"}})
+    rest.create("/api/v1/namespaces/default/secrets", {"metadata": {"name": "web-tls"}, "stringData": {"k": "v"}})
+    rest.create("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "web-sa"}})
+    rest.create("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "unused"}})
+    rest.create("/api/v1/namespaces/default/services", {"apiVersion": "v1", "kind": "Service",
+                                                         "metadata": {"name": "web"},
+                                                         "spec": {"selector": {"app": "dep"}}})
+    root = deployment("dep", 2)
+    pod = root["spec"]["template"]["spec"]
+    pod["serviceAccountName"] = "web-sa"
+    pod["containers"][0]["envFrom"] = [{"configMapRef": {"name": "web-config"}}]
+    pod["volumes"] = [{"name": "tls", "secret": {"secretName": "web-tls"}}]
+    rest.create(DEPLOYMENTS, root)
+    eventually(lambda: replicas_of(rest, "dep") == {"east": 1, "west": 1}, "split 1/1")
+    for path in ("/api/v1/namespaces/default/configmaps/web-config", "/api/v1/namespaces/default/secrets/web-tls",
+                 "/api/v1/namespaces/default/serviceaccounts/web-sa", "/api/v1/namespaces/default/services/web"):
+        eventually(lambda path=path: placed_on(rest, path) == {"east", "west"}, f"{path} on east and west")
+    assert placed_on(rest, "/api/v1/namespaces/default/configmaps/unused") == set()
+    # a pinned workload on west also mounts the Secret: it stays there when dep leaves west
+    pinned = deployment("pinned-user", 1)
+    pinned["metadata"]["labels"]["workloads.kcp.io/cluster"] = "west"
+    pinned["spec"]["template"]["spec"]["volumes"] = [{"name": "tls", "secret": {"secretName": "web-tls"}}]
+    rest.create(DEPLOYMENTS, pinned)
+    rest.patch(f"{DEPLOYMENTS}/dep", {"spec": {"replicas": 1}})
+    eventually(lambda: replicas_of(rest, "dep") == {"east": 1}, "dep only on east")
+    eventually(lambda: placed_on(rest, "/api/v1/namespaces/default/configmaps/web-config") == {"east"},
+               "the ConfigMap leaves west with the workload")
+    assert placed_on(rest, "/api/v1/namespaces/default/secrets/web-tls") == {"east", "west"}
+    assert placed_on(rest, "/api/v1/namespaces/default/services/web") == {"east"}
+
+
+def assigned(rest: Rest, path: str) -> str | None:
+    return ((rest.get(path) or {}).get("metadata", {}).get("labels") or {}).get("workloads.kcp.io/cluster")
+
+
+def namespace_condition(rest: Rest, name: str) -> dict[str, Any]:
+    namespace = rest.get(f"/api/v1/namespaces/{name}") or {}
+    return next((c for c in (namespace.get("status") or {}).get("conditions") or []
+                 if c["type"] == "NamespaceScheduled"), {})
+
+
+def test_other_objects_follow_their_namespace_to_one_cluster_which_moves_when_it_is_lost(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west")
+    install_core_types(rest)
+    for name, labels in (("apps", {}), ("manual", {"scheduling.kcp.io/disabled": "true"})):
+        rest.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {"replicas": 1}}
+    rest.create("/apis/apps/v1/namespaces/apps/statefulsets", sts)
+    rest.create("/api/v1/namespaces/apps/configmaps", {"metadata": {"name": "loose"}})
+    pinned = {"metadata": {"name": "mine", "labels": {"workloads.kcp.io/cluster": "nowhere"}}}
+    rest.create("/api/v1/namespaces/apps/configmaps", pinned)
+    rest.create("/api/v1/namespaces/manual/configmaps", {"metadata": {"name": "loose"}})
+    first = eventually(lambda: assigned(rest, "/api/v1/namespaces/apps"), "namespace apps scheduled")
+    assert namespace_condition(rest, "apps")["status"] == "True"
+    for path in ("/apis/apps/v1/namespaces/apps/statefulsets/db", "/api/v1/namespaces/apps/configmaps/loose"):
+        eventually(lambda path=path: assigned(rest, path) == first, f"{path} follows its namespace to {first}")
+    assert assigned(rest, "/api/v1/namespaces/apps/configmaps/mine") == "nowhere"
+    assert assigned(rest, "/api/v1/namespaces/manual") is None
+    assert assigned(rest, "/api/v1/namespaces/manual/configmaps/loose") is None
+    other = "west" if first == "east" else "east"
+    set_ready(rest, first, False)
+    eventually(lambda: assigned(rest, "/api/v1/namespaces/apps") == other, "moved after the grace period")
+    eventually(lambda: assigned(rest, "/apis/apps/v1/namespaces/apps/statefulsets/db") == other, "objects follow")
+    set_ready(rest, other, False)
+    unschedulable = eventually(lambda: (c := namespace_condition(rest, "apps")).get("status") == "False" and c,
+                               "NamespaceScheduled=False")
+    assert unschedulable["reason"] == "Unschedulable" and first in unschedulable["message"]
+    assert assigned(rest, "/apis/apps/v1/namespaces/apps/statefulsets/db") == other  # stays where it is
+
+
+def test_two_replicas_elect_one_leader_and_the_standby_takes_over_after_kill_9(
+        tmp_path: Path) -> None:
+    server = KcpServer(tmp_path / "kcp", free_port())
+    server.start()
+    elected: list[SplitterProcess] = []
+    try:
+        rest = fleet(server, "east", "west")
+        flags = ["--leader-elect", "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
+                 "--leader-elect-retry-period", "0.5"]
+        elected = [SplitterProcess(server, tmp_path / f"splitter-{i}.log", flags).start(wait_ready=False)
+                   for i in range(2)]
+        eventually(lambda: all(p.healthy() for p in elected), "both replicas serve /healthz")
+        rest.create(DEPLOYMENTS, deployment("one", 2))
+        eventually(lambda: replicas_of(rest, "one") == {"east": 1, "west": 1}, "split by the leader")
+
+        def acting() -> list[SplitterProcess]:
+            return [p for p in elected if p.alive() and 'reason="Split"} 1.0' in p.metrics()]
+        leaders = eventually(acting, "one replica counted the decision")
+        assert len(leaders) == 1
+        leader = leaders[0]
+        standby = next(p for p in elected if p is not leader)
+        assert 'reason="Split"} 1.0' not in standby.metrics()
+        leader.kill()
+        rest.create(DEPLOYMENTS, deployment("two", 2))
+        eventually(lambda: replicas_of(rest, "two") == {"east": 1, "west": 1}, "split by the new leader", timeout=90)
+        assert 'reason="Split"} 1.0' in standby.metrics()
+    finally:
+        for process in elected:
+            process.stop()
+        server.stop()

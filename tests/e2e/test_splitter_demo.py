@@ -1,0 +1,208 @@
+"""Seed 004's demo with every real process: kcp, two simulated physical clusters, the cluster controller
+(push mode: it runs both syncers) and the deployment splitter.
+
+15 replicas become two children, each physical cluster runs its share, the syncers bring the
+statuses up, and the root reads `15/15` in `kubectl get deployments` while `kubectl rollout status`
+finishes. Every wait is on a condition, never a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from splitter_fixtures import SplitterProcess
+from syncer_fixtures import Rest, eventually, sim_cluster, syncer_env
+
+from kcp_process import (
+    REPO,
+    KcpServer,
+    cluster_kubeconfig,
+    free_port,
+    run_kubectl,
+    sim_cluster_command,
+    sim_cluster_env,
+)
+from kcpcommon.sync import downstream_namespace
+
+CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+
+
+@dataclass
+class Demo:
+    kcp: KcpServer
+    east: KcpServer
+    west: KcpServer
+    small: KcpServer  # one node with room for 4 pods of 250m
+    kubeconfig: Path
+    root: Path
+
+
+def controller_env() -> dict[str, str]:
+    env = syncer_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "services" / "cluster-controller"), env["PYTHONPATH"]])
+    return env
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+    root = tmp_path_factory.mktemp("splitter-demo")
+    kcp = KcpServer(root / "kcp", free_port())
+    east, west = sim_cluster(root / "east"), sim_cluster(root / "west")
+    small = KcpServer(root / "small", free_port(), ["--nodes", "1", "--node-capacity", "cpu=1,memory=4Gi,pods=110",
+                                                    "--ready-delay", "0.2"],
+                      command=sim_cluster_command(), env=sim_cluster_env())
+    started: list[KcpServer] = []
+    controller: subprocess.Popen[bytes] | None = None
+    splitter: SplitterProcess | None = None
+    try:
+        for server in (kcp, east, west, small):
+            server.start()
+            started.append(server)
+        log = open(root / "controller.log", "ab")
+        controller = subprocess.Popen(
+            [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
+             "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
+             "--heartbeat-threshold", "8", "--discovery-interval", "5", "--health-port", "0"],
+            stdout=log, stderr=log, env=controller_env(), start_new_session=True)
+        log.close()
+        kubeconfig = logical_cluster(kcp, "demo")
+        splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"]).start(wait_ready=False)
+        yield Demo(kcp, east, west, small, kubeconfig, root)
+        assert splitter.stop() == 0, splitter.log_tail()
+        controller.send_signal(signal.SIGTERM)
+        assert controller.wait(30) == 0, (root / "controller.log").read_text()[-3000:]
+    finally:
+        if splitter is not None:
+            splitter.stop()
+        if controller is not None and controller.poll() is None:
+            os.killpg(controller.pid, signal.SIGKILL)
+            controller.wait()
+        for server in started:
+            server.stop()
+
+
+def logical_cluster(kcp: KcpServer, name: str) -> Path:
+    kubeconfig = cluster_kubeconfig(kcp, name, name)
+    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+               f"SyncTargets served in {name}")
+    return kubeconfig
+
+
+def connect(demo: Demo, kubeconfig: Path, targets: dict[str, KcpServer]) -> None:
+    """SyncTargets for `targets`, Ready, and the Deployment type imported."""
+    for name, physical in targets.items():
+        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=kubeconfig)
+    for name in targets:
+        run_kubectl(demo.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s",
+                    kubeconfig=kubeconfig, timeout=100)
+    eventually(lambda: run_kubectl(demo.kcp, "get", "deployments", kubeconfig=kubeconfig,
+                                   check=False).returncode == 0, "Deployments imported into kcp", timeout=90)
+
+
+def ready_column(kcp: KcpServer, kubeconfig: Path) -> dict[str, str]:
+    table = run_kubectl(kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
+    return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
+
+
+def sync_target(name: str, physical: KcpServer) -> str:
+    return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
+                           "metadata": {"name": name}, "spec": {"kubeconfig": physical.kubeconfig.read_text()}})
+
+
+WEB = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  replicas: 15
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+"""
+
+
+def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -> None:
+    connect(demo, demo.kubeconfig, {"east": demo.east, "west": demo.west})
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=WEB, kubeconfig=demo.kubeconfig)
+    run_kubectl(demo.kcp, "rollout", "status", "deployment/web", "--timeout=180s", kubeconfig=demo.kubeconfig,
+                timeout=200)
+    final = eventually(lambda: (r := ready_column(demo.kcp, demo.kubeconfig)).get("web") == "15/15" and len(r) == 3
+                       and r, "web 15/15")
+    children = {name: ready for name, ready in final.items() if name != "web"}
+    assert set(children) == {"web--east", "web--west"}
+    assert sum(int(ready.split("/")[0]) for ready in children.values()) == 15
+    assert all(ready.split("/")[0] == ready.split("/")[1] for ready in children.values()), final
+    # the replicas really run downstream: each physical cluster's deployment reports its share
+    for physical, child in ((demo.east, "web--east"), (demo.west, "web--west")):
+        share = int(final[child].split("/")[1])
+        out = run_kubectl(physical, "get", "deployments", "-A", "-o", "jsonpath={.items[*].status.readyReplicas}")
+        assert out.stdout.split() == [str(share)], out.stdout
+
+
+def test_replicas_the_small_cluster_has_no_room_for_run_on_the_big_one(demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-capacity")
+    connect(demo, kubeconfig, {"big": demo.east, "small": demo.small})
+    heavy = yaml.safe_load(WEB.replace("name: web", "name: heavy").replace("replicas: 15", "replicas: 10"))
+    heavy["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m"}}
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(heavy), kubeconfig=kubeconfig)
+    run_kubectl(demo.kcp, "rollout", "status", "deployment/heavy", "--timeout=180s", kubeconfig=kubeconfig,
+                timeout=200)
+    final = eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("heavy") == "10/10" and r, "10/10")
+    assert final["heavy--small"] == "4/4" and final["heavy--big"] == "6/6", final
+
+
+def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: Demo) -> None:
+    flaky = sim_cluster(demo.root / "flaky")
+    flaky.start()
+    try:
+        kubeconfig = logical_cluster(demo.kcp, "demo-loss")
+        connect(demo, kubeconfig, {"steady": demo.east, "flaky": flaky})
+        app = WEB.replace("name: web", "name: loss").replace("replicas: 15", "replicas: 6")
+        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6", "loss--flaky": "3/3",
+                                                                  "loss--steady": "3/3"}, "3/3 on each", timeout=120)
+        assert flaky.stop() == 0
+        # NotReady after the cluster controller's threshold, then the splitter's grace period; steady
+        # grows to 6 first, and flaky's child goes once those are available
+        # (the flaky child is deleted; the flaky syncer's finalizer holds it until that cluster is back)
+        eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("loss") == "6/6"
+                   and r.get("loss--steady") == "6/6", "all 6 on steady", timeout=120)
+        left = Rest(demo.kcp).at("demo-loss").get("/apis/apps/v1/namespaces/default/deployments/loss--flaky")
+        assert left is None or left["metadata"].get("deletionTimestamp"), left
+        flaky.start()
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6", "loss--flaky": "3/3",
+                                                                  "loss--steady": "3/3"}, "back to 3/3", timeout=120)
+    finally:
+        flaky.stop()
+
+
+def test_a_configmap_the_workload_uses_arrives_in_both_clusters_and_leaves_one_with_it(demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-deps")
+    connect(demo, kubeconfig, {"east": demo.east, "west": demo.west})
+    run_kubectl(demo.kcp, "create", "configmap", "web-config", "--from-literal=greeting=hello", kubeconfig=kubeconfig)
+    app = yaml.safe_load(WEB.replace("name: web", "name: deps").replace("replicas: 15", "replicas: 2"))
+    app["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "web-config"}}]
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(app), kubeconfig=kubeconfig)
+    mapped = f"/api/v1/namespaces/{downstream_namespace('demo-deps', 'default')}/configmaps/web-config"
+    for physical in (demo.east, demo.west):
+        eventually(lambda physical=physical: (Rest(physical).get(mapped) or {}).get("data") == {"greeting": "hello"},
+                   f"web-config in {physical.root.name}", timeout=90)
+    run_kubectl(demo.kcp, "rollout", "status", "deployment/deps", "--timeout=180s", kubeconfig=kubeconfig,
+                timeout=200)
+    run_kubectl(demo.kcp, "scale", "deployment/deps", "--replicas=1", kubeconfig=kubeconfig)
+    eventually(lambda: Rest(demo.west).get(mapped) is None, "web-config leaves west with the workload", timeout=90)
+    assert Rest(demo.east).get(mapped) is not None
