@@ -1,11 +1,21 @@
-# kcp in Python. `make run` starts kcp on an embedded etcd; `make test` installs and runs every test.
+# kcp in Python. `make run` starts the whole suite (kcp, its controllers, two sim clusters); `make test` runs every test.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
-.PHONY: install tools run test unit e2e test-faults bench-apiserver bench-crds bench-kcpcommon bench-sim bench-sync bench-split clean
+.PHONY: install tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
+        bench-sync bench-split lint images docs helm-lint clean
+
+# make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none
+PORT     ?= 6443
+SIM      ?= 2
+SIM_PORT ?= 7443
+# every service with a Dockerfile is an image: kcp-apiserver, kcp-cluster-controller, ...
+IMAGES   := $(patsubst services/%/Dockerfile,%,$(wildcard services/*/Dockerfile))
+# a container engine that answers (docker or podman), found when a target needs one
+ENGINE    = $(shell scripts/container_engine.sh)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,12 +34,14 @@ tools: $(TOOLS)/kubectl
 $(TOOLS)/kubectl: scripts/fetch_kube_tools.py | $(BIN)/python
 	$(BIN)/python scripts/fetch_kube_tools.py $(TOOLS)
 
-## run: start kcp with an embedded etcd under .kcp (Ctrl-C stops everything)
+## run: the whole suite under .kcp: apiserver (embedded etcd), cluster controller, deployment splitter and
+##      two simulated clusters registered as SyncTargets (SIM=0: none); Ctrl-C stops all of it
 run: install
-	@echo "kcp is starting; in another shell:"
-	@echo "  export KUBECONFIG=$$PWD/.kcp/admin.kubeconfig"
-	@echo "  kubectl get namespaces        # contexts: admin (default), user, cross-cluster"
-	$(BIN)/kcp-apiserver --root-dir .kcp
+	$(BIN)/python scripts/run_suite.py --root-dir .kcp --port $(PORT) --sims $(SIM) --sim-port $(SIM_PORT)
+
+## demo: seed 004's demo against `make run` (in another shell): kubectl commands and their real output
+demo: install
+	$(BIN)/python scripts/demo.py --kubeconfig .kcp/admin.kubeconfig
 
 ## test: install what the tests need, then run every test
 test: install tools
@@ -49,8 +61,9 @@ test-faults: install
 bench-apiserver: install
 	$(BIN)/python bench/bench_apiserver.py
 
+## clean: the venv, the tools, and what `make run` and compose left behind
 clean:
-	rm -rf $(VENV) .tools
+	rm -rf $(VENV) .tools .kcp .kcp-compose .kcp-compose-sim-* .kcp-compose-k3s-*
 
 ## bench-crds: custom resource validation cost, create throughput and logical-cluster scale
 bench-crds: install
@@ -67,6 +80,36 @@ bench-kcpcommon: install
 ## bench-sync: one syncer's latency both ways at 100 changes/s over 1,000 objects, objects/s, RSS per object
 bench-sync: install
 	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python bench/bench_sync.py
+
+## bench: every benchmark in bench/ (figures printed and written to bench/results/)
+bench: install
+	@set -e; for b in bench/bench_*.py bench/fanout_*.py; do echo "== $$b"; PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python $$b; done
+
+## lint: ruff on the tree, mypy on every package (with its own pyproject's settings)
+lint: install
+	$(BIN)/ruff check .
+	@set -e; for s in $(SERVICES); do pkg=$$(ls -d $$s/kcp*/ | head -1); echo "mypy $$pkg"; \
+	  $(BIN)/python -m mypy --config-file $$s/pyproject.toml $$pkg; done
+
+## images: one image per service (kcp-<service>:latest), where a container engine exists
+images:
+	@engine="$(ENGINE)"; if [ -z "$$engine" ]; then scripts/container_engine.sh --explain "make images" >&2; exit 1; fi; \
+	set -e; for i in $(IMAGES); do echo "== kcp-$$i"; $$engine build -f services/$$i/Dockerfile -t kcp-$$i:latest .; done
+
+## docs: regenerate README.md's configuration reference from the daemons' settings
+docs:
+	$(BIN)/python scripts/render_config_reference.py --write
+
+## helm-lint: lint the chart (values checked against values.schema.json)
+helm-lint: tools
+	$(TOOLS)/helm lint --strict deploy/helm/kcp
+
+## e2e-k3s: the sync and split scenarios against k3s clusters (testcontainers); needs a container engine
+e2e-k3s:
+	@if [ -z "$(ENGINE)" ]; then scripts/container_engine.sh --explain "make e2e-k3s (k3s clusters run in containers)" >&2; \
+	  exit 1; fi
+	$(MAKE) install tools
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider -o testpaths=tests/k3s tests/k3s
 
 ## bench-split: kcp-deployment-splitter: spreading 1,000 Deployments over 10 targets, reconcile throughput, failover
 bench-split: install

@@ -40,15 +40,27 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def tree_rss_kib(pid: int) -> int:
-    """RSS of a process and its children that are not etcd (worker processes)."""
-    total = rss_kib(pid)
+def server_children(pid: int) -> list[int]:
+    """A server's child processes that are not etcd (its worker processes)."""
     children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = []
     for child in children.read_text().split() if children.exists() else []:
-        cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-        if b"etcd" not in cmdline.split(b"\0")[0]:
-            total += rss_kib(int(child))
-    return total
+        try:
+            if b"etcd" not in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0]:
+                found.append(int(child))
+        except FileNotFoundError:  # exited in between
+            pass
+    return found
+
+
+def tree_rss_kib(pid: int) -> int:
+    """RSS of a process and its worker processes."""
+    return rss_kib(pid) + sum(rss_kib(child) for child in server_children(pid))
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and its worker processes (with --workers, watchers are spread over all of them)."""
+    return cpu_seconds(pid) + sum(cpu_seconds(child) for child in server_children(pid))
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -319,9 +331,9 @@ async def fanout(bench: Bench, args: argparse.Namespace, out_dir: Path) -> dict[
     payload = "x" * args.payload
     await bench.namespace("fanout-base")
     base_count = int(args.fanout_rate * 10)  # the writes alone, without watchers: what a write costs the server
-    cpu_before = cpu_seconds(pid)
+    cpu_before = tree_cpu_seconds(pid)
     await write_at_rate(bench, "/api/v1/namespaces/fanout-base/configmaps", base_count, args.fanout_rate, payload)
-    cpu_per_write = (cpu_seconds(pid) - cpu_before) / base_count
+    cpu_per_write = (tree_cpu_seconds(pid) - cpu_before) / base_count
 
     await bench.namespace("fanout")
     path = "/api/v1/namespaces/fanout/configmaps"
@@ -329,13 +341,13 @@ async def fanout(bench: Bench, args: argparse.Namespace, out_dir: Path) -> dict[
     readers = WatcherProcess(bench, "read", path, rv, args.fanout_watchers)
     await readers.ready()
     rss_watching = tree_rss_kib(pid)
-    cpu_before = cpu_seconds(pid)
+    cpu_before = tree_cpu_seconds(pid)
     started = time.monotonic()
     acks = await write_at_rate(bench, path, count, args.fanout_rate, payload)
     write_seconds = time.monotonic() - started
     await readers.delivered(count * args.fanout_watchers)  # the CPU is counted until the last delivery
     drain_seconds = time.monotonic() - started - write_seconds
-    server_cpu = cpu_seconds(pid) - cpu_before
+    server_cpu = tree_cpu_seconds(pid) - cpu_before
     rss_after = tree_rss_kib(pid)
     acks_file = out_dir / "fanout-acks.bin"
     acks_file.write_bytes(memoryview(array("d", acks)).tobytes())

@@ -305,6 +305,40 @@ async def test_status_and_scale_subresources(api: Api, crd_cluster) -> None:
     assert obj["spec"]["replicas"] == 4 and obj["metadata"]["generation"] == 2
 
 
+async def test_server_side_apply_to_scale_owns_replicas(api: Api, crd_cluster) -> None:
+    """kube's apply to /scale: the manager owns the object's replicas (entry subresource scale), and taking
+    them from another applier is a conflict until forced."""
+    prefix, group = crd_cluster
+    path = f"{prefix}/apis/{group}/v1/namespaces/default/widgets"
+    apply = "application/apply-patch+yaml"
+    made = await api.patch(f"{path}/sc", widget("sc", group=group, replicas=1), apply, params={"fieldManager": "owner"})
+    assert made.status == 201, made.body
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "sc"}, "spec": {"replicas": 3}}
+    refused = await api.patch(f"{path}/sc/scale", scale, apply, params={"fieldManager": "hpa"})
+    assert refused.status == 409, refused.body
+    assert refused.body["message"] == 'Apply failed with 1 conflict: conflict with "owner": .spec.replicas'
+    forced = await api.patch(f"{path}/sc/scale", scale, apply, params={"fieldManager": "hpa", "force": "true"})
+    assert forced.status == 200, forced.body
+    assert forced.body["kind"] == "Scale" and forced.body["spec"]["replicas"] == 3
+    obj = (await api.get(f"{path}/sc")).body
+    assert obj["spec"]["replicas"] == 3
+    entries = {(e["manager"], e["operation"]): e for e in obj["metadata"]["managedFields"]}
+    assert entries[("hpa", "Apply")]["subresource"] == "scale"
+    assert entries[("hpa", "Apply")]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in entries[("owner", "Apply")]["fieldsV1"]["f:spec"]
+    again = await api.patch(f"{path}/sc/scale", scale, apply, params={"fieldManager": "hpa"})
+    assert again.status == 200 and again.body["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+    wrong = await api.patch(f"{path}/sc/scale", dict(scale, apiVersion="autoscaling/v2"), apply,
+                            params={"fieldManager": "hpa"})
+    assert wrong.status == 400 and "expected: autoscaling/v1" in wrong.body["message"]
+    negative = await api.patch(f"{path}/sc/scale", dict(scale, spec={"replicas": -1}), apply,
+                               params={"fieldManager": "hpa"})
+    assert negative.status == 422, negative.body
+    missing = await api.patch(f"{path}/none/scale", dict(scale, metadata={"name": "none"}), apply,
+                              params={"fieldManager": "hpa"})
+    assert missing.status == 404, missing.body
+
+
 async def test_strategic_merge_patch_on_a_custom_resource_is_415(api: Api, crd_cluster) -> None:
     prefix, group = crd_cluster
     path = f"{prefix}/apis/{group}/v1/namespaces/default/widgets"

@@ -258,3 +258,34 @@ async def test_apply_to_status_changes_only_status_and_is_watched(api: Api, uniq
     dup = await api.patch(path, duplicate, APPLY, params={"fieldManager": "owner"})
     assert dup.status == 422 and dup.body["details"]["causes"][0]["field"] == "spec.ports"
 
+
+
+@pytest.mark.usefixtures("kubectl_version")
+def test_an_applied_port_without_protocol_is_keyed_by_its_default(kcp: KcpServer, unique: str) -> None:
+    """A Service-like CRD whose ports are keyed by port and protocol (default TCP), as kcp imports Services:
+    applying `{port: 80}` twice, with a change, updates the one defaulted port rather than adding a second (422)."""
+    group = f"ports{unique}.example.com"
+    port = {"type": "object", "required": ["port"], "properties": {
+        "port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"},
+        "targetPort": {"type": "integer"}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"services.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "services", "singular": "service", "kind": "Service"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                                      "spec": {"type": "object", "properties": {"ports": {
+                                          "type": "array", "items": port, "x-kubernetes-list-type": "map",
+                                          "x-kubernetes-list-map-keys": ["port", "protocol"]}}}}}}}]}}
+    run_kubectl(kcp, "apply", "--server-side", "-f", "-", input_text=yaml.safe_dump(crd))
+    run_kubectl(kcp, "wait", "--for=condition=Established", f"crd/services.{group}", "--timeout=60s")
+    service = {"apiVersion": f"{group}/v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+               "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}
+    run_kubectl(kcp, "apply", "--server-side", "-f", "-", input_text=yaml.safe_dump(service))
+    service["spec"]["ports"][0]["targetPort"] = 9090
+    out = run_kubectl(kcp, "apply", "--server-side", "-f", "-", input_text=yaml.safe_dump(service)).stdout
+    assert "serverside-applied" in out
+    live = get(kcp, "default", f"services.{group}", "web")
+    assert live["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 9090}]
+    assert managers(live)[("kubectl", "Apply")]["f:spec"]["f:ports"] == {
+        'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}, "f:targetPort": {}}}

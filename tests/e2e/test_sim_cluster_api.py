@@ -582,3 +582,18 @@ def test_kubectl_drain_evicts_through_the_eviction_subresource(cluster: KcpServe
     assert "pod/p evicted" in out
     assert "NotFound" in fails(cluster, "-n", ns, "get", "pod", "p")
     assert get(cluster, "node", "drained")["spec"]["unschedulable"] is True
+
+
+def test_server_side_apply_of_a_port_without_protocol_keeps_one_tcp_port(cluster: KcpServer) -> None:
+    """kube keys an applied port that leaves out `protocol` by its default TCP: the live defaulted port is that one."""
+    ns = namespace(cluster, "ssa-ports")
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": ns},
+               "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}
+    kubectl(cluster, "apply", "--server-side", "-f", "-", input_text=yaml.safe_dump(service))
+    service["spec"]["ports"][0]["targetPort"] = 9090
+    kubectl(cluster, "apply", "--server-side", "-f", "-", input_text=yaml.safe_dump(service))
+    live = get(cluster, "-n", ns, "service", "web", "--show-managed-fields")
+    [port] = live["spec"]["ports"]
+    assert (port["port"], port["protocol"], port["targetPort"]) == (80, "TCP", 9090)
+    [entry] = [e for e in live["metadata"]["managedFields"] if e["manager"] == "kubectl"]
+    assert list(entry["fieldsV1"]["f:spec"]["f:ports"]) == ['k:{"port":80,"protocol":"TCP"}']

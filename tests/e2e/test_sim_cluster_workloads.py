@@ -9,6 +9,7 @@ generous deadline), never a fixed sleep.
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -71,7 +72,7 @@ def sim(root: Path, *args: str) -> KcpServer:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     server = sim(tmp_path_factory.mktemp("sim-workloads"), "--nodes", "3", "--ready-delay", "0.5",
                  "--eviction-toleration", "2")
-    server.start()
+    server.start(timeout=120)
     try:
         yield server
     finally:
@@ -245,7 +246,7 @@ spec:
 
 def test_several_clusters_in_one_process_each_run_their_workloads(tmp_path: Path) -> None:
     server = sim(tmp_path / "fleet", "--clusters", "2", "--name", "edge", "--nodes", "2", "--ready-delay", "0")
-    server.start()
+    server.start(timeout=120)
     try:
         for name in ("edge-1", "edge-2"):
             config = server.root / f"{name}.kubeconfig"
@@ -316,6 +317,23 @@ def test_a_pod_that_fits_nowhere_stays_pending_with_kubes_message(cluster: KcpSe
     assert events[0]["involvedObject"]["name"] == "greedy"
 
 
+def test_a_gated_pod_is_not_scheduled(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "gated")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: nginx}]
+""")
+    pod = fetched_when(lambda: get(cluster, "-n", ns, "pod", "gated"),
+                       lambda p: (condition(p, "PodScheduled") or {}).get("reason") == "SchedulingGated",
+                       "the SchedulingGated condition")
+    assert not pod["spec"].get("nodeName")
+    assert "SchedulingGated" in kubectl(cluster, "-n", ns, "get", "pod", "gated")
+
+
 def test_a_pod_becomes_ready_with_kubes_status(cluster: KcpServer) -> None:
     ns = namespace(cluster, "kubelet")
     kubectl(cluster, "-n", ns, "run", "single", "--image", "nginx")
@@ -373,6 +391,55 @@ def test_a_job_completes(cluster: KcpServer) -> None:
     assert not job["status"].get("active")
     phases = [p["status"]["phase"] for p in pods(cluster, ns)]
     assert phases == ["Succeeded"] * 3
+
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=JOB.replace("name: batch", "name: indexed").replace(
+        "parallelism: 2", "parallelism: 2\n  completionMode: Indexed"))
+    kubectl(cluster, "-n", ns, "wait", "--for=condition=complete", "job/indexed", "--timeout", f"{int(PATIENCE)}s",
+            timeout=PATIENCE + 10)
+    assert get(cluster, "-n", ns, "job", "indexed")["status"]["completedIndexes"] == "0-2"
+    indexes = sorted(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+                     for p in pods(cluster, ns, "job-name=indexed"))
+    assert indexes == ["0", "1", "2"]
+
+
+def test_a_job_whose_pods_fail_stops_at_its_backoff_limit(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "failing")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: batch/v1
+kind: Job
+metadata: {name: doomed}
+spec:
+  backoffLimit: 1
+  template:
+    metadata: {annotations: {sim.kcp.io/crash: "true"}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+""")
+    kubectl(cluster, "-n", ns, "wait", "--for=condition=failed", "job/doomed", "--timeout", f"{int(PATIENCE)}s",
+            timeout=PATIENCE + 10)
+    job = get(cluster, "-n", ns, "job", "doomed")
+    assert job["status"]["failed"] == 2
+    failed = condition(job, "Failed")
+    assert (failed["reason"], failed["message"]) == ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert [p["status"]["phase"] for p in pods(cluster, ns)] == ["Failed", "Failed"]
+
+
+def test_a_cronjob_runs_a_job_on_schedule(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "cron")
+    kubectl(cluster, "-n", ns, "create", "cronjob", "tick", "--image", "busybox", "--schedule", "* * * * *")
+    job = eventually(lambda: get(cluster, "-n", ns, "jobs")["items"], "the first scheduled Job", timeout=90)[0]
+    assert job["metadata"]["name"].startswith("tick-")
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    scheduled = job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"]
+    assert int(job["metadata"]["name"].removeprefix("tick-")) * 60 == int(
+        datetime.datetime.fromisoformat(scheduled.replace("Z", "+00:00")).timestamp())
+    kubectl(cluster, "-n", ns, "wait", "--for=condition=complete", f"job/{job['metadata']['name']}", "--timeout",
+            f"{int(PATIENCE)}s", timeout=PATIENCE + 10)
+    cron = fetched_when(lambda: get(cluster, "-n", ns, "cronjob", "tick"),
+                        lambda c: c["status"].get("lastSuccessfulTime"), "lastSuccessfulTime")
+    assert cron["status"]["lastScheduleTime"] == scheduled
+    assert not cron["status"].get("active")
 
 
 def test_statefulset_and_daemonset_roll_out(cluster: KcpServer) -> None:
@@ -506,7 +573,7 @@ def test_cordon_and_drain_move_pods_off_a_node(cluster: KcpServer) -> None:
 
 def test_a_restart_keeps_everything_and_pods_are_ready_again(tmp_path: Path) -> None:
     server = sim(tmp_path / "sim", "--nodes", "2", "--ready-delay", "0")
-    server.start()
+    server.start(timeout=120)
     try:
         ns = namespace(server, "kept")
         kubectl(server, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "4")
@@ -514,7 +581,7 @@ def test_a_restart_keeps_everything_and_pods_are_ready_again(tmp_path: Path) -> 
         before = {p["metadata"]["uid"]: p["status"]["podIP"] for p in pods(server, ns)}
         nodes = {n["metadata"]["uid"] for n in get(server, "nodes")["items"]}
         assert server.stop() == 0
-        server.start()
+        server.start(timeout=120)
         assert "successfully rolled out" in rollout(server, ns, "deployment/web")
         after = pods(server, ns)
         assert {p["metadata"]["uid"]: p["status"]["podIP"] for p in after} == before  # nothing lost or duplicated
@@ -554,3 +621,27 @@ def test_orphans_are_adopted_and_relabelled_pods_released(cluster: KcpServer) ->
     eventually(lambda: len(pods(cluster, ns, "app=web")) == 3 and released not in
                {p["metadata"]["uid"] for p in pods(cluster, ns, "app=web")}, "a replacement for the released pod")
     rollout(cluster, ns, "deployment/web")
+
+
+def test_a_node_no_longer_run_turns_unreachable_and_its_pods_move(tmp_path: Path) -> None:
+    server = sim(tmp_path / "shrink", "--nodes", "2", "--ready-delay", "0", "--eviction-toleration", "1")
+    server.start(timeout=120)
+    try:
+        ns = namespace(server, "shrink")
+        kubectl(server, "-n", ns, "create", "deployment", "web", "--image", "nginx", "--replicas", "4")
+        rollout(server, ns, "deployment/web")
+        assert "sim-node-2" in {p["spec"]["nodeName"] for p in pods(server, ns)}
+        assert server.stop() == 0
+        server.extra_args[server.extra_args.index("--nodes") + 1] = "1"
+        server.start(timeout=120)
+        node = fetched_when(lambda: get(server, "node", "sim-node-2"),
+                            lambda n: condition(n, "Ready")["status"] == "Unknown", "sim-node-2 to turn Unknown")
+        assert condition(node, "Ready")["reason"] == "NodeStatusUnknown"
+        eventually(lambda: {p["spec"]["nodeName"] for p in pods(server, ns)} == {"sim-node-1"},
+                   "the pods to move to the node still running")
+        rollout(server, ns, "deployment/web")
+        taints = {(t["key"], t["effect"]) for t in get(server, "node", "sim-node-2")["spec"]["taints"]}
+        assert taints == {("node.kubernetes.io/unreachable", "NoSchedule"),
+                          ("node.kubernetes.io/unreachable", "NoExecute")}
+    finally:
+        server.stop()

@@ -179,3 +179,45 @@ def test_more_than_ten_updaters_fold_the_oldest_into_ancient_changes(widget_sche
     assert len(names) == 10 and "ancient-changes" in names and "m00" not in names and "m11" in names
     ancient = owned(obj, "ancient-changes", "Update")
     assert ancient == {"f:spec": {"f:labels": {".": {}, "f:k0": {}, "f:k1": {}, "f:k2": {}}}}
+
+
+def _service(*ports: Obj) -> Obj:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "ns"},
+            "spec": {"ports": list(ports)}}
+
+
+def test_an_applied_port_without_protocol_is_the_live_tcp_port() -> None:
+    """kube defaults a map-list item's key fields in the applied configuration: no second item, no 422."""
+    from kcp_apiserver.registry import schemas
+
+    service = schemas.type_schema("io.k8s.api.core.v1.Service")
+    live = update(service, {}, "creator", _service({"port": 80, "protocol": "TCP", "targetPort": 8080}))
+    obj = apply(service, live, "syncer", _service({"port": 80, "targetPort": 8080}), force=True)
+    assert obj["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 8080}]
+    assert owned(obj, "syncer")["f:spec"]["f:ports"] == {
+        'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}, "f:targetPort": {}}}
+    obj = apply(service, obj, "syncer", _service({"port": 80, "targetPort": 9090}), force=True)  # creator's
+    assert obj["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 9090}]
+    fresh = apply(service, None, "syncer", _service({"port": 80}))  # a new item gets the default too
+    assert fresh["spec"]["ports"] == [{"port": 80, "protocol": "TCP"}]
+    assert apply(service, fresh, "syncer", _service({"port": 80})) == fresh
+
+
+def test_a_crd_key_default_keys_the_applied_item() -> None:
+    from kcp_apiserver.apiextensions.resources import resources_for
+
+    port = {"type": "object", "properties": {"name": {"type": "string"},
+                                             "protocol": {"type": "string", "default": "TCP"}}}
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"ports": {
+        "type": "array", "items": port, "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name", "protocol"]}}}}}
+    crd: Obj = {"metadata": {"name": "gates.ssa.example.com"},
+                "spec": {"group": "ssa.example.com", "scope": "Namespaced", "names": {"plural": "gates", "kind": "Gate"},
+                         "versions": [{"name": "v1", "served": True, "storage": True,
+                                       "schema": {"openAPIV3Schema": schema}}]}}
+    [res] = resources_for(crd)
+    assert res.type_schema is not None
+    live = widget(ports=[{"name": "http", "protocol": "TCP"}])
+    obj = apply(res.type_schema, live, "a", widget(ports=[{"name": "http"}]), force=True)
+    assert obj["spec"]["ports"] == [{"name": "http", "protocol": "TCP"}]
+    assert list(owned(obj, "a")["f:spec"]["f:ports"]) == ['k:{"name":"http","protocol":"TCP"}']

@@ -62,8 +62,23 @@ def test_a_configuration_owns_leaves_and_keyed_items_not_its_declared_parents() 
         "f:metadata": {"f:labels": {"f:app": {}}},
         "f:spec": {"f:containers": {'k:{"name":"app"}': {
             ".": {}, "f:name": {}, "f:image": {},
-            "f:ports": {'k:{"containerPort":80}': {".": {}, "f:containerPort": {}}}}},
+            "f:ports": {'k:{"containerPort":80,"protocol":"TCP"}': {".": {}, "f:containerPort": {}}}}},
             "f:nodeSelector": {}}}
+
+
+def test_a_key_field_left_out_is_keyed_by_its_default_but_not_owned() -> None:
+    """kube's `+default="TCP"` on ports' protocol: `{port: 80}` is the item `{port: 80, protocol: TCP}`."""
+    service = schemas.type_schema("io.k8s.api.core.v1.Service")
+    assert object_set({"spec": {"ports": [{"port": 80}]}}, service) == {
+        "f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}}}}
+    with pytest.raises(DuplicateItem):  # one item twice, once with the default spelt out
+        object_set({"spec": {"ports": [{"port": 80}, {"port": 80, "protocol": "TCP"}]}}, service, strict=True)
+    udp = {"spec": {"ports": [{"port": 53, "protocol": "UDP"}]}}
+    assert list(object_set(udp, service)["f:spec"]["f:ports"]) == ['k:{"port":53,"protocol":"UDP"}']
+    changed, removed = compare({"spec": {"ports": [{"port": 80}]}},
+                               {"spec": {"ports": [{"port": 80, "protocol": "TCP"}]}}, service)
+    assert (changed, removed) == ({"f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {"f:protocol": {}}}}},
+                                  {})
 
 
 def test_custom_resources_use_list_and_map_types_of_the_crd_schema(widget_schema: TypeSchema) -> None:

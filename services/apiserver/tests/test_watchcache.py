@@ -13,9 +13,11 @@ from kcp_apiserver.storage.watchcache import (
     ADDED,
     DELETED,
     MODIFIED,
+    Batch,
     TooOld,
     WatchCache,
     Watcher,
+    WatchEvent,
 )
 
 
@@ -192,3 +194,47 @@ def test_cache_state_counts_a_scope_without_scanning_it() -> None:
     state.put("/r/c2/ns/y", Cached(b"{}", 51))
     assert state.count_hint("/r/c1/ns/") == 40
     assert state.count_hint("/r/c1/") == 41 and state.count_hint("/r/") == 42 and state.count_hint("/s/") == 0
+
+
+class BatchSink:
+    """A sink that keeps the batches it is handed (the shared bytes of its group, or its own)."""
+
+    encoding = "stored"
+
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+
+    def encode(self, type_: str, event: WatchEvent) -> bytes:
+        return event.encoded(type_)
+
+    def write(self, batch: Batch) -> bool:
+        self.batches.append(batch)
+        return True
+
+
+async def batches_until(sink: BatchSink, name: bytes, timeout: float = 5) -> None:
+    async with asyncio.timeout(timeout):
+        while not any(name in b.data for b in sink.batches):
+            await asyncio.sleep(0.01)
+
+
+async def test_a_watch_from_past_the_caches_revision_skips_up_to_it_then_shares_its_groups_bytes(
+        cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
+    storage = Storage(etcd)
+    await storage.create(prefix + "c/ns/skipped", {"metadata": {"name": "skipped"}})  # dispatched or not yet
+    elsewhere = await storage.create(prefix.rstrip("/") + "-other/c/ns/x", {"metadata": {"name": "x"}})
+    assert elsewhere.mod_revision > cache.revision  # a list's revision: etcd's, which this cache has not seen
+    late, early = BatchSink(), BatchSink()
+    member = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=cache.revision,
+                             sink=early)
+    watcher = cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
+                              after_revision=elsewhere.mod_revision, sink=late)
+    assert watcher.group is None and member.group is not None  # it must skip what comes before its start
+    await storage.create(prefix + "c/ns/first", {"metadata": {"name": "first"}})
+    await batches_until(late, b'"first"')
+    await batches_until(early, b'"first"')
+    assert watcher.group is member.group  # the cache passed its start: it joined the group
+    await storage.create(prefix + "c/ns/second", {"metadata": {"name": "second"}})
+    await batches_until(late, b'"second"')
+    assert late.batches[-1] is early.batches[-1]  # one Batch for both: the same bytes object, never a copy
+    assert b'"skipped"' not in b"".join(b.data for b in late.batches)

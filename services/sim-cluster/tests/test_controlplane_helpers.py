@@ -8,7 +8,12 @@ import pytest
 from kcp_sim_cluster.controlplane.expectations import Expectations
 from kcp_sim_cluster.controlplane.ipam import NodeIPs
 from kcp_sim_cluster.controlplane.kubelet import crash_restarts, qos_class
-from kcp_sim_cluster.controlplane.nodelifecycle import _taints, toleration_seconds
+from kcp_sim_cluster.controlplane.nodelifecycle import (
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+    _taints,
+    toleration_seconds,
+)
 from kcp_sim_cluster.controlplane.nodes import pod_cidr
 from kcp_sim_cluster.controlplane.replicaset import deletion_rank, slow_start
 from kcpcommon.keys import ObjectKey
@@ -44,12 +49,16 @@ def test_the_default_toleration_is_read_as_the_flag() -> None:
 
 def test_not_ready_taints_come_and_go_leaving_others() -> None:
     other = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
-    tainted = _taints(False, [other])
+    tainted = _taints(NOT_READY_TAINT, [other])
     assert [(t["key"], t["effect"]) for t in tainted] == [
         ("dedicated", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoSchedule"),
         ("node.kubernetes.io/not-ready", "NoExecute")]
-    assert _taints(False, tainted) == tainted  # stable: timeAdded is kept
-    assert _taints(True, tainted) == [other]
+    assert _taints(NOT_READY_TAINT, tainted) == tainted  # stable: timeAdded is kept
+    assert _taints("", tainted) == [other]
+    unreachable = _taints(UNREACHABLE_TAINT, tainted)  # the kubelet stopped reporting at all
+    assert [(t["key"], t["effect"]) for t in unreachable] == [
+        ("dedicated", "NoSchedule"), ("node.kubernetes.io/unreachable", "NoSchedule"),
+        ("node.kubernetes.io/unreachable", "NoExecute")]
 
 
 def test_surplus_pods_go_unscheduled_pending_unready_and_newest_first() -> None:
@@ -118,7 +127,20 @@ def test_node_pod_cidrs_do_not_overlap(index: int) -> None:
 
 
 def test_a_cordoned_node_gets_the_unschedulable_taint() -> None:
-    cordoned = _taints(True, [], cordoned=True)
+    cordoned = _taints("", [], cordoned=True)
     assert [(t["key"], t["effect"]) for t in cordoned] == [("node.kubernetes.io/unschedulable", "NoSchedule")]
-    assert _taints(True, cordoned, cordoned=True) == cordoned
-    assert _taints(True, cordoned) == []
+    assert _taints("", cordoned, cordoned=True) == cordoned
+    assert _taints("", cordoned) == []
+
+
+def test_completed_indexes_are_written_as_ranges() -> None:
+    from kcp_sim_cluster.controlplane.job import format_indexes, indexed_pod
+
+    assert format_indexes({0, 1, 2, 4, 6, 7}) == "0-2,4,6-7"
+    assert format_indexes(set()) == ""
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    pod = indexed_pod(job, {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}}, "j", 3)
+    assert pod["metadata"]["generateName"] == "j-3-"
+    assert pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "3"
+    assert pod["spec"]["hostname"] == "j-3"
+    assert pod["spec"]["containers"][0]["env"][0]["name"] == "JOB_COMPLETION_INDEX"

@@ -39,3 +39,12 @@ def test_a_schedule_that_never_fires_has_no_next_time() -> None:
 def test_invalid_schedules_are_refused(schedule: str) -> None:
     with pytest.raises(CronError):
         parse(schedule)
+
+
+def test_schedules_are_read_in_their_time_zone() -> None:
+    # 09:00 in New York (UTC-5 in November) is 14:00 UTC
+    assert parse("0 9 * * *", "America/New_York").next_after(T0) == dt.datetime(2026, 11, 24, 14, 0, tzinfo=dt.UTC)
+    assert parse("CRON_TZ=Europe/Paris 0 12 * * *").next_after(T0) == dt.datetime(2026, 11, 24, 11, 0,
+                                                                                  tzinfo=dt.UTC)
+    with pytest.raises(CronError):
+        parse("0 9 * * *", "Mars/Olympus_Mons")

@@ -97,3 +97,19 @@ def test_pods_without_requests_spread_over_the_nodes() -> None:
         placed.append(node)
         next(n for n in nodes if n.name == node).add(Requests())
     assert sorted(placed) == ["a", "a", "b", "b", "c", "c"]
+
+
+def test_required_node_affinity() -> None:
+    def affinity(*terms: dict) -> dict:
+        return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
+
+    small, big = _node("small", labels={"size": "2", "zone": "a"}), _node("big", labels={"size": "8", "zone": "b"})
+    bigger = affinity({"matchExpressions": [{"key": "size", "operator": "Gt", "values": ["4"]}]})
+    assert schedule(_pod(affinity=bigger), [small, big]).node == "big"
+    either = affinity({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["c"]}]},
+                      {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["small"]}]})
+    assert schedule(_pod(affinity=either), [small, big]).node == "small"
+    nowhere = affinity({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]})
+    assert schedule(_pod(affinity=nowhere), [small, big]).message.startswith(
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector.")
+    assert schedule(_pod(affinity=affinity({})), [small]).node is None  # an empty term matches nothing

@@ -8,6 +8,7 @@ filters through the endpoints to the registry and admission.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kcp_apiserver.apimachinery.deleteoptions import DeleteOptions
 
@@ -26,6 +27,19 @@ class UserInfo:
     groups: tuple[str, ...] = ()
     extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cluster: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """authentication.k8s.io/v1 UserInfo (audit events, reviews), empty fields omitted as kube's omitempty."""
+        out: dict[str, Any] = {}
+        if self.name:
+            out["username"] = self.name
+        if self.uid:
+            out["uid"] = self.uid
+        if self.groups:
+            out["groups"] = list(self.groups)
+        if self.extra:
+            out["extra"] = {key: list(values) for key, values in self.extra}
+        return out
 
 
 ANONYMOUS = UserInfo("system:anonymous", groups=(UNAUTHENTICATED,))

@@ -49,15 +49,15 @@ def parse_config(body: bytes) -> Obj:
     return config
 
 
-def check_config(res: Resource, config: Obj, name: str) -> None:
-    """An applied configuration names the URL's type and object, and never managedFields."""
-    api_version, kind = config.get("apiVersion"), config.get("kind")
-    if api_version != res.api_version:
+def check_config(config: Obj, name: str, api_version: str, kind: str) -> None:
+    """An applied configuration names the URL's type (`api_version`, `kind`) and object, and never managedFields."""
+    given_version, given_kind = config.get("apiVersion"), config.get("kind")
+    if given_version != api_version:
         raise st.bad_request(f"Incorrect version specified in apply patch. Specified patch version: "
-                             f"{api_version or ''}, expected: {res.api_version}")
-    if kind != res.kind:
-        raise st.bad_request(f"the kind in the apply patch ({kind or ''}) does not match the expected kind "
-                             f"({res.kind})")
+                             f"{given_version or ''}, expected: {api_version}")
+    if given_kind != kind:
+        raise st.bad_request(f"the kind in the apply patch ({given_kind or ''}) does not match the expected kind "
+                             f"({kind})")
     meta = config.get("metadata")
     if meta is None:
         meta = config["metadata"] = {}
@@ -83,7 +83,7 @@ async def apply(ep: Endpoints, request: web.Request, res: Resource, ctx: Request
     info = ctx.info
     check_options(request, ctx, "PatchOptions", apply=True)
     config = parse_config(body)
-    check_config(res, config, info.name)
+    check_config(config, info.name, res.api_version, res.kind)
     checks_fields = info.subresource != "status" or res.is_custom
     mode = request.query.get("fieldValidation", "")
     warnings: list[str] = []

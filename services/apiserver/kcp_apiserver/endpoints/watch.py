@@ -128,6 +128,8 @@ async def _stream_until_done(ep: Endpoints, res: Resource, cache: WatchCache, wa
                         watcher.close(TOO_SLOW)
         if watcher.close_reason and not stream.broken:
             stream.write(watchframing.error(st.gone(watcher.close_reason).to_status()))
+        watcher.close()
+        await stream.flushed(CLIENT_GONE_CHECK_SECONDS)  # what waits for the client goes before the last chunk
     except asyncio.CancelledError:
         pass
     finally:

@@ -20,7 +20,7 @@ import structlog
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.request import RequestContext, UserInfo
+from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import CONTEXT
 from kcp_apiserver.filters import Handler
 
@@ -36,20 +36,6 @@ def micro_time(seconds: float) -> str:
     """kube's MicroTime: RFC 3339 in UTC with microseconds."""
     whole = int(seconds)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{int((seconds - whole) * 1e6):06d}Z"
-
-
-def user_info(user: UserInfo) -> dict[str, Any]:
-    """authentication.k8s.io/v1 UserInfo, with kube's omitempty fields."""
-    out: dict[str, Any] = {}
-    if user.name:
-        out["username"] = user.name
-    if user.uid:
-        out["uid"] = user.uid
-    if user.groups:
-        out["groups"] = list(user.groups)
-    if user.extra:
-        out["extra"] = {key: list(values) for key, values in user.extra}
-    return out
 
 
 def object_ref(ctx: RequestContext) -> dict[str, str] | None:
@@ -80,10 +66,10 @@ def event(request: web.Request, ctx: RequestContext | None, received: float, cod
                           "auditID": request.get(AUDIT_ID) or audit_id(request),
                           "stage": "ResponseComplete", "requestURI": request.raw_path,
                           "verb": (ctx.info.verb if ctx is not None and ctx.info.verb else request.method.lower()),
-                          "user": user_info(ctx.impersonator or ctx.user) if ctx is not None and code != 401 else {},
+                          "user": (ctx.impersonator or ctx.user).as_dict() if ctx is not None and code != 401 else {},
                           "sourceIPs": source_ips(request)}
     if ctx is not None and ctx.impersonator is not None:  # kube: `user` authenticated, acting as `impersonatedUser`
-        ev["impersonatedUser"] = user_info(ctx.user)
+        ev["impersonatedUser"] = ctx.user.as_dict()
     user_agent = request.headers.get("User-Agent")
     if user_agent:
         ev["userAgent"] = user_agent

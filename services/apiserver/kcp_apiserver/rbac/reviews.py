@@ -49,17 +49,6 @@ def _extra(extra: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple((str(k), tuple(str(v) for v in values or ())) for k, values in sorted(extra.items()))
 
 
-def user_info_dict(user: UserInfo) -> Obj:
-    out: Obj = {"username": user.name}
-    if user.uid:
-        out["uid"] = user.uid
-    if user.groups:
-        out["groups"] = list(user.groups)
-    if user.extra:
-        out["extra"] = {k: list(v) for k, v in user.extra}
-    return out
-
-
 class Reviews:
     """The four review kinds' answers; `by_resource` maps (group, plural) to each."""
 
@@ -122,7 +111,7 @@ class Reviews:
                                                           "incomplete": False}}
 
     def self_subject(self, ctx: RequestContext, obj: Obj) -> Obj:
-        return {**obj, "metadata": _meta(obj), "status": {"userInfo": user_info_dict(ctx.user)}}
+        return {**obj, "metadata": _meta(obj), "status": {"userInfo": {"username": ctx.user.name, **ctx.user.as_dict()}}}
 
 
 def _meta(obj: Obj) -> Obj:

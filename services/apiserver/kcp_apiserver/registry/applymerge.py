@@ -13,7 +13,7 @@ import copy
 from typing import Any
 
 from kcp_apiserver.registry import fieldpath as fp
-from kcp_apiserver.registry.fieldsets import _declared, _element, _granular, _list_kind
+from kcp_apiserver.registry.fieldsets import _declared, _element, _granular, _list_kind, key_defaults
 from kcp_apiserver.registry.typeschema import SchemaNode
 
 
@@ -36,8 +36,9 @@ def merge(live: Any, config: Any, node: SchemaNode | None) -> Any:
 
 def _merge_list(live: list[Any], config: list[Any], kind: str, node: SchemaNode) -> list[Any]:
     items_node = node.items()
-    live_keys = [_element(item, kind, node) for item in live]
-    config_keys = [_element(item, kind, node) for item in config]
+    defaults = key_defaults(node) if kind == "map" else None
+    live_keys = [_element(item, kind, node, defaults) for item in live]
+    config_keys = [_element(item, kind, node, defaults) for item in config]
     by_live = dict(zip(live_keys, live, strict=True))
     in_config = set(config_keys)
     out: list[Any] = []
@@ -57,6 +58,29 @@ def _merge_list(live: list[Any], config: list[Any], kind: str, node: SchemaNode)
         else:
             li += 1  # a live item the configuration placed earlier
     return out
+
+
+def fill_key_defaults(value: Any, node: SchemaNode | None) -> None:
+    """Give every map-list item, in place, the defaulted key fields it leaves out, as kube's defaulting does
+    to the merged object; the applier does not own them (its field set keys the item by them only)."""
+    if node is None:
+        return
+    if isinstance(value, dict):
+        for name, child in value.items():
+            if isinstance(child, (dict, list)):
+                fill_key_defaults(child, node.field(name))
+        return
+    if not isinstance(value, list):
+        return
+    items_node = node.items()
+    defaults = key_defaults(node) if _list_kind(value, node) == "map" else None
+    for item in value:
+        if defaults and isinstance(item, dict):
+            for key, default in defaults.items():
+                if key not in item:
+                    item[key] = copy.deepcopy(default)
+        if isinstance(item, (dict, list)):
+            fill_key_defaults(item, items_node)
 
 
 def prune(obj: Any, drop: fp.Set, keep: fp.Set, node: SchemaNode | None) -> None:
@@ -86,9 +110,10 @@ def prune(obj: Any, drop: fp.Set, keep: fp.Set, node: SchemaNode | None) -> None
         if kind is None:
             return
         items_node = node.items()
+        defaults = key_defaults(node) if kind == "map" else None
         survivors = []
         for item in obj:
-            element = _element(item, kind, node)
+            element = _element(item, kind, node, defaults)
             dropped = drop.get(element)
             if dropped is not None:
                 kept = keep.get(element)

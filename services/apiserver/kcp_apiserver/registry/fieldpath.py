@@ -11,7 +11,7 @@ may share unchanged subtrees).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import orjson
@@ -26,9 +26,16 @@ def field(name: str) -> str:
     return "f:" + name
 
 
-def key_element(item: dict[str, Any], keys: tuple[str, ...]) -> str:
-    """A map list item's element: its key fields (those present), as JSON with sorted names."""
-    return "k:" + orjson.dumps({k: item[k] for k in keys if k in item}, option=orjson.OPT_SORT_KEYS).decode()
+def key_element(item: dict[str, Any], keys: tuple[str, ...], defaults: Mapping[str, Any] | None = None) -> str:
+    """A map list item's element: its key fields as JSON with sorted names.
+
+    A key field the item leaves out is keyed by its schema default when there is one (`defaults`), as
+    structured-merge-diff keys it, so `{port: 80}` is the item `{port: 80, protocol: TCP}`."""
+    fields = {k: item[k] for k in keys if k in item}
+    if defaults:
+        for k, value in defaults.items():
+            fields.setdefault(k, value)
+    return "k:" + orjson.dumps(fields, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def value_element(value: Any) -> str:

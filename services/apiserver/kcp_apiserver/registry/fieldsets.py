@@ -53,9 +53,22 @@ def _declared(node: SchemaNode | None, name: str) -> bool:
     return node is not None and node.values() is None and node.field(name) is not None
 
 
-def _element(item: Any, kind: str, node: SchemaNode) -> str:
+def key_defaults(node: SchemaNode) -> dict[str, Any]:
+    """The schema defaults of a map list's key fields: an item leaving one out is keyed (and filled) by it."""
+    items_node = node.items()
+    out: dict[str, Any] = {}
+    if items_node is None:
+        return out
+    for key in node.list_map_keys:
+        key_node = items_node.field(key)
+        if key_node is not None and key_node.default is not None:
+            out[key] = key_node.default
+    return out
+
+
+def _element(item: Any, kind: str, node: SchemaNode, defaults: dict[str, Any] | None = None) -> str:
     if kind == "map" and isinstance(item, dict):
-        return fp.key_element(item, node.list_map_keys)
+        return fp.key_element(item, node.list_map_keys, defaults)
     return fp.value_element(item)
 
 
@@ -63,8 +76,9 @@ def _items(value: list[Any], kind: str, node: SchemaNode, path: tuple[str, ...],
            strict: bool) -> dict[str, Any]:
     """A merged list's items by element; a repeated element is DuplicateItem when strict, else the first wins."""
     out: dict[str, Any] = {}
+    defaults = key_defaults(node) if kind == "map" else None
     for item in value:
-        element = _element(item, kind, node)
+        element = _element(item, kind, node, defaults)
         if element in out:
             if strict:
                 raise DuplicateItem(path, element)

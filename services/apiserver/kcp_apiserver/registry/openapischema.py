@@ -79,6 +79,7 @@ class OpenAPINode:
         "_items",
         "_nodes",
         "declared",
+        "default",
         "int_or_string",
         "list_map_keys",
         "list_type",
@@ -103,6 +104,7 @@ class OpenAPINode:
         ext = {k: v for source in (s, declared) for k, v in source.items() if k.startswith("x-kubernetes-")}
         raw_type = s.get("type")
         self.type: str = raw_type if isinstance(raw_type, str) else ""
+        self.default: Any = declared.get("default", s.get("default"))  # the field's own over its type's
         props, extra, items = s.get("properties"), s.get("additionalProperties"), s.get("items")
         self.props: Mapping[str, Schema] | None = props if isinstance(props, dict) else None
         self._extra: Schema | None = extra if isinstance(extra, dict) else None

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.registry import fieldpath as fp
-from kcp_apiserver.registry.applymerge import merge, prune
+from kcp_apiserver.registry.applymerge import fill_key_defaults, merge, prune
 from kcp_apiserver.registry.fieldsets import DuplicateItem, object_set
 from kcp_apiserver.registry.managedfields import (
     APPLY,
@@ -187,6 +187,7 @@ class ApplyOwnership(Ownership):
                     if ident != self.ident:
                         keep = fp.union(keep, entry.fields)
                 prune(out, dropped, keep, self.schema)
+        fill_key_defaults(out, self.schema)
         return out
 
     def record(self, old: Obj | None, new: Obj, now: str) -> None:

@@ -41,6 +41,12 @@ def newest_release() -> str:
 V2_PREFIX = "#/definitions/"
 V3_PREFIX = "#/components/schemas/"
 _COMBINATORS = ("oneOf", "anyOf", "allOf")
+# kube's `+default` markers the wheel's schemas drop: kube publishes them as `default` in its OpenAPI, and
+# server-side apply reads them to key a map-list item whose configuration leaves the key field out
+_DEFAULTS = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
+}
 
 
 def definitions(release: str = DEFAULT_RELEASE) -> dict[str, dict[str, Any]]:
@@ -56,7 +62,12 @@ def _definitions(release: str) -> dict[str, dict[str, Any]]:
     source = importlib.resources.files("kubernetes_validate").joinpath(_SCHEMAS_DIR, f"v{release}.0-local",
                                                                        "_definitions.json")
     raw = json.loads(source.read_bytes())["$defs"]
-    return {name: _to_v2(schema) for name, schema in raw.items()}
+    out = {name: _to_v2(schema) for name, schema in raw.items()}
+    for (name, field), value in _DEFAULTS.items():
+        prop = out.get(name, {}).get("properties", {}).get(field)
+        if prop is not None:
+            prop.setdefault("default", value)
+    return out
 
 
 def _to_v2(schema: dict[str, Any]) -> dict[str, Any]:

@@ -40,6 +40,10 @@ class SchemaNode(Protocol):
         """The fields that identify an item of a map list."""
 
     @property
+    def default(self) -> Any:
+        """The schema's `default` for this value (kube's OpenAPI, a CRD's structural schema); None without one."""
+
+    @property
     def map_type(self) -> MapType | None:
         """Whether an object's keys are owned one by one (granular) or together (atomic); None off objects."""
 
@@ -134,6 +138,10 @@ class RootDelegate:
     @property
     def list_map_keys(self) -> tuple[str, ...]:
         return self.root.list_map_keys if self.root is not None else ()
+
+    @property
+    def default(self) -> Any:
+        return self.root.default if self.root is not None else None
 
     @property
     def map_type(self) -> MapType | None:

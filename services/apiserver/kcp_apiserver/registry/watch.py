@@ -21,10 +21,20 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import ListResult, Registry, parse_resource_version
 from kcp_apiserver.storage import watchframing
-from kcp_apiserver.storage.watchcache import ADDED, TOO_SLOW, Filter, Sink, TooOld, WatchCache, Watcher, WatchEvent
+from kcp_apiserver.storage.watchcache import (
+    ADDED,
+    TOO_SLOW,
+    Batch,
+    Filter,
+    Sink,
+    TooOld,
+    WatchCache,
+    Watcher,
+    WatchEvent,
+)
 
 # what the HTTP layer needs of the cache, so that it never reaches past the registry into storage
-__all__ = ["ADDED", "TOO_SLOW", "PreparedWatch", "WatchCache", "WatchEvent", "Watcher", "prepare_watch", "watchframing"]
+__all__ = ["ADDED", "TOO_SLOW", "Batch", "PreparedWatch", "WatchCache", "WatchEvent", "Watcher", "prepare_watch", "watchframing"]
 
 Emit = Callable[[list[Obj], int], None]  # (initial objects, the revision they are at)
 

@@ -107,7 +107,8 @@ def _issue(ca_cert_path: Path, ca_key_path: Path, cert_path: Path, key_path: Pat
     """A leaf certificate signed by the CA, for `hosts` (IPs or DNS names) and the given extended key usages."""
     ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    # a CA handed in (the Helm chart's, made by helm's genCA) may be RSA; the ones made here are EC
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey)
     key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = []
     for host in hosts:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
@@ -40,7 +41,16 @@ TOO_SLOW = "forcing watcher close due to unresponsiveness: the client did not ke
 # themselves (events arrive while a batch is being written), which is what keeps 1,000 watchers cheap.
 # The first event after a quiet spell (IDLE_AFTER without a batch) goes out at once: a lone change,
 # the common case for kubectl and controllers, pays no batching delay.
+# A flush costs about the same per watcher however many events its batch holds (a transport write,
+# a TLS record, a send), so with many watchers the interval stretches to FLUSH_DUTY times what the
+# last flush took (up to FLUSH_INTERVAL_MAX): flushing then takes at most about 1/FLUSH_DUTY of the
+# loop, and the batches grow instead of the backlog.
+# A batch is flushed at once when it holds FLUSH_BYTES: a connection whose client is behind holds its
+# own (encrypted) copy of at most about one batch beyond its transport's high-water mark.
 FLUSH_INTERVAL = 0.01
+FLUSH_INTERVAL_MAX = 0.1
+FLUSH_DUTY = 4.0
+FLUSH_BYTES = 32 * 1024
 IDLE_AFTER = 0.1
 LOAD_PAGE = 1000  # most keys per etcd read when (re)loading the state (fewer when objects are large)
 RESTART_MIN, RESTART_MAX = 0.05, 2.0  # seconds before the etcd watch is restarted (doubling while it fails)
@@ -50,6 +60,7 @@ __all__ = [
     "DELETED",
     "MODIFIED",
     "TOO_SLOW",
+    "Batch",
     "Cached",
     "Filter",
     "Follower",
@@ -143,6 +154,22 @@ class WatchEvent:
         return data
 
 
+class Batch:
+    """The framed events of one dispatch batch for one encoding: one immutable bytes object that every
+    watcher of a group is handed (a slow watcher keeps a reference, never a copy).
+
+    `wire` is the sink's own transport form (an HTTP chunk), made by the first sink that writes
+    the batch and then shared by the others.
+    """
+
+    __slots__ = ("data", "events", "wire")
+
+    def __init__(self, data: bytes, events: int) -> None:
+        self.data = data
+        self.events = events
+        self.wire: bytes | None = None
+
+
 class Sink(Protocol):
     """Where a watcher's events go, as bytes (an HTTP response).
 
@@ -155,8 +182,8 @@ class Sink(Protocol):
 
     def encode(self, type_: str, event: WatchEvent) -> bytes: ...
 
-    def write(self, data: bytes, events: int) -> bool:
-        """Send a batch of `events` framed events at once; False = the client is gone or too slow."""
+    def write(self, batch: Batch) -> bool:
+        """Send a batch of framed events at once; False = the client is gone or too slow."""
         ...
 
 
@@ -212,7 +239,9 @@ class Watcher:
         if self.sink is not None:
             if not self.pending:
                 self.cache._dirty.append(self)
-            self.pending.append(self.sink.encode(type_, event))
+            data = self.sink.encode(type_, event)
+            self.pending.append(data)
+            self.cache._batch_bytes += len(data)
             return
         try:
             self.queue.put_nowait((type_, event))
@@ -223,11 +252,11 @@ class Watcher:
         """Write this batch's events at once."""
         pending, self.pending = self.pending, []
         if pending and not self.closed and self.sink is not None:
-            self.send(pending[0] if len(pending) == 1 else b"".join(pending), len(pending))
+            self.send(Batch(pending[0] if len(pending) == 1 else b"".join(pending), len(pending)))
 
-    def send(self, data: bytes, events: int) -> None:
+    def send(self, batch: Batch) -> None:
         assert self.sink is not None
-        if not self.sink.write(data, events):
+        if not self.sink.write(batch):
             self.close(TOO_SLOW)
 
     def close(self, reason: str = "") -> None:
@@ -257,15 +286,17 @@ class _Group:
     def offer(self, event: WatchEvent) -> None:
         if not self.pending:
             self.cache._dirty.append(self)
-        self.pending.append(next(iter(self.members)).sink.encode(event.type, event))  # type: ignore[union-attr]
+        data = next(iter(self.members)).sink.encode(event.type, event)  # type: ignore[union-attr]
+        self.pending.append(data)
+        self.cache._batch_bytes += len(data)
 
     def flush(self) -> None:
+        """One Batch for every member: per watcher this is one call, whatever the batch holds."""
         pending, self.pending = self.pending, []
         if not pending or not self.members:
             return
-        data = pending[0] if len(pending) == 1 else b"".join(pending)
-        events = len(pending)
-        slow = [w for w in self.members if not w.sink.write(data, events)]  # type: ignore[union-attr]
+        batch = Batch(pending[0] if len(pending) == 1 else b"".join(pending), len(pending))
+        slow = [w for w in self.members if not w.sink.write(batch)]  # type: ignore[union-attr]
         for watcher in slow:
             watcher.close(TOO_SLOW)
 
@@ -290,9 +321,12 @@ class WatchCache:
         self._groups: dict[tuple[Scope, Hashable], _Group] = {}
         self._by_scope: dict[Scope, list[_Group]] = {}
         self._singles: dict[Watcher, None] = {}  # watchers offered each event one by one (filters, own encoding)
+        self._joining: dict[Watcher, Hashable] = {}  # singles that join a group once the cache passes their start
         self._dirty: list[_Group | Watcher] = []  # what has events of the current batch
         self._flush_handle: asyncio.Handle | None = None
         self._last_flush = 0.0
+        self._flush_interval = FLUSH_INTERVAL  # stretched by what flushes cost (see FLUSH_DUTY)
+        self._batch_bytes = 0  # encoded bytes in the current batch, over every group and watcher
         self.ready = asyncio.Event()
         self.restarts = 0  # etcd watches opened after the first (for tests and metrics)
         self._task: asyncio.Task[None] | None = None
@@ -336,19 +370,35 @@ class WatchCache:
         watcher.flush()
         encoding = sink.encoding if sink is not None else None
         if matches is None and encoding is not None and after_revision <= self.revision:
-            group = self._groups.get((watcher.scope, encoding))
-            if group is None:
-                group = self._groups[(watcher.scope, encoding)] = _Group(self, watcher.scope, encoding)
-                self._by_scope.setdefault(watcher.scope, []).append(group)
-            group.members[watcher] = None
-            watcher.group = group
+            self._join(watcher, encoding)
         else:
             self._singles[watcher] = None
+            if matches is None and encoding is not None:
+                # from a revision the cache has not reached (a list's, etcd's newest): it must skip the
+                # events up to it, so it is offered events one by one until the cache has passed it
+                self._joining[watcher] = encoding
         return watcher
+
+    def _join(self, watcher: Watcher, encoding: Hashable) -> None:
+        group = self._groups.get((watcher.scope, encoding))
+        if group is None:
+            group = self._groups[(watcher.scope, encoding)] = _Group(self, watcher.scope, encoding)
+            self._by_scope.setdefault(watcher.scope, []).append(group)
+        group.members[watcher] = None
+        watcher.group = group
+
+    def _join_groups(self) -> None:
+        """Right after a flush (nothing pending): watchers whose start the cache has passed join their group."""
+        for watcher, encoding in list(self._joining.items()):
+            if watcher.after_revision <= self.revision:
+                del self._joining[watcher]
+                del self._singles[watcher]
+                self._join(watcher, encoding)
 
     def unsubscribe(self, watcher: Watcher) -> None:
         self.watchers.discard(watcher)
         self._singles.pop(watcher, None)
+        self._joining.pop(watcher, None)
         group = watcher.group
         if group is not None:
             group.members.pop(watcher, None)
@@ -451,12 +501,17 @@ class WatchCache:
             self._append(event)
             self._fan_out(event)
             event.compact()
-        if self._dirty and self._flush_handle is None:
+        if self._dirty and self._batch_bytes > FLUSH_BYTES:  # big enough: what a slow client's connection holds
+            if self._flush_handle is not None:
+                self._flush_handle.cancel()
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+        elif self._dirty and self._flush_handle is None:
             loop = asyncio.get_running_loop()
-            if loop.time() - self._last_flush > IDLE_AFTER:
+            interval = self._flush_interval
+            if loop.time() - self._last_flush > max(IDLE_AFTER, interval):
                 self._flush_handle = loop.call_soon(self._flush)
             else:
-                self._flush_handle = loop.call_later(FLUSH_INTERVAL, self._flush)
+                self._flush_handle = loop.call_later(interval, self._flush)
         elif not self._dirty:
             self.delivered_revision = self.revision
 
@@ -479,12 +534,20 @@ class WatchCache:
 
     def _flush(self) -> None:
         """Write the batch: each group's and each watcher's events in one write."""
-        self._flush_handle = None
-        self._last_flush = asyncio.get_running_loop().time()
+        if self._flush_handle is not None:  # called directly (a new watcher): the scheduled one has nothing left
+            self._flush_handle.cancel()
+            self._flush_handle = None
         dirty, self._dirty = self._dirty, []
+        self._batch_bytes = 0
+        started = time.perf_counter()
         for target in dirty:
             target.flush()
+        cost = time.perf_counter() - started
+        self._flush_interval = min(max(FLUSH_INTERVAL, FLUSH_DUTY * cost), FLUSH_INTERVAL_MAX)
+        self._last_flush = asyncio.get_running_loop().time()
         self.delivered_revision = self.revision
+        if self._joining:
+            self._join_groups()
 
     def _append(self, event: WatchEvent) -> None:
         self.events.append(event)

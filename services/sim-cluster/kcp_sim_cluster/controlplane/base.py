@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-from kcp_sim_cluster.controlplane.informer import key_of
+from kcp_sim_cluster.controlplane.expectations import Expectations
+from kcp_sim_cluster.controlplane.informer import controller_uid, key_of
 from kcp_sim_cluster.controlplane.objects import Obj
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Controller, Result
@@ -43,6 +44,23 @@ class SimController:
     def enqueue(self, obj: Obj | None) -> None:
         if obj is not None:
             self.controller.enqueue(key_of(obj))
+
+    def watch_owned(self, owners: str, dependents: str, expectations: Expectations | None = None) -> None:
+        """Reconcile an owner when it changes and when anything it controls does; count what appears
+        against `expectations`."""
+        informer = self.sim.informer(owners)
+        informer.add_index("uid", lambda o: [o["metadata"].get("uid", "")])
+        informer.add_handler(lambda old, new: self.enqueue(new if new is not None else old))
+
+        def on_dependent(old: Obj | None, new: Obj | None) -> None:
+            obj = new if new is not None else old
+            assert obj is not None
+            for key in informer.keys_by_index("uid", controller_uid(obj)):
+                if old is None and expectations is not None:
+                    expectations.created(key)
+                self.enqueue_soon(key)
+
+        self.sim.informer(dependents).add_handler(on_dependent)
 
     def enqueue_soon(self, key: ObjectKey) -> None:
         """Queue an owner for a change of one of its many dependents (pods): a burst of them, as a rollout

@@ -1,12 +1,14 @@
 """Standard five-field cron schedules (minute hour day-of-month month day-of-week), as the CronJob
 controller reads them (robfig/cron's standard parser): lists, ranges, steps, `*`, `?`, month and
-weekday names, the `@hourly`-style macros, and an optional `CRON_TZ=`/`TZ=` prefix (UTC only here).
+weekday names, the `@hourly`-style macros, and an optional `CRON_TZ=`/`TZ=` prefix. Times are read in
+the schedule's time zone (the CronJob's `timeZone`, else the prefix, else UTC).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MACROS = {
     "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
@@ -32,6 +34,7 @@ class Schedule:
     weekdays: frozenset[int]
     any_day: bool  # day of month was `*`
     any_weekday: bool  # day of week was `*`
+    zone: dt.tzinfo = field(default=dt.UTC)
 
     def _day_matches(self, when: dt.datetime) -> bool:
         weekday = (when.weekday() + 1) % 7  # Python: Monday 0; cron: Sunday 0
@@ -41,7 +44,12 @@ class Schedule:
         return dom or dow
 
     def next_after(self, after: dt.datetime) -> dt.datetime | None:
-        """The first time strictly after `after` (to the minute) the schedule fires."""
+        """The first time strictly after `after` (to the minute) the schedule fires, in UTC."""
+        found = self._next_local(after.astimezone(self.zone).replace(tzinfo=None))
+        return found.replace(tzinfo=self.zone).astimezone(dt.UTC) if found is not None else None
+
+    def _next_local(self, after: dt.datetime) -> dt.datetime | None:
+        """The search on the zone's wall clock (naive times)."""
         when = after.replace(second=0, microsecond=0) + dt.timedelta(minutes=1)
         limit = when + dt.timedelta(days=366 * SEARCH_YEARS)
         while when < limit:
@@ -103,10 +111,23 @@ def _field(text: str, low: int, high: int, names: dict[str, int], name: str) -> 
     return frozenset(values)
 
 
-def parse(schedule: str) -> Schedule:
+def zone(name: str) -> dt.tzinfo:
+    """A time zone by its IANA name; raises CronError for one the system does not know."""
+    if not name or name == "UTC":
+        return dt.UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CronError(f"unknown time zone {name}") from None
+
+
+def parse(schedule: str, time_zone: str = "") -> Schedule:
+    """A schedule, read in `time_zone` (a CronJob's spec.timeZone; else a CRON_TZ= prefix; else UTC)."""
     text = schedule.strip()
+    prefix_zone = ""
     if text.startswith(("CRON_TZ=", "TZ=")):
-        _, _, text = text.partition(" ")
+        prefix, _, text = text.partition(" ")
+        prefix_zone = prefix.partition("=")[2]
         text = text.strip()
     if text.startswith("@"):
         if text not in _MACROS:
@@ -118,4 +139,4 @@ def parse(schedule: str) -> Schedule:
     minutes, hours, days, months, weekdays = (
         _field(p, low, high, names, name) for p, (name, low, high, names) in zip(parts, _FIELDS, strict=True))
     return Schedule(minutes, hours, days, months, weekdays, any_day=parts[2] in ("*", "?"),
-                    any_weekday=parts[4] in ("*", "?"))
+                    any_weekday=parts[4] in ("*", "?"), zone=zone(time_zone or prefix_zone))

@@ -15,7 +15,6 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane import cron
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
-from kcp_sim_cluster.controlplane.informer import controller_uid
 from kcp_sim_cluster.controlplane.job import finished
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, get_condition, now, owner_reference, parse_time, rfc3339
 from kcp_sim_cluster.controlplane.runtime import Sim
@@ -48,16 +47,7 @@ class CronJobController(SimController):
         self.job_res: Resource = sim.resource("jobs")  # type: ignore[assignment]
 
     def wire(self) -> None:
-        informer = self.sim.informer("cronjobs")
-        informer.add_index("uid", lambda o: [o["metadata"].get("uid", "")])
-        informer.add_handler(lambda old, new: self.enqueue(new if new is not None else old))
-        self.sim.informer("jobs").add_handler(self._on_job)
-
-    def _on_job(self, old: Obj | None, new: Obj | None) -> None:
-        job = new if new is not None else old
-        assert job is not None
-        for key in self.sim.informer("cronjobs").keys_by_index("uid", controller_uid(job)):
-            self.controller.enqueue(key)
+        self.watch_owned("cronjobs", "jobs")
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         cj = self.sim.informer("cronjobs").get(key)
@@ -68,7 +58,7 @@ class CronJobController(SimController):
         active = [j for j in jobs if not finished(j)]
         await self._cleanup(spec, [j for j in jobs if finished(j)])
         try:
-            schedule = cron.parse(str(spec.get("schedule", "")))
+            schedule = cron.parse(str(spec.get("schedule", "")), str(spec.get("timeZone") or ""))
         except cron.CronError as exc:
             self.sim.recorder.record(cj, WARNING, "UnparseableSchedule", f"unparseable schedule: {exc}",
                                      component=COMPONENT)

@@ -18,7 +18,7 @@ from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.expectations import Expectations
 from kcp_sim_cluster.controlplane.hashing import pod_template_hash
 from kcp_sim_cluster.controlplane.history import sync_history
-from kcp_sim_cluster.controlplane.informer import cluster_of, controller_uid
+from kcp_sim_cluster.controlplane.informer import cluster_of
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels
 from kcp_sim_cluster.controlplane.podutil import is_available, is_ready, is_terminal, node_name
 from kcp_sim_cluster.controlplane.replicaset import pod_from_template
@@ -67,19 +67,8 @@ class DaemonSetController(SimController):
         self.expectations = Expectations()
 
     def wire(self) -> None:
-        informer = self.sim.informer("daemonsets")
-        informer.add_index("uid", lambda o: [o["metadata"].get("uid", "")])
-        informer.add_handler(lambda old, new: self.enqueue(new if new is not None else old))
-        self.sim.informer("pods").add_handler(self._on_pod)
+        self.watch_owned("daemonsets", "pods", self.expectations)
         self.sim.informer("nodes").add_handler(self._on_node)
-
-    def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
-        pod = new if new is not None else old
-        assert pod is not None
-        for key in self.sim.informer("daemonsets").keys_by_index("uid", controller_uid(pod)):
-            if old is None:
-                self.expectations.created(key)
-            self.enqueue_soon(key)
 
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
         node = new if new is not None else old

@@ -33,7 +33,6 @@ from kcp_sim_cluster.controlplane.objects import (
     is_deleting,
     labels,
     owner_reference,
-    set_condition,
 )
 from kcp_sim_cluster.controlplane.podutil import is_terminal
 from kcp_sim_cluster.controlplane.runtime import Sim
@@ -314,11 +313,11 @@ class DeploymentController(SimController):
             if ds.deadline(current) is not None:
                 status = current.setdefault("status", {})
                 if not found:
-                    set_condition(status, ds.PROGRESSING, "True", "NewReplicaSetCreated",
-                                  f'Created new replica set "{name}"', update_time=True)
+                    ds.set_deployment_condition(status, ds.PROGRESSING, "True", "NewReplicaSetCreated",
+                                                f'Created new replica set "{name}"')
                 elif get_condition(status, ds.PROGRESSING) is None:
-                    set_condition(status, ds.PROGRESSING, "True", "FoundNewReplicaSet",
-                                  f'Found new replica set "{name}"', update_time=True)
+                    ds.set_deployment_condition(status, ds.PROGRESSING, "True", "FoundNewReplicaSet",
+                                                f'Found new replica set "{name}"')
             return True
 
         return await self.sim.write_status(self.d_res, d, update) or d

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kcp_sim_cluster.controlplane.objects import Obj, get_condition, parse_time, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, get_condition, parse_time, rfc3339
 
 AVAILABLE, PROGRESSING = "Available", "Progressing"
 NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
@@ -46,11 +46,11 @@ def calculate(d: Obj, new_rs: Obj | None, all_rss: Sequence[Obj], max_unavailabl
     if old.get("collisionCount") is not None:
         status["collisionCount"] = old["collisionCount"]
     if available >= replicas(d) - max_unavailable:
-        set_condition(status, AVAILABLE, "True", "MinimumReplicasAvailable", "Deployment has minimum availability.",
-                      update_time=True)
+        set_deployment_condition(status, AVAILABLE, "True", "MinimumReplicasAvailable",
+                                 "Deployment has minimum availability.")
     else:
-        set_condition(status, AVAILABLE, "False", "MinimumReplicasUnavailable",
-                      "Deployment does not have minimum availability.", update_time=True)
+        set_deployment_condition(status, AVAILABLE, "False", "MinimumReplicasUnavailable",
+                                 "Deployment does not have minimum availability.")
     return status
 
 
@@ -90,13 +90,12 @@ def rollout_conditions(d: Obj, new_rs: Obj | None, status: dict[str, Any]) -> fl
         return None  # complete and still so
     old = d.get("status") or {}
     if new_rs is not None and is_complete(d, status):
-        set_condition(status, PROGRESSING, "True", NEW_RS_AVAILABLE, f'ReplicaSet "{name}" has successfully progressed.',
-                      update_time=True)
+        set_deployment_condition(status, PROGRESSING, "True", NEW_RS_AVAILABLE,
+                                 f'ReplicaSet "{name}" has successfully progressed.')
         return None
     if new_rs is not None and _progressed(old, status):
-        set_condition(status, PROGRESSING, "True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.',
-                      update_time=True)
-        _touch(status, PROGRESSING)
+        set_deployment_condition(status, PROGRESSING, "True", "ReplicaSetUpdated",
+                                 f'ReplicaSet "{name}" is progressing.', renew=True)
         return float(limit) + 1
     if cond is None or cond.get("reason") == NEW_RS_AVAILABLE:
         return None
@@ -105,17 +104,27 @@ def rollout_conditions(d: Obj, new_rs: Obj | None, status: dict[str, Any]) -> fl
     since = parse_time(cond.get("lastUpdateTime") or cond.get("lastTransitionTime"))
     left = (since.timestamp() + limit - time.time()) if since else 0.0
     if left < 0 and new_rs is not None:
-        set_condition(status, PROGRESSING, "False", TIMED_OUT, f'ReplicaSet "{name}" has timed out progressing.',
-                      update_time=True)
+        set_deployment_condition(status, PROGRESSING, "False", TIMED_OUT,
+                                 f'ReplicaSet "{name}" has timed out progressing.')
         return None
     return max(left, 0.0) + 1
 
 
-def _touch(status: dict[str, Any], type_: str) -> None:
-    """The condition moved on without changing status: a new lastUpdateTime, the transition time kept."""
-    cond = get_condition(status, type_)
-    if cond is not None:
-        cond["lastUpdateTime"] = rfc3339()  # type: ignore[index]
+def set_deployment_condition(status: dict[str, Any], type_: str, value: str, reason: str, message: str, *,
+                             renew: bool = False) -> None:
+    """kube's SetDeploymentCondition: nothing changes if status and reason are the same (unless `renew`,
+    kube's remove-then-set for a rollout that moved on); otherwise the condition is replaced, keeping
+    its lastTransitionTime when the status is unchanged, and moves to the end of the list."""
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    current = next((c for c in conditions if c.get("type") == type_), None)
+    if current is not None and not renew and current.get("status") == value and current.get("reason") == reason:
+        return
+    stamp = rfc3339()
+    condition = {"type": type_, "status": value, "lastUpdateTime": stamp, "lastTransitionTime": stamp,
+                 "reason": reason, "message": message}
+    if current is not None and current.get("status") == value:
+        condition["lastTransitionTime"] = current.get("lastTransitionTime", stamp)
+    status["conditions"] = [c for c in conditions if c.get("type") != type_] + [condition]
 
 
 def paused_condition(d: Obj, status: dict[str, Any]) -> None:
@@ -128,6 +137,6 @@ def paused_condition(d: Obj, status: dict[str, Any]) -> None:
     paused = bool((d.get("spec") or {}).get("paused"))
     shown = cond is not None and cond.get("reason") == PAUSED
     if paused and not shown:
-        set_condition(status, PROGRESSING, "Unknown", PAUSED, "Deployment is paused", update_time=True)
+        set_deployment_condition(status, PROGRESSING, "Unknown", PAUSED, "Deployment is paused")
     elif not paused and shown:
-        set_condition(status, PROGRESSING, "Unknown", RESUMED, "Deployment is resumed", update_time=True)
+        set_deployment_condition(status, PROGRESSING, "Unknown", RESUMED, "Deployment is resumed")

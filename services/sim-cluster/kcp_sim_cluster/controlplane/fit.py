@@ -2,7 +2,7 @@
 words for why it fits nowhere.
 
 Filters run in kube's order and the first that fails names the node's reason: NodeUnschedulable,
-TaintToleration, NodeAffinity (nodeSelector), then NodeResourcesFit (the pods limit, cpu, memory;
+TaintToleration, NodeAffinity (nodeSelector and required node affinity), then NodeResourcesFit (the pods limit, cpu, memory;
 it reports every resource that is short). The pick among fitting nodes is kube's default scoring in
 its simplest form: least allocated (most free cpu and memory after placing the pod).
 """
@@ -119,6 +119,45 @@ def tolerates(tolerations: Iterable[Obj], taint: Obj) -> bool:
     return False
 
 
+def _requirement(expr: Obj, values: Mapping[str, str]) -> bool:
+    """One node selector requirement (In, NotIn, Exists, DoesNotExist, Gt, Lt) against labels or fields."""
+    key, op, wanted = expr.get("key", ""), expr.get("operator"), expr.get("values") or []
+    present, value = key in values, values.get(key)
+    if op == "In":
+        return present and value in wanted
+    if op == "NotIn":
+        return not present or value not in wanted
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and len(wanted) == 1:
+        try:
+            have, bound = int(str(value)), int(wanted[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
+def _term_matches(term: Obj, node: NodeState) -> bool:
+    """A nodeSelectorTerm: all its expressions on labels and fields (only metadata.name); empty matches nothing."""
+    expressions, fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+    if not expressions and not fields:
+        return False
+    return all(_requirement(e, node.labels) for e in expressions) and \
+        all(_requirement(f, {"metadata.name": node.name}) for f in fields)
+
+
+def affinity_matches(spec: Obj, node: NodeState) -> bool:
+    """requiredDuringSchedulingIgnoredDuringExecution node affinity: any of its terms (none required: all nodes)."""
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+    return any(_term_matches(term, node) for term in required.get("nodeSelectorTerms") or [])
+
+
 @dataclass(frozen=True)
 class NodeVerdict:
     reasons: tuple[str, ...]  # empty: the pod fits
@@ -136,7 +175,7 @@ def check(pod: Obj, requests: Requests, node: NodeState) -> NodeVerdict:
             return NodeVerdict((f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}",),
                                resolvable=False)
     selector = spec.get("nodeSelector") or {}
-    if any(node.labels.get(k) != v for k, v in selector.items()):
+    if any(node.labels.get(k) != v for k, v in selector.items()) or not affinity_matches(spec, node):
         return NodeVerdict((REASON_SELECTOR,), resolvable=False)
     reasons = []
     if node.pods + 1 > node.max_pods:

@@ -15,8 +15,16 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.expectations import Expectations
-from kcp_sim_cluster.controlplane.informer import controller_uid
-from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, get_condition, is_deleting, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import (
+    Obj,
+    annotations_of,
+    copy_obj,
+    get_condition,
+    is_deleting,
+    labels,
+    rfc3339,
+    set_condition,
+)
 from kcp_sim_cluster.controlplane.podutil import is_active, is_ready, phase
 from kcp_sim_cluster.controlplane.replicaset import pod_from_template
 from kcp_sim_cluster.controlplane.runtime import Sim
@@ -24,11 +32,49 @@ from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 
 COMPONENT = "job-controller"
+INDEX_KEY = "batch.kubernetes.io/job-completion-index"
 
 
 def finished(job: Obj) -> bool:
     return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
                for c in (job.get("status") or {}).get("conditions") or [])
+
+
+def restarts(pods: list[Obj]) -> int:
+    """Container restarts of pods that restart on failure (each is one more try, as kube counts them)."""
+    return sum(int(c.get("restartCount") or 0) for p in pods
+               if (p.get("spec") or {}).get("restartPolicy") == "OnFailure"
+               for c in (p.get("status") or {}).get("containerStatuses") or [])
+
+
+def completion_index(pod: Obj) -> int | None:
+    value = annotations_of(pod).get(INDEX_KEY) or labels(pod).get(INDEX_KEY)
+    return int(value) if value is not None and str(value).isdigit() else None
+
+
+def format_indexes(indexes: set[int]) -> str:
+    """kube's completedIndexes: sorted ranges, `0-2,4`."""
+    runs: list[list[int]] = []
+    for i in sorted(indexes):
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def indexed_pod(job: Obj, template: Obj, name: str, index: int) -> dict[str, Any]:
+    """A pod of an Indexed Job: `<job>-<index>-` names, the index as annotation, label, hostname and env."""
+    pod = pod_from_template(job, template, generate_name=f"{name}-{index}-")
+    pod["metadata"].setdefault("annotations", {})[INDEX_KEY] = str(index)
+    pod["metadata"]["labels"][INDEX_KEY] = str(index)
+    pod["spec"]["hostname"] = f"{name}-{index}"
+    for container in pod["spec"].get("containers") or []:
+        env = [e for e in container.get("env") or [] if e.get("name") != "JOB_COMPLETION_INDEX"]
+        env.append({"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {
+            "apiVersion": "v1", "fieldPath": f"metadata.annotations['{INDEX_KEY}']"}}})
+        container["env"] = env
+    return pod
 
 
 class JobController(SimController):
@@ -43,18 +89,7 @@ class JobController(SimController):
         self.expectations = Expectations()
 
     def wire(self) -> None:
-        informer = self.sim.informer("jobs")
-        informer.add_index("uid", lambda o: [o["metadata"].get("uid", "")])
-        informer.add_handler(lambda old, new: self.enqueue(new if new is not None else old))
-        self.sim.informer("pods").add_handler(self._on_pod)
-
-    def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
-        pod = new if new is not None else old
-        assert pod is not None
-        for key in self.sim.informer("jobs").keys_by_index("uid", controller_uid(pod)):
-            if old is None:
-                self.expectations.created(key)
-            self.enqueue_soon(key)
+        self.watch_owned("jobs", "pods", self.expectations)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         job = self.sim.informer("jobs").get(key)
@@ -66,13 +101,15 @@ class JobController(SimController):
         spec = job.get("spec") or {}
         pods = self.sim.informer("pods").by_index("owner", job["metadata"]["uid"])
         active = [p for p in pods if is_active(p)]
-        succeeded = sum(1 for p in pods if phase(p) == "Succeeded")
+        indexed = spec.get("completionMode") == "Indexed"
+        done_indexes = {i for p in pods if phase(p) == "Succeeded" and (i := completion_index(p)) is not None}
+        succeeded = len(done_indexes) if indexed else sum(1 for p in pods if phase(p) == "Succeeded")
         failed = sum(1 for p in pods if phase(p) == "Failed")
         completions = spec.get("completions")
         parallelism = int(spec.get("parallelism", 1))
         backoff_limit = int(spec.get("backoffLimit", 6))
         outcome = ""
-        if failed > backoff_limit:
+        if failed + restarts(active) > backoff_limit:  # kube counts OnFailure restarts as failures too
             outcome = "Failed"
         elif (completions is not None and succeeded >= int(completions)) or \
                 (completions is None and succeeded > 0 and not active):
@@ -83,12 +120,20 @@ class JobController(SimController):
         elif not is_deleting(job) and self.expectations.satisfied(key):
             remaining = (int(completions) - succeeded) if completions is not None else parallelism
             wanted = max(min(parallelism, remaining) - len(active), 0)
+            indexes: list[int | None] = [None] * wanted
+            if indexed and completions is not None:
+                running = {completion_index(p) for p in active}
+                missing: list[int | None] = [i for i in range(int(completions))
+                                             if i not in done_indexes and i not in running]
+                indexes = missing[:wanted]
+                wanted = len(indexes)
             if wanted:
                 self.expectations.expect(key, adds=wanted)
                 template = spec.get("template") or {}
 
-                async def create() -> None:
-                    pod = pod_from_template(job, template, generate_name=f"{key.name}-")
+                async def create(index: int | None) -> None:
+                    pod = indexed_pod(job, template, key.name, index) if index is not None else \
+                        pod_from_template(job, template, generate_name=f"{key.name}-")
                     created = await self.sim.create(self.pod_res, key.cluster, key.namespace, pod)
                     if created is None:
                         self.expectations.created(key)
@@ -96,11 +141,13 @@ class JobController(SimController):
                     self.sim.recorder.record(job, NORMAL, "SuccessfulCreate",
                                              f"Created pod: {created['metadata']['name']}", component=COMPONENT)
 
-                await asyncio.gather(*(create() for _ in range(wanted)))
-        await self._status(job, active, succeeded, failed, outcome)
+                await asyncio.gather(*(create(i) for i in indexes))
+        await self._status(job, active, succeeded, failed, outcome,
+                           completed_indexes=format_indexes(done_indexes) if indexed else None)
         return None
 
-    async def _status(self, job: Obj, active: list[Obj], succeeded: int, failed: int, outcome: str) -> None:
+    async def _status(self, job: Obj, active: list[Obj], succeeded: int, failed: int, outcome: str, *,
+                      completed_indexes: str | None = None) -> None:
         stamp = rfc3339()
         suspended = bool((job.get("spec") or {}).get("suspend"))
 
@@ -115,6 +162,10 @@ class JobController(SimController):
                 else:
                     status.pop(field, None)
             status["ready"] = sum(1 for p in active if is_ready(p))
+            if completed_indexes:
+                status["completedIndexes"] = completed_indexes
+            elif completed_indexes is not None:
+                status.pop("completedIndexes", None)
             status["terminating"] = 0
             status.setdefault("uncountedTerminatedPods", {})
             if suspended and not outcome:

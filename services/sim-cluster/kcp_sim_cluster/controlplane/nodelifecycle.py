@@ -32,17 +32,19 @@ log = structlog.get_logger("sim.nodelifecycle")
 COMPONENT = "node-controller"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+CONDITION_TAINTS = (NOT_READY_TAINT, UNSCHEDULABLE_TAINT, UNREACHABLE_TAINT)
 DEFAULT_TOLERATION_SECONDS = 300  # what the API server's DefaultTolerationSeconds stamps on pods
 
 
-def toleration_seconds(pod: Obj, default: float) -> float | None:
-    """How long the pod stays on a not-ready node; None: for ever."""
+def toleration_seconds(pod: Obj, default: float, taint: str = "node.kubernetes.io/not-ready") -> float | None:
+    """How long the pod stays on a node with this NoExecute taint; None: for ever."""
     best: float | None = default
     found = False
     for tol in (pod.get("spec") or {}).get("tolerations") or []:
         if tol.get("effect") not in (None, "", "NoExecute"):
             continue
-        if tol.get("key") not in (None, "", NOT_READY_TAINT):
+        if tol.get("key") not in (None, "", taint):
             continue
         if not tol.get("key") and tol.get("operator") != "Exists":
             continue
@@ -55,30 +57,38 @@ def toleration_seconds(pod: Obj, default: float) -> float | None:
     return best
 
 
-def node_ready(node: Obj) -> bool:
-    """Ready unless its kubelet reported otherwise (a node not yet reporting is given time, as kube's grace)."""
+def sickness(node: Obj) -> str:
+    """The taint kube gives the node for its Ready condition: "" (Ready, or not reporting yet, as kube's
+    grace), not-ready (Ready=False) or unreachable (Ready=Unknown: the kubelet stopped reporting)."""
     cond = get_condition(node.get("status"), "Ready")
-    return cond is None or cond.get("status") == "True"
+    if cond is None or cond.get("status") == "True":
+        return ""
+    return UNREACHABLE_TAINT if cond.get("status") == "Unknown" else NOT_READY_TAINT
 
 
-def _taints(ready: bool, current: list[dict[str, Any]], *, cordoned: bool = False) -> list[dict[str, Any]]:
-    """The node's taints with kube's condition taints brought in line: not-ready (NoSchedule and NoExecute)
-    while NotReady, unschedulable (NoSchedule) while cordoned; others untouched, existing ones kept as they are."""
-    kept = [t for t in current if t.get("key") not in (NOT_READY_TAINT, UNSCHEDULABLE_TAINT)]
+def node_ready(node: Obj) -> bool:
+    return not sickness(node)
+
+
+def _taints(sick: str, current: list[dict[str, Any]], *, cordoned: bool = False) -> list[dict[str, Any]]:
+    """The node's taints with kube's condition taints brought in line: `sick` (not-ready or unreachable,
+    "" for none) as NoSchedule and NoExecute, unschedulable (NoSchedule) while cordoned; other taints
+    untouched, and existing ones kept as they are (their timeAdded too)."""
+    key = sick
+    kept = [t for t in current if t.get("key") not in CONDITION_TAINTS]
     existing = {(t.get("key"), t.get("effect")): t for t in current}
     if cordoned:
         kept.append(existing.get((UNSCHEDULABLE_TAINT, "NoSchedule"))
                     or {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": rfc3339()})
-    if ready:
+    if not key:
         return kept
-    return [*kept, existing.get((NOT_READY_TAINT, "NoSchedule")) or {"key": NOT_READY_TAINT, "effect": "NoSchedule"},
-            existing.get((NOT_READY_TAINT, "NoExecute"))
-            or {"key": NOT_READY_TAINT, "effect": "NoExecute", "timeAdded": rfc3339()}]
+    return [*kept, existing.get((key, "NoSchedule")) or {"key": key, "effect": "NoSchedule"},
+            existing.get((key, "NoExecute")) or {"key": key, "effect": "NoExecute", "timeAdded": rfc3339()}]
 
 
-def node_ready_before(taints: list[dict[str, Any]]) -> bool:
-    """Whether the taints said Ready (no not-ready taint)."""
-    return not any(t.get("key") == NOT_READY_TAINT for t in taints)
+def sickness_of(taints: list[dict[str, Any]]) -> str:
+    """Which condition taint the node carried ("" for none)."""
+    return next((str(t["key"]) for t in taints if t.get("key") in (NOT_READY_TAINT, UNREACHABLE_TAINT)), "")
 
 
 class NodeLifecycleController(SimController):
@@ -95,7 +105,7 @@ class NodeLifecycleController(SimController):
         self.sim.informer("pods").add_handler(self._on_pod)
 
     def _on_node(self, old: Obj | None, new: Obj | None) -> None:
-        if new is not None and (old is None or node_ready(old) != node_ready(new)
+        if new is not None and (old is None or sickness(old) != sickness(new)
                                 or (old.get("spec") or {}).get("taints") != (new.get("spec") or {}).get("taints")
                                 or (old.get("spec") or {}).get("unschedulable")
                                 != (new.get("spec") or {}).get("unschedulable")):
@@ -115,34 +125,33 @@ class NodeLifecycleController(SimController):
         node = self.sim.informer("nodes").get(key)
         if node is None:
             return None
-        ready = node_ready(node)
+        sick = sickness(node)
         taints = list((node.get("spec") or {}).get("taints") or [])
         cordoned = bool((node.get("spec") or {}).get("unschedulable"))
-        wanted = _taints(ready, taints, cordoned=cordoned)
+        wanted = _taints(sick, taints, cordoned=cordoned)
         if wanted != taints:
             def taint(current: dict[str, Any]) -> None:
                 spec = current.setdefault("spec", {})
-                spec["taints"] = _taints(ready, list(spec.get("taints") or []),
+                spec["taints"] = _taints(sick, list(spec.get("taints") or []),
                                          cordoned=bool(spec.get("unschedulable")))
                 if not spec["taints"]:
                     del spec["taints"]
 
             node = await self.sim.patch(self.node_res, node, taint) or node
-        if wanted != taints and ready != node_ready_before(taints):
-            self.sim.recorder.record(node, NORMAL, "NodeNotReady" if not ready else "NodeReady",
-                                     f"Node {key.name} status is now: {'NodeNotReady' if not ready else 'NodeReady'}",
-                                     component=COMPONENT)
-        if ready:
+        if wanted != taints and bool(sick) != bool(sickness_of(taints)):
+            word = "NodeNotReady" if sick else "NodeReady"
+            self.sim.recorder.record(node, NORMAL, word, f"Node {key.name} status is now: {word}", component=COMPONENT)
+        if not sick:
             return None
         since = next((parse_time(t.get("timeAdded")) for t in wanted
-                      if t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoExecute"), None)
+                      if t.get("key") == sick and t.get("effect") == "NoExecute"), None)
         tainted_at = since.timestamp() if since else time.time()
         next_check: float | None = None
         for pod in self.sim.informer("pods").by_index("node", node_index_value(key.cluster, key.name)):
             if is_terminal(pod) or pod["metadata"].get("deletionTimestamp"):
                 continue
             await self._mark_not_ready(pod)
-            seconds = toleration_seconds(pod, self.sim.options.eviction_toleration)
+            seconds = toleration_seconds(pod, self.sim.options.eviction_toleration, sick)
             if seconds is None:
                 continue
             left = tainted_at + seconds - time.time()

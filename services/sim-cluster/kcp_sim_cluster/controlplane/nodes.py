@@ -18,7 +18,6 @@ import structlog
 
 from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
-from kcp_sim_cluster.controlplane.informer import cluster_of
 from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, rfc3339, set_condition
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
@@ -88,9 +87,11 @@ class NodeController(SimController):
         return [self._heartbeats()]
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        if key.name not in self.names:
-            return None
         node = self.sim.informer("nodes").get(key)
+        if key.name not in self.names:
+            if node is not None and key.name.startswith(NODE_PREFIX):
+                await self.sim.write_status(self.node_res, node, _unreachable)  # a node --nodes no longer runs
+            return None
         if node is None:
             await self.sim.create(self.node_res, key.cluster, "", self._node(key.name))
             return None  # its status is written when the informer sees it
@@ -197,5 +198,12 @@ class NodeController(SimController):
         await self.sim.create(self.lease_res, cluster, LEASE_NAMESPACE, lease)
 
 
-def is_sim_node(node: Obj) -> bool:
-    return node["metadata"]["name"].startswith(NODE_PREFIX) and bool(cluster_of(node))
+def _unreachable(node: dict[str, Any]) -> bool:
+    """What the node lifecycle controller writes for a kubelet that stopped reporting: every condition Unknown."""
+    status = node.setdefault("status", {})
+    changed = False
+    for cond in [dict(c) for c in status.get("conditions") or []]:
+        changed |= set_condition(status, cond["type"], "Unknown", "NodeStatusUnknown",
+                                 "Kubelet stopped posting node status.")
+    return changed
+

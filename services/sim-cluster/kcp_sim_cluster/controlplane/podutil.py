@@ -32,6 +32,11 @@ def is_pending_schedule(pod: Obj) -> bool:
             and (spec.get("schedulerName") or DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER)
 
 
+def is_gated(pod: Obj) -> bool:
+    """Held back by spec.schedulingGates: the scheduler leaves it alone until they are removed."""
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
 def is_ready(pod: Obj) -> bool:
     cond = get_condition(pod.get("status"), "Ready")
     return bool(cond and cond.get("status") == "True")

@@ -22,7 +22,7 @@ from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of, key_of
 from kcp_sim_cluster.controlplane.objects import Obj, get_condition, set_condition
-from kcp_sim_cluster.controlplane.podutil import is_pending_schedule, is_terminal, node_name
+from kcp_sim_cluster.controlplane.podutil import is_gated, is_pending_schedule, is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
@@ -70,7 +70,7 @@ class Scheduler(SimController):
         key, cluster = key_of(obj), cluster_of(obj)
         pending = self.pending.setdefault(cluster, {})
         if new is not None and is_pending_schedule(new):
-            if key not in pending:
+            if key not in pending or (old is not None and is_gated(old) and not is_gated(new)):
                 pending[key] = None
                 self.controller.enqueue(ObjectKey(cluster, "", ALL))
             return
@@ -121,6 +121,9 @@ class Scheduler(SimController):
         by_name = {n.name: n for n in nodes}
         binds = []
         for pod in waiting:
+            if is_gated(pod):
+                binds.append(self._gated(pod))
+                continue
             requests = self._requests(pod)
             placement = fit.schedule(pod, nodes, requests)
             if placement.node is None:
@@ -154,6 +157,25 @@ class Scheduler(SimController):
         self.sim.recorder.record(bound, NORMAL, "Scheduled",
                                  f"Successfully assigned {meta.get('namespace', '')}/{meta['name']} to {node}",
                                  component=COMPONENT)
+
+    async def _gated(self, pod: Obj) -> None:
+        """kube's SchedulingGated condition on a pod whose scheduling gates are not all removed."""
+        cond = get_condition(pod.get("status"), "PodScheduled")
+        if cond and cond.get("reason") == "SchedulingGated":
+            return
+
+        def mark(current: dict[str, Any]) -> bool:
+            if (current.get("spec") or {}).get("nodeName") or not is_gated(current):
+                return False
+            status = current.setdefault("status", {})
+            status.setdefault("phase", "Pending")
+            changed = set_condition(status, "PodScheduled", "False", "SchedulingGated",
+                                    "Scheduling is blocked due to non-empty scheduling gates")
+            _probe_time(status, "PodScheduled")
+            return changed
+
+        async with self._binds:
+            await self.sim.write_status(self.pod_res, pod, mark)
 
     async def _unschedulable(self, pod: Obj, message: str) -> None:
         self.sim.recorder.record(pod, WARNING, "FailedScheduling", message, component=COMPONENT, aggregate=True)

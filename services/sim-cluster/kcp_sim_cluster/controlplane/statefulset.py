@@ -17,7 +17,6 @@ from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.hashing import pod_template_hash
 from kcp_sim_cluster.controlplane.history import sync_history
-from kcp_sim_cluster.controlplane.informer import controller_uid
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, is_deleting, labels, owner_reference
 from kcp_sim_cluster.controlplane.podutil import is_available, is_ready, is_terminal, phase
 from kcp_sim_cluster.controlplane.replicaset import pod_from_template
@@ -51,16 +50,7 @@ class StatefulSetController(SimController):
         self.pvc_res = sim.resource("persistentvolumeclaims")
 
     def wire(self) -> None:
-        informer = self.sim.informer("statefulsets")
-        informer.add_index("uid", lambda o: [o["metadata"].get("uid", "")])
-        informer.add_handler(lambda old, new: self.enqueue(new if new is not None else old))
-        self.sim.informer("pods").add_handler(self._on_pod)
-
-    def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
-        pod = new if new is not None else old
-        assert pod is not None
-        for key in self.sim.informer("statefulsets").keys_by_index("uid", controller_uid(pod)):
-            self.enqueue_soon(key)
+        self.watch_owned("statefulsets", "pods")
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         sts = self.sim.informer("statefulsets").get(key)
