@@ -109,10 +109,10 @@ class SplitterController:
 
     @property
     def has_synced(self) -> bool:
-        return self.deployments.has_synced and self.targets.has_synced
+        return bool(self.deployments.has_synced and self.targets.has_synced)
 
     def _mine(self, cluster: str) -> bool:
-        return owns(cluster, self.settings.shard_index, self.settings.shards)
+        return bool(owns(cluster, self.settings.shard_index, self.settings.shards))
 
     def _namespace_key(self, cluster: str, namespace: str) -> None:
         key = ObjectKey(cluster, "", namespace)
