@@ -88,8 +88,8 @@ bench: install
 ## lint: ruff on the tree, mypy on every package (with its own pyproject's settings)
 lint: install
 	$(BIN)/ruff check .
-	@set -e; for s in $(SERVICES); do pkg=$$(ls -d $$s/kcp*/ | head -1); echo "mypy $$pkg"; \
-	  $(BIN)/python -m mypy --config-file $$s/pyproject.toml $$pkg; done
+	@set -e; for s in $(SERVICES); do pkg=$$(cd $$s && ls -d kcp*/ | grep -v egg-info | head -1); echo "mypy $$s/$$pkg"; \
+	  (cd $$s && $(CURDIR)/$(BIN)/python -m mypy --config-file pyproject.toml $$pkg); done
 
 ## images: one image per service (kcp-<service>:latest), where a container engine exists
 images:

@@ -27,8 +27,9 @@ ALL_KINDS = {**KINDS, **WORKLOAD_KINDS}
 
 def scheduled_condition(old: Mapping[str, Any] | None, target: str | None, why: str) -> dict[str, Any]:
     status = "True" if target else "False"
-    cond = {"type": NAMESPACE_SCHEDULED, "status": status, "reason": "Scheduled" if target else "Unschedulable",
-            "message": f"objects in this namespace go to SyncTarget {target}" if target else why}
+    cond: dict[str, Any] = {
+        "type": NAMESPACE_SCHEDULED, "status": status, "reason": "Scheduled" if target else "Unschedulable",
+        "message": f"objects in this namespace go to SyncTarget {target}" if target else why}
     same = old is not None and old.get("status") == status
     cond["lastTransitionTime"] = (old or {}).get("lastTransitionTime") if same else now_rfc3339()
     return cond

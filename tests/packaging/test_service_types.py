@@ -1,0 +1,22 @@
+"""The controllers without a quality test of their own type-check as `make lint` checks them
+(mypy with the service's own configuration, run from the service's folder)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("service, package", [("cluster-controller", "kcp_cluster_controller"),
+                                              ("deployment-splitter", "kcp_deployment_splitter")])
+def test_the_service_type_checks(service: str, package: str, tmp_path: Path) -> None:
+    folder = REPO / "services" / service
+    result = subprocess.run([sys.executable, "-m", "mypy", "--config-file", "pyproject.toml",
+                             "--cache-dir", str(tmp_path / "mypy"), package],
+                            capture_output=True, text=True, timeout=300, cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
