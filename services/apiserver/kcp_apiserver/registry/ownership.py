@@ -9,6 +9,7 @@ manager owns it.
 
 from __future__ import annotations
 
+import abc
 import copy
 from typing import Any
 
@@ -40,7 +41,7 @@ Obj = dict[str, Any]
 SYSTEM_MANAGER = "kcp-apiserver"  # the manager of the server's own writes (controllers), as kube-apiserver's
 
 
-class Ownership:
+class Ownership(abc.ABC):
     """Common to both operations: whose write this is, through which endpoint, on what type."""
 
     operation = UPDATE
@@ -65,8 +66,9 @@ class Ownership:
             return {}
         return decode((old.get("metadata") or {}).get("managedFields")) or {}
 
+    @abc.abstractmethod
     def record(self, old: Obj | None, new: Obj, now: str) -> None:
-        raise NotImplementedError
+        """Write this operation's entry into `new`'s managedFields, taking fields from other managers."""
 
 
 MAX_UPDATE_MANAGERS = 10  # kube's cap on Update entries; older ones merge into one per apiVersion

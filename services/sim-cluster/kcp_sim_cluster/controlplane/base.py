@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Coroutine
 from typing import Any
 
@@ -15,7 +16,7 @@ from kcpcommon.keys import ObjectKey
 COALESCE_SECONDS = 0.05  # dependents' events this close together cost one reconcile of their owner
 
 
-class SimController:
+class SimController(abc.ABC):
     """Subclasses name the informers they need, wire their handlers and reconcile one key."""
 
     name = "sim"
@@ -28,7 +29,8 @@ class SimController:
         self.controller: Controller[ObjectKey] = Controller(self.name, self.reconcile, workers=self.workers)
 
     def wire(self) -> None:
-        """Register informer handlers (before the informers start)."""
+        """Register informer handlers (before the informers start); a controller without any keeps this."""
+        return None
 
     def background(self) -> list[Coroutine[Any, Any, None]]:
         """Loops that run beside the workers (heartbeats)."""
@@ -38,8 +40,9 @@ class SimController:
         """Keys to reconcile once the informers have synced (objects that must exist)."""
         return []
 
+    @abc.abstractmethod
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        raise NotImplementedError
+        """Bring one object to what its inputs ask for."""
 
     def enqueue(self, obj: Obj | None) -> None:
         if obj is not None:
