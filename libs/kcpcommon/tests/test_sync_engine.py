@@ -298,3 +298,15 @@ async def test_an_object_whose_state_label_names_other_targets_only_is_removed_d
     h.up.get_answer = up
     await h.reconcile()
     assert h.down.verbs() == ["delete"]
+
+
+def test_the_syncer_caches_objects_without_their_managed_fields() -> None:
+    h = Harness()
+    h.syncer._add_type("configmaps", CM, CM)
+    typ = h.syncer.types["configmaps"]
+    up = upstream_cm()
+    up["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:data": {}}}]
+    typ.up_informer.replace([up], "1")
+    cached = typ.up_informer.indexer.list()
+    assert [obj["metadata"]["name"] for obj in cached] == ["web"]
+    assert "managedFields" not in cached[0]["metadata"]

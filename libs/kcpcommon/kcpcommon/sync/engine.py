@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry
 from ..controller import Controller, Result, TerminalError
 from ..dynamic import DynamicResource
 from ..errors import APIClientError, APIConflictError, APINotFoundError
-from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
+from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object, strip_managed_fields
 from ..informer_factory import SharedInformerFactory
 from ..keys import ObjectKey
 from ..store import NAMESPACE_INDEX
@@ -163,7 +163,8 @@ class Syncer:
         self.controller: Controller[SyncKey] = Controller(
             f"syncer:{self.lc}:{self.target}", self._reconcile, workers=options.workers, registry=registry,
             component="kcp_syncer")
-        self.informers = SharedInformerFactory(options.upstream)
+        # nothing the syncer reads needs managedFields: its caches (three per type) keep objects without them
+        self.informers = SharedInformerFactory(options.upstream, transform=strip_managed_fields)
         self.types: dict[str, SyncedType] = {}
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
         self._namespaces: set[str] = set()  # downstream namespaces known to exist
