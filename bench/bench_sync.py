@@ -145,7 +145,8 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     kcp = KcpServer(root / "kcp", free_port())
     phys = sim_cluster(root / "phys", "--nodes", "1")
     servers = [kcp, phys]
-    syncer = SyncerProcess(kcp, phys, TARGET, LC, root / "syncer.log", extra=["--log-level", "warning", "--workers", str(args.workers)])
+    workers = [] if args.workers is None else ["--workers", str(args.workers)]
+    syncer = SyncerProcess(kcp, phys, TARGET, LC, root / "syncer.log", extra=["--log-level", "warning", *workers])
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "objects": args.objects, "rate": args.rate, "workers": args.workers}
     watches: list[asyncio.Task[None]] = []
@@ -252,7 +253,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=1000, help="objects per phase")
     parser.add_argument("--rate", type=float, default=100.0, help="creates per second in the latency phases")
-    parser.add_argument("--workers", type=int, default=16, help="the syncer's --workers")
+    parser.add_argument("--workers", type=int, default=None, help="the syncer's --workers (default: its own)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for a phase to arrive")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()

@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any, Self
 
 import structlog
-from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client import Configuration
 
 from .dynamic import DynamicClient
 from .errors import InvalidKubeconfigError
 from .flowcontrol import TokenBucket
 from .keys import WILDCARD_CLUSTER
 from .kubeconfig import configuration_from_text, load_configuration
+from .transport import ThrottledApiClient
 
 __all__ = ["BaseClientFactory", "ClientFactory", "DynamicClient", "KubeClientFactory", "ThrottledApiClient",
            "base_server"]
@@ -56,36 +57,6 @@ def _check_cluster(cluster: str) -> str:
     if cluster != WILDCARD_CLUSTER and not _CLUSTER_NAME.match(cluster):
         raise ValueError(f"invalid logical cluster name {cluster!r}")
     return cluster
-
-
-class ThrottledApiClient(ApiClient):
-    """An `ApiClient` whose every request first takes a token from a shared bucket.
-
-    Per-cluster clients are shallow clones of one owner: they share its aiohttp
-    session (and so its connections); only the owner really closes it.
-    """
-
-    def __init__(self, configuration: Configuration, *, bucket: TokenBucket, user_agent: str) -> None:
-        super().__init__(configuration)
-        self.bucket = bucket
-        self.user_agent = user_agent
-        self._owns_session = True
-
-    async def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        await self.bucket.acquire()
-        return await super().request(method, url, *args, **kwargs)
-
-    def clone(self, configuration: Configuration) -> ThrottledApiClient:
-        """The same session, bucket and headers, another configuration (base URL)."""
-        other = copy.copy(self)
-        other.configuration = configuration
-        other.default_headers = dict(self.default_headers)
-        other._owns_session = False
-        return other
-
-    async def close(self) -> None:
-        if self._owns_session:
-            await super().close()
 
 
 class BaseClientFactory(ABC):
@@ -149,7 +120,7 @@ class BaseClientFactory(ABC):
         configuration.host = url
         return configuration
 
-    def api_client(self, cluster: str) -> ApiClient:
+    def api_client(self, cluster: str) -> ThrottledApiClient:
         """The ApiClient for one cluster; owned by the factory, do not close it."""
         if self._closed:
             raise RuntimeError("the client factory is closed")
@@ -215,7 +186,7 @@ class KubeClientFactory(BaseClientFactory):
             raise ValueError(f"{self.server} is the cluster {self.name!r}, it has no cluster {cluster!r}")
         return self.server
 
-    def api_client(self, cluster: str | None = None) -> ApiClient:
+    def api_client(self, cluster: str | None = None) -> ThrottledApiClient:
         """The cluster's ApiClient; owned by the factory, do not close it."""
         return super().api_client(self.name if cluster is None else cluster)
 

@@ -3,22 +3,22 @@
 Informers, the syncer and the CRD puller handle types they only learn at run
 time, so they cannot use kubernetes_asyncio's generated classes. This client
 speaks the REST conventions directly over a (logical-cluster-scoped)
-`ApiClient`, so it shares that client's connection pool, credentials and
+`ThrottledApiClient` (`transport.py`), so it shares its connection pool, credentials and
 throttling. Every error leaves it as an `errors.APIClientError`.
 """
 
 from __future__ import annotations
 
-import json
 import types
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
+import orjson
 
-from .errors import APITransportError, error_for_status, translate
+from .errors import APIClientError, APITransportError, error_for_status, translate
+from .transport import ThrottledApiClient
 
 Obj = dict[str, Any]
 
@@ -29,15 +29,17 @@ PATCH_CONTENT_TYPES: Mapping[str, str] = types.MappingProxyType({
     "apply": "application/apply-patch+yaml",
 })
 
+DECODED = (200, 201, 202)  # the answers that carry an object (as kubernetes_asyncio's response_types_map)
 WATCH_READ_GRACE = 30.0  # seconds past the server-side watch timeout before we call the connection dead
 
 
 class DynamicClient:
-    """REST verbs on plain dicts over one `ApiClient` (one logical cluster, or `*`)."""
+    """REST verbs on plain dicts over one `ThrottledApiClient` (one logical cluster, or `*`)."""
 
-    def __init__(self, api_client: ApiClient, *, request_timeout: float = 60.0) -> None:
+    def __init__(self, api_client: ThrottledApiClient, *, request_timeout: float = 60.0) -> None:
         self.api_client = api_client
         self.request_timeout = request_timeout
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout)
 
     def resource(self, api_version: str, plural: str, *, namespaced: bool) -> DynamicResource:
         """A handle on one resource type, e.g. `resource("apps/v1", "deployments", namespaced=True)`."""
@@ -46,36 +48,50 @@ class DynamicClient:
     async def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json") -> Any:
         """One request; returns the decoded JSON answer."""
+        data = None if body is None else orjson.dumps(body, default=self.api_client.sanitize_for_serialization)
         async with translate():
-            return await self.api_client.call_api(
-                path, method, query_params=query or [], header_params={
-                    "Accept": "application/json", "Content-Type": content_type},
-                body=body, response_types_map={200: "object", 201: "object", 202: "object"},
-                auth_settings=["BearerToken"], _return_http_data_only=True, _preload_content=True,
-                _request_timeout=self.request_timeout)
+            response = await self.api_client.send(method, path, query=query or (), body=data, timeout=self._timeout,
+                                                  headers={"Accept": "application/json", "Content-Type": content_type})
+            async with response:
+                answer = await response.read()
+        if response.status >= 400:
+            raise _refused(response, answer)
+        if response.status not in DECODED:
+            return None
+        try:
+            return orjson.loads(answer)
+        except orjson.JSONDecodeError:
+            return answer.decode("utf-8", errors="replace")
 
     async def stream(self, path: str, *, query: list[tuple[str, str]],
                      timeout: float | None) -> AsyncGenerator[Obj, None]:  # noqa: ASYNC109 - for aiohttp
         """The JSON lines of a streaming GET (a watch), decoded one by one."""
         async with translate():
-            response: aiohttp.ClientResponse = await self.api_client.call_api(
-                path, "GET", query_params=query, header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"], _preload_content=False,
-                _request_timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=self.request_timeout))
+            response = await self.api_client.send(
+                "GET", path, query=query, headers={"Accept": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=timeout, sock_connect=self.request_timeout))
         try:
             if response.status >= 400:
                 async with translate():
                     body = await response.read()
-                raise error_for_status(response.status, body, response.headers)
+                raise _refused(response, body)
             async with translate():
                 async for line in _lines(response.content):
                     try:
-                        yield json.loads(line)
-                    except ValueError as exc:
+                        yield orjson.loads(line)
+                    except orjson.JSONDecodeError as exc:
                         raise APITransportError(f"malformed watch event: {line[:200]!r}",
                                                 reason="MalformedEvent") from exc
         finally:
             response.release()  # back to the pool if the server ended the stream, else the connection is closed
+
+
+def _refused(response: aiohttp.ClientResponse, body: bytes) -> APIClientError:
+    """The error for a refusal, chained (as every error of the tree is) to the library's own."""
+    error = error_for_status(response.status, body, response.headers)
+    error.__cause__ = aiohttp.ClientResponseError(response.request_info, response.history, status=response.status,
+                                                  message=response.reason or "", headers=response.headers)
+    return error
 
 
 async def _lines(content: aiohttp.StreamReader) -> AsyncIterator[bytes]:

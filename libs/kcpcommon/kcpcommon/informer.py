@@ -9,6 +9,10 @@ tombstone carrying the last state we saw. A delete is never lost.
 Each handler has its own queue and task, so a slow handler delays only itself,
 and sees events in order. Handlers get frozen objects (see `frozen.py`).
 
+A `transform` (client-go's `SetTransform`) trims each object before it is
+cached, e.g. `strip_managed_fields`: a cache holds every object for the life of
+the process, and what no handler reads need not be kept, frozen, or indexed.
+
 Unlike client-go, a relist does not report objects whose resourceVersion is
 unchanged as updates: nothing happened to them, and level-based controllers
 resync on their own schedule if they want to.
@@ -34,6 +38,7 @@ from .tasks import cancel_and_wait, spawn
 
 Obj = Mapping[str, Any]
 Handler = Callable[..., Awaitable[None] | None]
+Transform = Callable[[dict[str, Any]], dict[str, Any]]  # may replace top-level fields, not change nested values
 
 _SYNCED = "synced"  # queued after the first list's adds: the handler has seen the initial state
 
@@ -51,6 +56,14 @@ class DeletedFinalStateUnknown:
 def deleted_object(value: Obj | DeletedFinalStateUnknown) -> Obj:
     """What `on_delete` got, as an object: the event's final state or the tombstone's last known one."""
     return value.obj if isinstance(value, DeletedFinalStateUnknown) else value
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """A transform dropping `metadata.managedFields` (often a third of an object, and only a server reads it)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and "managedFields" in meta:
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+    return obj
 
 
 def _resource_version(obj: Obj) -> str:
@@ -109,8 +122,9 @@ class SharedInformer:
     def __init__(self, resource: DynamicResource, *, cluster: str, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  indexers: Mapping[str, IndexFunc] | None = None, options: ReflectorOptions | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None, transform: Transform | None = None) -> None:
         self.cluster = cluster
+        self.transform = transform  # applied to the reflector's fresh (mutable) objects, before caching
         self.resource = resource
         self.name = name or f"informer:{cluster}:{resource.api_version}/{resource.plural}"
         # over `*` each object names its logical cluster in the kcp.io/cluster annotation
@@ -188,7 +202,7 @@ class SharedInformer:
         """A fresh list: add, update, and report as tombstones whatever vanished since."""
         listed: set[ObjectKey] = set()
         for item in items:
-            old, new = self.indexer.upsert(item)
+            old, new = self.indexer.upsert(item if self.transform is None else self.transform(item))
             listed.add(self.indexer.key_func(new))
             if old is None:
                 self._distribute("add", new)
@@ -206,6 +220,8 @@ class SharedInformer:
 
     def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
         """One watch event into the cache, then to the handlers."""
+        if self.transform is not None:
+            obj = self.transform(dict(obj))
         if event_type == DELETED:
             final: Obj = freeze(obj)  # the event carries the object's final state
             self.indexer.remove(self.indexer.key_func(final))

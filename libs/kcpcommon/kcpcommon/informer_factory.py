@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .dynamic import DynamicClient
-from .informer import SharedInformer
+from .informer import SharedInformer, Transform
 from .reflector import ReflectorOptions
 from .tasks import cancel_and_wait, spawn
 
@@ -49,11 +49,14 @@ class SharedInformerFactory:
     """Hands out shared informers and runs them; `start()` again after asking for more.
 
     `clients` reaches the default endpoint; `informer(clients=...)` watches another one.
+    `transform` trims every object before any of its informers caches it.
     """
 
-    def __init__(self, clients: DynamicClients, *, options: ReflectorOptions | None = None) -> None:
+    def __init__(self, clients: DynamicClients, *, options: ReflectorOptions | None = None,
+                 transform: Transform | None = None) -> None:
         self.clients = clients
         self.options = options
+        self.transform = transform
         self._informers: dict[InformerKey, SharedInformer] = {}
         self._tasks: dict[InformerKey, asyncio.Task[None]] = {}
         self._started = False
@@ -73,7 +76,8 @@ class SharedInformerFactory:
         if informer is None:
             resource = clients.dynamic(cluster).resource(api_version, plural, namespaced=namespaced)
             informer = SharedInformer(resource, cluster=cluster, namespace=namespace, label_selector=label_selector,
-                                      field_selector=field_selector, options=self.options, name=_name(key))
+                                      field_selector=field_selector, options=self.options, name=_name(key),
+                                      transform=self.transform)
             self._informers[key] = informer
             if self._started:
                 self._start(key, informer)

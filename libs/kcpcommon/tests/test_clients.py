@@ -77,11 +77,16 @@ async def test_in_cluster_service_account_credentials_work(
 
 
 @contextlib.asynccontextmanager
-async def recording_server() -> AsyncIterator[tuple[str, list[Any]]]:
-    """A plain-HTTP stand-in that records what the client sends (paths, headers, arrival times)."""
+async def recording_server(requests: list[web.Request] | None = None) -> AsyncIterator[tuple[str, list[Any]]]:
+    """A plain-HTTP stand-in that records what the client sends (paths, headers, arrival times).
+
+    `requests`, if given, receives every request as it arrived.
+    """
     seen: list[Any] = []
 
     async def handle(request: web.Request) -> web.Response:
+        if requests is not None:
+            requests.append(request)
         seen.append((request.path, request.headers.get("User-Agent"), asyncio.get_running_loop().time()))
         return web.json_response({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x"}})
 
@@ -130,6 +135,32 @@ async def test_a_plain_server_keeps_its_path_and_shares_throttling_and_user_agen
     # a burst of 2, then 3 more at 20 qps: the last cannot arrive before 0.15 s after the first was sent
     # (measured from the send, not from the first arrival, which a slow first connection can delay)
     assert max(t for _, _, t in seen) - started >= 0.14
+
+
+async def test_credentials_come_from_the_kubeconfig_only_never_from_netrc(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    requests: list[web.Request] = []
+    async with recording_server(requests) as (url, _):
+        async with ClientFactory(Configuration(host=url), component="t", version="0") as factory:
+            await factory.dynamic("admin").resource("v1", "configmaps", namespaced=True).get("x", namespace="ns")
+    assert [r.headers.get("Authorization") for r in requests] == [None]
+
+
+async def test_a_proxy_named_by_the_environment_carries_the_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests: list[web.Request] = []
+    async with recording_server(requests) as (proxy, _):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        configuration = Configuration(host="http://kcp.invalid:6443")  # only the proxy can reach it
+        async with ClientFactory(configuration, component="t", version="0") as factory:
+            got = await factory.dynamic("admin").resource("v1", "configmaps", namespaced=True).get(
+                "x", namespace="ns")
+    assert got["kind"] == "ConfigMap"
+    assert [str(r.url) for r in requests] == ["http://kcp.invalid:6443/clusters/admin/api/v1/namespaces/ns/configmaps/x"]
 
 
 async def test_the_dynamic_client_lists_in_pages(clients: ClientFactory, namespace: str) -> None:

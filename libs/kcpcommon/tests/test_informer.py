@@ -15,7 +15,7 @@ from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory
 from kcpcommon.dynamic import DynamicResource
 from kcpcommon.errors import APIGoneError
-from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer
+from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, strip_managed_fields
 from kcpcommon.keys import ObjectKey
 from kcpcommon.reflector import ReflectorOptions
 from kcpcommon.tasks import cancel_and_wait, spawn
@@ -256,3 +256,23 @@ async def test_cached_objects_are_read_only(clients: ClientFactory, namespace: s
         assert copy is not None
         copy["data"]["k"] = "changed"
         assert informer.indexer.get(key)["data"] == {"k": "v"}  # type: ignore[index]
+
+
+async def test_a_transform_trims_listed_and_watched_objects_before_they_are_cached(
+        clients: ClientFactory, namespace: str) -> None:
+    api = configmaps(clients, "admin")
+    listed = await api.create(configmap("listed", k="v"), namespace=namespace)
+    assert listed["metadata"].get("managedFields"), "the server records managed fields"
+    informer = SharedInformer(api, cluster="admin", namespace=namespace, options=FAST,
+                              transform=strip_managed_fields)
+    async with running(informer) as seen:
+        assert "managedFields" not in (await seen.until("add", "listed"))["metadata"]
+        await api.create(configmap("watched", k="v"), namespace=namespace)
+        await api.patch("watched", {"data": {"k": "w"}}, namespace=namespace)
+        assert "managedFields" not in (await seen.until("add", "watched"))["metadata"]
+        updated = await seen.until("update", "watched")
+        assert updated["data"] == {"k": "w"} and "managedFields" not in updated["metadata"]
+        await api.delete("watched", namespace=namespace)
+        assert "managedFields" not in (await seen.until("delete", "watched"))["metadata"]
+        cached = informer.indexer.get(ObjectKey("admin", namespace, "listed"))
+        assert cached is not None and "managedFields" not in cached["metadata"]

@@ -7,6 +7,7 @@ gone (not for the object), a list that came back empty, caches that have not lis
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -19,6 +20,7 @@ from kcpcommon.sync import SyncerOptions, downstream_namespace, syncer_finalizer
 from kcpcommon.sync.discovery import APIType
 from kcpcommon.sync.engine import SyncedType, Syncer, SyncKey
 from kcpcommon.sync.transform import downstream_object
+from kcpcommon.tasks import cancel_and_wait
 
 LC, TARGET = "root:org", "east"
 FINALIZER = syncer_finalizer(TARGET)
@@ -115,9 +117,24 @@ class Harness:
 async def test_nothing_happens_before_both_caches_have_listed() -> None:
     h = Harness()
     h.up_informer.replace([], "1")  # the downstream informer has not listed yet
-    result = await h.reconcile()
-    assert result is not None and result.requeue_after
+    assert await h.reconcile() is None
     assert h.up.calls == [] and h.down.calls == []
+    assert len(h.syncer.controller.queue) == 0
+    release = h.syncer.types["configmaps"].release
+    assert release is not None
+    await cancel_and_wait(release)
+
+
+async def test_a_key_held_for_unlisted_caches_is_queued_again_as_soon_as_they_have_listed() -> None:
+    h = Harness()
+    h.up_informer.replace([upstream_cm()], "1")
+    assert await h.reconcile() is None  # held: the downstream cache has not listed
+    h.down_informer.replace([], "1")
+    key = await asyncio.wait_for(h.syncer.controller.queue.get(), 5)  # at once, not after a fixed delay
+    assert key == SyncKey("configmaps", "default", "web")
+    h.syncer.controller.queue.done(key)
+    await h.reconcile()
+    assert h.down.verbs() == ["patch"]  # applied now that both caches speak
 
 
 async def test_kcp_unreachable_deletes_nothing() -> None:
@@ -298,3 +315,15 @@ async def test_an_object_whose_state_label_names_other_targets_only_is_removed_d
     h.up.get_answer = up
     await h.reconcile()
     assert h.down.verbs() == ["delete"]
+
+
+def test_the_syncer_caches_objects_without_their_managed_fields() -> None:
+    h = Harness()
+    h.syncer._add_type("configmaps", CM, CM)
+    typ = h.syncer.types["configmaps"]
+    up = upstream_cm()
+    up["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:data": {}}}]
+    typ.up_informer.replace([up], "1")
+    cached = typ.up_informer.indexer.list()
+    assert [obj["metadata"]["name"] for obj in cached] == ["web"]
+    assert "managedFields" not in cached[0]["metadata"]

@@ -27,7 +27,7 @@ class SyncerSettings(BaseSettings):
     resources: str = Field(",".join(DEFAULT_RESOURCES), description="comma-separated types to sync, "
                                                                     "plural.group as in SyncTarget spec.resources")
     heartbeat_interval: float = Field(10.0, gt=0, description="seconds between SyncTarget heartbeats")
-    workers: int = Field(16, ge=1, description="objects reconciled (and written) at once")
+    workers: int = Field(64, ge=1, description="objects reconciled (and written) at once")
     health_address: str = Field("0.0.0.0", description="address of the /healthz, /readyz and /metrics server")
     health_port: int = Field(0, ge=0, le=65535, description="port of the /healthz, /readyz and /metrics server; "
                                                             "0: a free port, logged at start")

@@ -6,7 +6,7 @@ import pytest
 from kcp_syncer.settings import SyncerSettings
 
 from kcpcommon.settings import parse_settings
-from kcpcommon.sync import DEFAULT_RESOURCES
+from kcpcommon.sync import DEFAULT_RESOURCES, SyncerOptions
 
 REQUIRED = ["--to-kubeconfig", "phys.kubeconfig", "--sync-target", "east"]
 
@@ -25,6 +25,9 @@ def test_defaults_sync_the_synctarget_default_types() -> None:
     settings = parse_settings(SyncerSettings, REQUIRED)
     assert settings.resource_list() == DEFAULT_RESOURCES
     assert settings.logical_cluster == "admin" and settings.heartbeat_interval == 10.0
+    # the daemon and the engine (which push-mode syncers use) agree: enough writes in flight for
+    # 100 changes a second against a kcp that answers in 100 ms (issue 12)
+    assert settings.workers == SyncerOptions.workers == 64
 
 
 def test_environment_variables_set_what_flags_do(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry
 from ..controller import Controller, Result, TerminalError
 from ..dynamic import DynamicResource
 from ..errors import APIClientError, APIConflictError, APINotFoundError
-from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
+from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object, strip_managed_fields
 from ..informer_factory import SharedInformerFactory
 from ..keys import ObjectKey
 from ..store import NAMESPACE_INDEX
@@ -98,14 +98,19 @@ class SyncedType:
     down_informer: SharedInformer
     state_informer: SharedInformer | None = None  # upstream objects assigned by `state.workload.kcp.io/<target>`
     status_up: bool = field(init=False)
+    waiting: set[SyncKey] = field(init=False, default_factory=set)  # keys held until the caches have listed
+    release: asyncio.Task[None] | None = field(init=False, default=None)  # queues `waiting` once they have
 
     def __post_init__(self) -> None:
         self.status_up = self.up.has_status and self.down.has_status
 
     @property
+    def informers(self) -> list[SharedInformer]:
+        return [self.up_informer, self.down_informer, *([self.state_informer] if self.state_informer else [])]
+
+    @property
     def synced(self) -> bool:
-        state = self.state_informer is None or self.state_informer.has_synced
-        return self.up_informer.has_synced and self.down_informer.has_synced and state
+        return all(informer.has_synced for informer in self.informers)
 
     def upstream(self, key: ObjectKey) -> Obj | None:
         """The cached upstream object, assigned by either label."""
@@ -163,7 +168,8 @@ class Syncer:
         self.controller: Controller[SyncKey] = Controller(
             f"syncer:{self.lc}:{self.target}", self._reconcile, workers=options.workers, registry=registry,
             component="kcp_syncer")
-        self.informers = SharedInformerFactory(options.upstream)
+        # nothing the syncer reads needs managedFields: its caches (three per type) keep objects without them
+        self.informers = SharedInformerFactory(options.upstream, transform=strip_managed_fields)
         self.types: dict[str, SyncedType] = {}
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
         self._namespaces: set[str] = set()  # downstream namespaces known to exist
@@ -189,7 +195,7 @@ class Syncer:
             await self._discover_loop(ready)
             await asyncio.Event().wait()  # the tasks run until we are cancelled
         finally:
-            await cancel_and_wait(*tasks)
+            await cancel_and_wait(*tasks, *(t.release for t in self.types.values() if t.release is not None))
             await self.informers.stop()
             self._log.info("syncer stopped")
 
@@ -293,7 +299,8 @@ class Syncer:
         if typ is None:
             return None
         if not typ.synced:  # absence in a cache that has not listed yet proves nothing
-            return Result(requeue_after=1.0)
+            self._hold_until_synced(typ, key)
+            return None
         down_ns = self._downstream_namespace(typ, key.namespace)
         up = typ.upstream(ObjectKey(self.lc, key.namespace, key.name))
         down = typ.down_informer.indexer.get(ObjectKey(self.target, down_ns or "", key.name))
@@ -309,6 +316,18 @@ class Syncer:
             self.metrics.error("Conflict")
             return Result(requeue_after=CONFLICT_RETRY)
         return None
+
+    def _hold_until_synced(self, typ: SyncedType, key: SyncKey) -> None:
+        """Queue `key` again the moment its type's caches have all listed (not after a fixed delay)."""
+        typ.waiting.add(key)
+        if typ.release is None:
+            typ.release = spawn(self._release_when_synced(typ), name=f"{self.controller.name}:{typ.name}:synced")
+
+    async def _release_when_synced(self, typ: SyncedType) -> None:
+        await asyncio.gather(*(informer.wait_for_sync() for informer in typ.informers))
+        keys, typ.waiting, typ.release = typ.waiting, set(), None
+        for key in sorted(keys):
+            self.controller.enqueue(key)
 
     async def _absent_upstream(self, typ: SyncedType, key: SyncKey) -> Obj | None:
         """The upstream object, read from kcp because the cache lacks it; None only on a 404 naming it.
