@@ -17,14 +17,15 @@ from prometheus_client import CollectorRegistry, Counter
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.errors import APINotFoundError
-from kcpcommon.keys import ObjectKey, key_for
+from kcpcommon.keys import ObjectKey
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import CLUSTER_INDEX, LABELS_INDEX, Indexer, label_value
+from kcpcommon.store import CLUSTER_INDEX, Indexer
 
-from .capacity import CapacityTracker, capacity_of, pod_requests, requested_by
+from .capacity import CapacityTracker, capacity_of, pod_requests
 from .children import desired_child, matches, repaired
 from .events import EventRecorder, now_rfc3339
 from .expectations import Expectations
+from .load import TargetLoad
 from .names import (
     ASSIGNMENT_LABEL,
     COMPONENT,
@@ -55,11 +56,12 @@ class Splitter:
     """Holds the caches and writers; `reconcile(key)` is the controller's reconciler."""
 
     def __init__(self, kcp: ClientFactory, *, deployments: Indexer, targets: Indexer, grace_period: float,
-                 capacity: CapacityTracker, expectations: Expectations, registry: CollectorRegistry,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 capacity: CapacityTracker, load: TargetLoad, expectations: Expectations,
+                 registry: CollectorRegistry, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.kcp = kcp
         self.deployments = deployments
         self.targets = targets
+        self.load = load
         self.grace_period = grace_period
         self.capacity = capacity
         self.expectations = expectations
@@ -137,12 +139,10 @@ class Splitter:
                 wait = self.capacity.observe(key, target, children[target], allocatable)
                 if wait is not None:
                     waits.append(wait)
-            others: list[Mapping[str, Any]] = []
-            if allocatable:  # what the other Deployments on this target request comes off its allocatable
-                others = [d for d in self.deployments.by_index(LABELS_INDEX, label_value(ASSIGNMENT_LABEL, target))
-                          if key_for(d).cluster == key.cluster and key_for(d) not in mine]
-            cap = capacity_of(requests=requests, allocatable=allocatable, used=requested_by(others),
-                              learned=self.capacity.learned(key, target, allocatable))
+            # what the other Deployments on this target request comes off its allocatable
+            used = self.load.used(key.cluster, target, excluding=mine) if allocatable else {}
+            cap = capacity_of(requests=requests, allocatable=allocatable, used=used,
+                              learned=self.capacity.learned(key, target, allocatable, children.get(target)))
             if cap is not None:
                 caps[target] = cap
         return caps, (min(waits) if waits else None)
@@ -177,7 +177,7 @@ class Splitter:
                         pass
                     self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
                 continue
-            wanted = desired_child(root, target, replicas)
+            wanted = desired_child(root, target, replicas, capacity_note=self.capacity.note(key, target))
             if existing is None and target in terminating:
                 continue  # the old child is still going; its delete event brings this root back
             if existing is None:
