@@ -7,7 +7,8 @@ first (spec and metadata), the root's status last, by separate calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -155,6 +156,7 @@ class Splitter:
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
         writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
+        decided: list[Awaitable[Any]] = []
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
             generation = str((root.get("metadata") or {}).get("generation") or 0)
             rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
@@ -163,32 +165,40 @@ class Splitter:
             self._decisions.labels(reason).inc()
             log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
                      namespace=key.namespace, name=key.name)
-            await self.events.record(key.cluster, root, reason, message)
-        resource = self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True)
-        result: dict[str, Mapping[str, Any]] = {}
-        for target, replicas in writes.items():
-            existing = children.get(target)
-            if replicas == 0:
-                if existing is not None:
-                    try:
-                        await resource.delete(existing["metadata"]["name"], namespace=key.namespace,
-                                              preconditions={"uid": existing["metadata"]["uid"]})
-                    except APINotFoundError:
-                        pass
-                    self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
-                continue
-            wanted = desired_child(root, target, replicas, capacity_note=self.capacity.note(key, target))
-            if existing is None and target in terminating:
-                continue  # the old child is still going; its delete event brings this root back
-            if existing is None:
-                result[target] = await resource.create(wanted, namespace=key.namespace)
-            elif not matches(existing, wanted):
-                result[target] = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
-            else:
-                result[target] = existing
-                continue
-            self.expectations.wrote(key, _child_key(key, target), result[target])
+            decided = [self.events.record(key.cluster, root, reason, message)]
+        # the children's writes (and the Event) go out together: a reconcile waits for the slowest
+        # write, not for the sum of them, so a spread or a failover is not paced by round trips
+        outcomes = await _together(*decided, *(self._write_child(key, root, target, replicas, children.get(target),
+                                                                 target in terminating)
+                                               for target, replicas in writes.items()))
+        result = {target: child for target, child in zip(writes, outcomes[len(decided):], strict=True)
+                  if child is not None}
         return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
+
+    async def _write_child(self, key: ObjectKey, root: Mapping[str, Any], target: str, replicas: int,
+                           existing: Mapping[str, Any] | None, terminating: bool) -> Mapping[str, Any] | None:
+        """Bring the child on `target` to `replicas` (0: delete it); returns it as it now is, if it exists."""
+        resource = self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True)
+        if replicas == 0:
+            if existing is not None:
+                try:
+                    await resource.delete(existing["metadata"]["name"], namespace=key.namespace,
+                                          preconditions={"uid": existing["metadata"]["uid"]})
+                except APINotFoundError:
+                    pass
+                self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
+            return None
+        if existing is None and terminating:
+            return None  # the old child is still going; its delete event brings this root back
+        wanted = desired_child(root, target, replicas, capacity_note=self.capacity.note(key, target))
+        if existing is None:
+            written = await resource.create(wanted, namespace=key.namespace)
+        elif not matches(existing, wanted):
+            written = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
+        else:
+            return existing
+        self.expectations.wrote(key, _child_key(key, target), written)
+        return written
 
     # --- status ---
 
@@ -206,6 +216,15 @@ class Splitter:
         written = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
             body, namespace=key.namespace, subresource="status")
         self.expectations.wrote(key, key, written)
+
+
+async def _together(*writes: Awaitable[Any]) -> list[Any]:
+    """Await every write; if any failed, raise (the first) once all are done, so none is left running."""
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes
 
 
 def _child_key(root: ObjectKey, target: str) -> ObjectKey:
