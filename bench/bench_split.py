@@ -274,6 +274,10 @@ def fleet_phase(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         wait_until(spread_over(children, names, targets, ready=True), args.timeout, "every replica Ready")
         out: dict[str, Any] = {"clusters": len(targets), "deployments": len(names),
                                "spread_ready_seconds": round(time.perf_counter() - begun, 3)}
+        # a settled fleet: only the cluster controller's heartbeats change anything, and they move nothing
+        before, idle = reconciles(splitter), time.perf_counter()
+        time.sleep(args.idle_seconds)
+        out["idle_reconciles_per_second"] = round((reconciles(splitter) - before) / (time.perf_counter() - idle), 1)
         lost = targets[0]
         with refused_port() as port:
             cut_off = (sim.root / f"{lost}.kubeconfig").read_text().replace(f":{sim.port}", f":{port}")
@@ -352,7 +356,8 @@ def summary(results: dict[str, Any]) -> str:
         lines += [
             f"splitter, fleet (one kcp-sim-cluster --clusters {fleet['clusters']}, cluster controller in push mode): "
             f"{fleet['deployments']} roots x {REPLICAS} replicas",
-            f"  spread:   {fleet['spread_ready_seconds']} s until every replica is Ready",
+            f"  spread:   {fleet['spread_ready_seconds']} s until every replica is Ready; then, settled, "
+            f"{fleet['idle_reconciles_per_second']} reconciles/s while the SyncTargets heartbeat",
             f"  failover: grace {results['grace_period']} s + {failover['beyond_grace_seconds']} s from NotReady "
             f"until every replica is Ready on the other clusters (written there at grace + "
             f"{failover['written_beyond_grace_seconds']} s; NotReady {failover['not_ready_after_cut_seconds']}"
@@ -367,6 +372,7 @@ def main() -> None:
     parser.add_argument("--targets", type=int, default=10, help="SyncTargets in the API-driven spread")
     parser.add_argument("--fleet-deployments", type=int, default=100, help="roots on the simulated fleet")
     parser.add_argument("--fleet-clusters", type=int, default=10, help="simulated clusters in the fleet")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="how long the settled fleet is watched")
     parser.add_argument("--grace-period", type=float, default=5.0)
     parser.add_argument("--workers", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=600.0)
