@@ -6,6 +6,9 @@ Two sources, the smaller wins (Karmada's estimator is the anchor):
 - observation: a child that has all its replicas created but keeps some unavailable for the
   capacity grace period (its pods stay Pending, Unschedulable) can run only what is available. That
   is remembered until the target's allocatable changes or the retry period passes, then tried again.
+  The memory is also written on the child (`splitter.kcp.io/capacity`: the replicas, the allocatable
+  they were measured against, when), so a replica that takes over as leader starts from it instead
+  of putting the replicas back where they did not fit.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from .names import CAPACITY_ANNOTATION
 from .quantity import parse_quantity
-from .targets import room_for
+from .targets import parse_time, room_for
 
 
 def pod_requests(template: Mapping[str, Any]) -> dict[str, Fraction]:
@@ -56,15 +61,18 @@ class _Learned:
     replicas: int
     allocatable: str
     at: float
+    when: str  # the wall-clock time of `at`, RFC 3339, for the child's annotation
 
 
 class CapacityTracker:
     """Remembers children that stay short of replicas, and what their targets were seen to run."""
 
-    def __init__(self, *, grace_period: float, retry_period: float, clock: Callable[[], float]) -> None:
+    def __init__(self, *, grace_period: float, retry_period: float, clock: Callable[[], float],
+                 wall: Callable[[], datetime]) -> None:
         self.grace_period = grace_period
         self.retry_period = retry_period
         self._clock = clock
+        self._wall = wall
         self._short: dict[tuple[Any, str], _Shortfall] = {}
         self._learned: dict[tuple[Any, str], _Learned] = {}
 
@@ -88,12 +96,20 @@ class CapacityTracker:
         waited = now - short.since
         if waited < self.grace_period:
             return self.grace_period - waited
-        self._learned[slot] = _Learned(available, _fingerprint(allocatable), now)
+        self._learned[slot] = _Learned(available, _fingerprint(allocatable), now,
+                                       self._wall().strftime("%Y-%m-%dT%H:%M:%SZ"))
         return None
 
-    def learned(self, root: Any, target: str, allocatable: Mapping[str, Any]) -> int | None:
-        """Replicas `target` was seen able to run of `root`, while still believed."""
+    def learned(self, root: Any, target: str, allocatable: Mapping[str, Any],
+                child: Mapping[str, Any] | None = None) -> int | None:
+        """Replicas `target` was seen able to run of `root`, while still believed.
+
+        Without a memory of its own, the tracker believes what `child`'s annotation says was learned
+        (by this replica before a restart, or by the leader before it).
+        """
         seen = self._learned.get((root, target))
+        if seen is None and child is not None:
+            seen = self._recall(root, target, child)
         if seen is None:
             return None
         if seen.allocatable != _fingerprint(allocatable) or self._clock() - seen.at >= self.retry_period:
@@ -101,6 +117,29 @@ class CapacityTracker:
             self._short.pop((root, target), None)
             return None
         return seen.replicas
+
+    def note(self, root: Any, target: str) -> str | None:
+        """What was learned about `target`, as the child's annotation (None: nothing is)."""
+        seen = self._learned.get((root, target))
+        if seen is None:
+            return None
+        return json.dumps({"replicas": seen.replicas, "allocatable": json.loads(seen.allocatable),
+                           "learnedAt": seen.when}, sort_keys=True, separators=(",", ":"))
+
+    def _recall(self, root: Any, target: str, child: Mapping[str, Any]) -> _Learned | None:
+        text = ((child.get("metadata") or {}).get("annotations") or {}).get(CAPACITY_ANNOTATION)
+        try:
+            note = json.loads(text) if text else {}
+            replicas, allocatable = int(note["replicas"]), _fingerprint(note["allocatable"])
+            when = str(note["learnedAt"])
+        except (TypeError, ValueError, KeyError):
+            return None  # absent, or not ours to read: learn it again
+        at = parse_time(when)
+        age = (self._wall() - at).total_seconds() if at is not None else -1.0
+        if not 0 <= age < self.retry_period:
+            return None
+        seen = self._learned[(root, target)] = _Learned(replicas, allocatable, self._clock() - age, when)
+        return seen
 
     def forget(self, root: Any) -> None:
         for store in (self._short, self._learned):

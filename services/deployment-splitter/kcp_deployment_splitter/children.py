@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from .names import ASSIGNMENT_LABEL, ROOT_GENERATION_ANNOTATION, ROOT_LABEL, child_name
+from .names import ASSIGNMENT_LABEL, CAPACITY_ANNOTATION, ROOT_GENERATION_ANNOTATION, ROOT_LABEL, child_name
 
 
 def owner_reference(root: Mapping[str, Any]) -> dict[str, Any]:
@@ -21,15 +21,20 @@ def owner_reference(root: Mapping[str, Any]) -> dict[str, Any]:
             "controller": True, "blockOwnerDeletion": True}
 
 
-def desired_child(root: Mapping[str, Any], target: str, replicas: int) -> dict[str, Any]:
+def desired_child(root: Mapping[str, Any], target: str, replicas: int, *,
+                  capacity_note: str | None = None) -> dict[str, Any]:
+    """`capacity_note`: what was learned of the target's capacity (kept on the child for the next leader)."""
     meta = root.get("metadata") or {}
     spec = copy.deepcopy(dict(root.get("spec") or {}))
     spec["replicas"] = replicas
     labels = {**(meta.get("labels") or {}), ASSIGNMENT_LABEL: target, ROOT_LABEL: meta["name"]}
+    annotations = {ROOT_GENERATION_ANNOTATION: str(meta.get("generation") or 0)}
+    if capacity_note is not None:
+        annotations[CAPACITY_ANNOTATION] = capacity_note
     return {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": child_name(meta["name"], target), "namespace": meta.get("namespace"),
                          "labels": labels,
-                         "annotations": {ROOT_GENERATION_ANNOTATION: str(meta.get("generation") or 0)},
+                         "annotations": annotations,
                          "ownerReferences": [owner_reference(root)]},
             "spec": spec}
 

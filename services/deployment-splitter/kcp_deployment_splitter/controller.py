@@ -1,10 +1,13 @@
 """Wiring: informers over every logical cluster, the enqueue rules, the controllers.
 
 - `deployment-splitter`, keyed by root: queued when the root changes, when one of its children
-  changes (by the root label) and, for every root of a logical cluster, when a SyncTarget there does;
-- `dependencies`, keyed by namespace: queued when a Deployment or a dependency in it changes;
+  changes (by the root label) and, for every root of a logical cluster, when a SyncTarget there
+  changes in a way placement reads (`placement_facts`: not its heartbeat; a target inside its grace
+  period comes back through each root's `requeue_after`);
+- `dependencies`, keyed by namespace: queued when a dependency in it changes, or a Deployment starts
+  or stops using something (`uses_index`: not a status update);
 - `namespaces`, keyed by namespace: queued when the Namespace, an object in it or a SyncTarget of its
-  logical cluster changes.
+  logical cluster changes (as above).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -27,12 +31,14 @@ from kcpcommon.store import CLUSTER_INDEX
 from .capacity import CapacityTracker
 from .dependencies import KINDS
 from .expectations import Expectations
+from .load import TargetLoad
 from .names import COMPONENT, DEPLOYMENTS, ROOT_LABEL, SYNC_TARGETS
 from .namespaces import WORKLOAD_KINDS
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
-from .reconcile_dependencies import DependencyPlacer
+from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
 from .reconcile_namespaces import NamespaceScheduler
 from .settings import SplitterSettings
+from .targets import placement_facts
 
 EXPECTATIONS_TTL = 15.0  # seconds a write may take to show in the cache before the splitter decides anyway
 BUILT_IN = ("ConfigMap", "Secret", "ServiceAccount")  # kcp serves these itself; the rest arrive as imports
@@ -58,16 +64,20 @@ class SplitterController:
         self.registry = registry
         self.factory = SharedInformerFactory(kcp)
         self.deployments = self._informer(*DEPLOYMENTS, namespaced=True)
-        self.deployments.add_indexers({ROOT_INDEX: _root_index})
+        self.deployments.add_indexers({ROOT_INDEX: _root_index, USES_INDEX: uses_index})
         self.targets = self._informer(*SYNC_TARGETS, namespaced=False)
         tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
-                                  retry_period=settings.capacity_retry_period, clock=time.monotonic)
+                                  retry_period=settings.capacity_retry_period, clock=time.monotonic,
+                                  wall=lambda: datetime.now(UTC))
+        self.load = TargetLoad()
+        load = self.deployments.add_handler(on_add=self.load.on_add, on_update=self.load.on_update,
+                                            on_delete=self.load.on_delete, name="splitter-load")
         splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
-                            grace_period=settings.grace_period, capacity=tracker,
+                            grace_period=settings.grace_period, capacity=tracker, load=self.load,
                             expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic), registry=registry)
         self.controller = self._controller("deployment-splitter", splitter.reconcile)
         self.running: list[tuple[Controller[ObjectKey], Callable[[], bool]]] = [
-            (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced)]
+            (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced and load.has_synced)]
         self.dependencies: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
         objects: dict[str, SharedInformer] = {}
@@ -96,8 +106,10 @@ class SplitterController:
                     _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
         for kind, informer in objects.items():
             _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
-        _on_change(self.deployments, self._deployment, "splitter-deployments")
-        _on_change(self.targets, self._target, "splitter-synctargets")
+        self.deployments.add_handler(on_add=self._deployment, on_update=self._deployment_update,
+                                     on_delete=self._deployment, name="splitter-deployments")
+        self.targets.add_handler(on_add=self._target, on_update=self._target_update, on_delete=self._target,
+                                 name="splitter-synctargets")
 
     def _informer(self, api_version: str, plural: str, *, namespaced: bool) -> SharedInformer:
         return self.factory.informer(cluster=WILDCARD_CLUSTER, api_version=api_version, plural=plural,
@@ -131,11 +143,24 @@ class SplitterController:
             self.namespaces.enqueue(ObjectKey(key.cluster, "", key.name))
 
     def _deployment(self, obj: Any) -> None:
+        """Added or deleted: its root, and its namespace's dependencies if it uses any."""
         obj = deleted_object(obj)
         key = key_for(obj)
         if not self._mine(key.cluster):
             return
-        self._namespace_key(key.cluster, key.namespace)
+        if self.dependencies is not None and uses_index(obj):
+            self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
+        self._root_of(key, obj)
+
+    def _deployment_update(self, old: Any, new: Any) -> None:
+        key = key_for(new)
+        if not self._mine(key.cluster):
+            return
+        if self.dependencies is not None and uses_index(old) != uses_index(new):
+            self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
+        self._root_of(key, new)
+
+    def _root_of(self, key: ObjectKey, obj: Any) -> None:
         if is_root(obj):
             self.controller.enqueue(key)
             return
@@ -143,13 +168,19 @@ class SplitterController:
         if root:
             self.controller.enqueue(ObjectKey(key.cluster, key.namespace, root))
 
+    def _target_update(self, old: Any, new: Any) -> None:
+        if placement_facts(old) != placement_facts(new):
+            self._target(new)
+
     def _target(self, obj: Any) -> None:
         cluster = key_for(deleted_object(obj)).cluster
         if not self._mine(cluster):
             return
-        for deployment in self.deployments.indexer.by_index(CLUSTER_INDEX, cluster):
-            if is_root(deployment):
-                self.controller.enqueue(key_for(deployment))
+        cache = self.deployments.indexer
+        for key in cache.index_keys(CLUSTER_INDEX, cluster):  # unsorted: sorting thousands of keys buys nothing
+            deployment = cache.get(key)
+            if deployment is not None and is_root(deployment):
+                self.controller.enqueue(key)
         if self.namespaces is not None:
             for namespace in self.namespace_informer.indexer.by_index(CLUSTER_INDEX, cluster):
                 self.namespaces.enqueue(ObjectKey(cluster, "", namespace["metadata"]["name"]))

@@ -1,9 +1,10 @@
-"""What a pod template depends on by name, and which Services select its pods.
+"""What a pod template depends on by name.
 
 Pods refer to ConfigMaps, Secrets, a ServiceAccount and PersistentVolumeClaims by name, so those must
 exist, under the same names, on every cluster that runs a share; a Service whose selector matches the
-template's labels fronts those pods there too. Objects every namespace has anyway (the `default`
-ServiceAccount, the `kube-root-ca.crt` ConfigMap) are not references worth placing.
+template's labels fronts those pods there too (found by label, in reconcile_dependencies.py).
+Objects every namespace has anyway (the `default` ServiceAccount, the `kube-root-ca.crt` ConfigMap)
+are not references worth placing.
 """
 
 from __future__ import annotations
@@ -66,10 +67,3 @@ def _volume(volume: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
             yield "ConfigMap", source["configMap"]["name"]
         if (source.get("secret") or {}).get("name"):
             yield "Secret", source["secret"]["name"]
-
-
-def selects(service: Mapping[str, Any], template: Mapping[str, Any]) -> bool:
-    """A Service with a non-empty selector that every one of the template's pods matches."""
-    selector = (service.get("spec") or {}).get("selector") or {}
-    labels = (template.get("metadata") or {}).get("labels") or {}
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())

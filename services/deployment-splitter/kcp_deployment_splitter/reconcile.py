@@ -7,7 +7,8 @@ first (spec and metadata), the root's status last, by separate calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,14 +18,15 @@ from prometheus_client import CollectorRegistry, Counter
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.errors import APINotFoundError
-from kcpcommon.keys import ObjectKey, key_for
+from kcpcommon.keys import ObjectKey
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import CLUSTER_INDEX, LABELS_INDEX, Indexer, label_value
+from kcpcommon.store import CLUSTER_INDEX, Indexer
 
-from .capacity import CapacityTracker, capacity_of, pod_requests, requested_by
+from .capacity import CapacityTracker, capacity_of, pod_requests
 from .children import desired_child, matches, repaired
 from .events import EventRecorder, now_rfc3339
 from .expectations import Expectations
+from .load import TargetLoad
 from .names import (
     ASSIGNMENT_LABEL,
     COMPONENT,
@@ -55,11 +57,12 @@ class Splitter:
     """Holds the caches and writers; `reconcile(key)` is the controller's reconciler."""
 
     def __init__(self, kcp: ClientFactory, *, deployments: Indexer, targets: Indexer, grace_period: float,
-                 capacity: CapacityTracker, expectations: Expectations, registry: CollectorRegistry,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 capacity: CapacityTracker, load: TargetLoad, expectations: Expectations,
+                 registry: CollectorRegistry, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.kcp = kcp
         self.deployments = deployments
         self.targets = targets
+        self.load = load
         self.grace_period = grace_period
         self.capacity = capacity
         self.expectations = expectations
@@ -137,12 +140,10 @@ class Splitter:
                 wait = self.capacity.observe(key, target, children[target], allocatable)
                 if wait is not None:
                     waits.append(wait)
-            others: list[Mapping[str, Any]] = []
-            if allocatable:  # what the other Deployments on this target request comes off its allocatable
-                others = [d for d in self.deployments.by_index(LABELS_INDEX, label_value(ASSIGNMENT_LABEL, target))
-                          if key_for(d).cluster == key.cluster and key_for(d) not in mine]
-            cap = capacity_of(requests=requests, allocatable=allocatable, used=requested_by(others),
-                              learned=self.capacity.learned(key, target, allocatable))
+            # what the other Deployments on this target request comes off its allocatable
+            used = self.load.used(key.cluster, target, excluding=mine) if allocatable else {}
+            cap = capacity_of(requests=requests, allocatable=allocatable, used=used,
+                              learned=self.capacity.learned(key, target, allocatable, children.get(target)))
             if cap is not None:
                 caps[target] = cap
         return caps, (min(waits) if waits else None)
@@ -155,6 +156,7 @@ class Splitter:
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
         writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
+        decided: list[Awaitable[Any]] = []
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
             generation = str((root.get("metadata") or {}).get("generation") or 0)
             rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
@@ -163,32 +165,40 @@ class Splitter:
             self._decisions.labels(reason).inc()
             log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
                      namespace=key.namespace, name=key.name)
-            await self.events.record(key.cluster, root, reason, message)
-        resource = self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True)
-        result: dict[str, Mapping[str, Any]] = {}
-        for target, replicas in writes.items():
-            existing = children.get(target)
-            if replicas == 0:
-                if existing is not None:
-                    try:
-                        await resource.delete(existing["metadata"]["name"], namespace=key.namespace,
-                                              preconditions={"uid": existing["metadata"]["uid"]})
-                    except APINotFoundError:
-                        pass
-                    self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
-                continue
-            wanted = desired_child(root, target, replicas)
-            if existing is None and target in terminating:
-                continue  # the old child is still going; its delete event brings this root back
-            if existing is None:
-                result[target] = await resource.create(wanted, namespace=key.namespace)
-            elif not matches(existing, wanted):
-                result[target] = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
-            else:
-                result[target] = existing
-                continue
-            self.expectations.wrote(key, _child_key(key, target), result[target])
+            decided = [self.events.record(key.cluster, root, reason, message)]
+        # the children's writes (and the Event) go out together: a reconcile waits for the slowest
+        # write, not for the sum of them, so a spread or a failover is not paced by round trips
+        outcomes = await _together(*decided, *(self._write_child(key, root, target, replicas, children.get(target),
+                                                                 target in terminating)
+                                               for target, replicas in writes.items()))
+        result = {target: child for target, child in zip(writes, outcomes[len(decided):], strict=True)
+                  if child is not None}
         return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
+
+    async def _write_child(self, key: ObjectKey, root: Mapping[str, Any], target: str, replicas: int,
+                           existing: Mapping[str, Any] | None, terminating: bool) -> Mapping[str, Any] | None:
+        """Bring the child on `target` to `replicas` (0: delete it); returns it as it now is, if it exists."""
+        resource = self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True)
+        if replicas == 0:
+            if existing is not None:
+                try:
+                    await resource.delete(existing["metadata"]["name"], namespace=key.namespace,
+                                          preconditions={"uid": existing["metadata"]["uid"]})
+                except APINotFoundError:
+                    pass
+                self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
+            return None
+        if existing is None and terminating:
+            return None  # the old child is still going; its delete event brings this root back
+        wanted = desired_child(root, target, replicas, capacity_note=self.capacity.note(key, target))
+        if existing is None:
+            written = await resource.create(wanted, namespace=key.namespace)
+        elif not matches(existing, wanted):
+            written = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
+        else:
+            return existing
+        self.expectations.wrote(key, _child_key(key, target), written)
+        return written
 
     # --- status ---
 
@@ -206,6 +216,15 @@ class Splitter:
         written = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
             body, namespace=key.namespace, subresource="status")
         self.expectations.wrote(key, key, written)
+
+
+async def _together(*writes: Awaitable[Any]) -> list[Any]:
+    """Await every write; if any failed, raise (the first) once all are done, so none is left running."""
+    outcomes = await asyncio.gather(*writes, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes
 
 
 def _child_key(root: ObjectKey, target: str) -> ObjectKey:

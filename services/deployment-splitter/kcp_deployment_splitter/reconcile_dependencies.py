@@ -17,10 +17,10 @@ import structlog
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.informer import SharedInformer
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, Indexer, cluster_namespace_value
 
-from .dependencies import KINDS, references, selects
+from .dependencies import KINDS, references
 from .names import (
     ASSIGNMENT_LABEL,
     COMPONENT,
@@ -34,22 +34,54 @@ from .names import (
 log = structlog.get_logger(COMPONENT)
 
 
-def users_by_target(deployments: list[Mapping[str, Any]],
-                    services: list[Mapping[str, Any]]) -> dict[tuple[str, str], set[str]]:
-    """(kind, name) -> the targets where a running workload uses it."""
-    wanted: dict[tuple[str, str], set[str]] = {}
-    for deployment in deployments:
-        target = ((deployment.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL)
-        spec = deployment.get("spec") or {}
-        if not target or int(spec.get("replicas", 1) or 0) <= 0:
-            continue
-        template = spec.get("template") or {}
-        for ref in references(template):
-            wanted.setdefault(ref, set()).add(target)
-        for service in services:
-            if selects(service, template):
-                wanted.setdefault(("Service", service["metadata"]["name"]), set()).add(target)
-    return wanted
+USES_INDEX = "splitter-uses"  # running Deployments by what their template names and by its labels
+
+
+def _use(cluster: str, namespace: str, kind: str, name: str) -> str:
+    return f"{cluster}|{namespace}|{kind}|{name}"
+
+
+def _label_use(cluster: str, namespace: str, key: str, value: str) -> str:
+    return f"{cluster}|{namespace}|label|{key}={value}"
+
+
+def uses_index(obj: Mapping[str, Any]) -> list[str]:
+    """Index values of a Deployment running on a target: each object it names, each of its pods' labels.
+
+    A namespace's dependencies are then placed by looking up their users, not by scanning every
+    Deployment of the namespace (thousands of children) each time one of them changes.
+    """
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    if not (meta.get("labels") or {}).get(ASSIGNMENT_LABEL) or int(spec.get("replicas", 1) or 0) <= 0:
+        return []
+    key = key_for(obj)
+    template = spec.get("template") or {}
+    values = [_use(key.cluster, key.namespace, kind, name) for kind, name in sorted(references(template))]
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    values.extend(_label_use(key.cluster, key.namespace, k, str(v)) for k, v in sorted(labels.items()))
+    return values
+
+
+def users_of(deployments: Indexer, cluster: str, namespace: str, kind: str,
+             obj: Mapping[str, Any]) -> set[str]:
+    """The targets where a running workload uses `obj` (by name, or, for a Service, by selecting it)."""
+    if kind == "Service":
+        selector = (obj.get("spec") or {}).get("selector") or {}
+        if not selector:
+            return set()  # no selector: endpoints are managed by hand
+        keys: set[ObjectKey] | None = None
+        for k, v in selector.items():
+            found = deployments.index_keys(USES_INDEX, _label_use(cluster, namespace, k, str(v)))
+            keys = found if keys is None else keys & found
+    else:
+        keys = deployments.index_keys(USES_INDEX, _use(cluster, namespace, kind, obj["metadata"]["name"]))
+    targets: set[str] = set()
+    for key in keys or ():
+        deployment = deployments.get(key)
+        if deployment is not None:
+            targets.add(deployment["metadata"]["labels"][ASSIGNMENT_LABEL])
+    return targets
 
 
 def label_patch(obj: Mapping[str, Any], targets: set[str]) -> dict[str, Any] | None:
@@ -82,8 +114,6 @@ class DependencyPlacer:
         index = cluster_namespace_value(cluster, namespace)
         # Services and PVCs reach kcp as types imported from physical clusters: until then, nothing to place
         synced = {kind: informer.indexer for kind, informer in self.objects.items() if informer.has_synced}
-        services = list(synced["Service"].by_index(CLUSTER_NAMESPACE_INDEX, index)) if "Service" in synced else []
-        wanted = users_by_target(list(self.deployments.by_index(CLUSTER_NAMESPACE_INDEX, index)), services)
         for kind, indexer in synced.items():
             api_version, plural = KINDS[kind]
             resource = self.kcp.dynamic(cluster).resource(api_version, plural, namespaced=True)
@@ -93,12 +123,13 @@ class DependencyPlacer:
                 if (assigned and NAMESPACE_PLACED_ANNOTATION not in (meta.get("annotations") or {})) or meta.get(
                         "deletionTimestamp"):
                     continue  # a person's assignment
-                patch = label_patch(obj, wanted.get((kind, meta["name"]), set()))
+                users = users_of(self.deployments, cluster, namespace, kind, obj)
+                patch = label_patch(obj, users)
                 if patch is None:
                     continue
                 await resource.patch(meta["name"], patch, namespace=namespace)
                 log.info("dependency placed", kind=kind, name=meta["name"], cluster=cluster, namespace=namespace,
-                         targets=sorted(wanted.get((kind, meta["name"]), set())))
+                         targets=sorted(users))
         return None
 
 

@@ -88,6 +88,21 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
     return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None)
 
 
+def placement_facts(target: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Everything `view` reads of one SyncTarget.
+
+    The cluster controller rewrites each SyncTarget every heartbeat (`lastSyncerHeartbeatTime`, a
+    condition message with an age in it); an update that leaves these facts alone cannot move a
+    replica, so it need not wake every root of the logical cluster.
+    """
+    meta = target.get("metadata") or {}
+    spec = target.get("spec") or {}
+    cond = ready_condition(target) or {}
+    return (meta.get("deletionTimestamp"), meta.get("creationTimestamp"), spec.get("unschedulable"),
+            spec.get("evictAfter"), cond.get("status"), cond.get("lastTransitionTime"),
+            (target.get("status") or {}).get("allocatable") or {})
+
+
 def room_for(requests: Mapping[str, Any], allocatable: Mapping[str, Any],
              used: Mapping[str, Any] | None = None) -> int | None:
     """How many more replicas with `requests` fit in `allocatable` minus `used` (None: nothing to go by)."""

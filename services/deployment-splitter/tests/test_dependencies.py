@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from kcp_deployment_splitter.dependencies import references, selects
+from typing import Any
+
+from kcp_deployment_splitter.dependencies import references
 from kcp_deployment_splitter.names import ASSIGNMENT_LABEL, PLACED_ANNOTATION
-from kcp_deployment_splitter.reconcile_dependencies import label_patch, placed_targets, users_by_target
+from kcp_deployment_splitter.reconcile_dependencies import USES_INDEX, label_patch, placed_targets, users_of, uses_index
+
+from kcpcommon.keys import CLUSTER_ANNOTATION, key_for
+from kcpcommon.store import Indexer
 
 TEMPLATE = {
     "metadata": {"labels": {"app": "web", "tier": "front"}},
@@ -36,27 +41,49 @@ def test_what_every_namespace_has_is_not_a_dependency() -> None:
         {"name": "t", "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}]}}]}}) == set()
 
 
-def test_a_service_selects_a_template_when_all_its_selector_matches() -> None:
-    assert selects({"spec": {"selector": {"app": "web"}}}, TEMPLATE)
-    assert not selects({"spec": {"selector": {"app": "web", "tier": "back"}}}, TEMPLATE)
-    assert not selects({"spec": {}}, TEMPLATE)  # no selector: endpoints are managed by hand
-
-
-def deployment(target: str | None, replicas: int, template: dict) -> dict:
+def deployment(name: str, target: str | None, replicas: int, template: dict[str, Any]) -> dict[str, Any]:
     labels = {ASSIGNMENT_LABEL: target} if target else {}
-    return {"metadata": {"labels": labels}, "spec": {"replicas": replicas, "template": template}}
+    return {"metadata": {"name": name, "namespace": "default", "labels": labels,
+                         "annotations": {CLUSTER_ANNOTATION: "tenant"}},
+            "spec": {"replicas": replicas, "template": template}}
+
+
+def cache(*deployments: dict[str, Any]) -> Indexer:
+    indexer = Indexer(key_for, {USES_INDEX: uses_index})
+    for obj in deployments:
+        indexer.upsert(obj)
+    return indexer
+
+
+def named(kind: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {"kind": kind, "metadata": {"name": name, "namespace": "default"}, "spec": spec}
 
 
 def test_users_are_children_and_pinned_deployments_running_somewhere() -> None:
     other = {"metadata": {"labels": {"app": "other"}}, "spec": {"volumes": [{"name": "a", "configMap": {"name":
                                                                                                       "files"}}]}}
-    wanted = users_by_target([deployment(None, 15, TEMPLATE),  # a root runs nowhere itself
-                              deployment("east", 8, TEMPLATE), deployment("west", 0, TEMPLATE),  # 0: not running
-                              deployment("north", 2, other)],
-                             [{"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}}])
-    assert wanted[("ConfigMap", "files")] == {"east", "north"}
-    assert wanted[("Secret", "tls")] == {"east"}
-    assert wanted[("Service", "web")] == {"east"}
+    deployments = cache(deployment("web", None, 15, TEMPLATE),  # a root runs nowhere itself
+                        deployment("web--east", "east", 8, TEMPLATE),
+                        deployment("web--west", "west", 0, TEMPLATE),  # 0: not running
+                        deployment("pinned", "north", 2, other))
+
+    def users(kind: str, name: str, **spec: Any) -> set[str]:
+        return users_of(deployments, "tenant", "default", kind, named(kind, name, **spec))
+    assert users("ConfigMap", "files") == {"east", "north"}
+    assert users("Secret", "tls") == {"east"}
+    assert users("ConfigMap", "files-elsewhere") == set()
+    assert users("Service", "web", selector={"app": "web"}) == {"east"}
+    assert users("Service", "front", selector={"app": "web", "tier": "front"}) == {"east"}
+    assert users("Service", "back", selector={"app": "web", "tier": "back"}) == set()
+    assert users("Service", "manual") == set()  # no selector: endpoints are managed by hand
+    assert users_of(deployments, "other-tenant", "default", "ConfigMap", named("ConfigMap", "files")) == set()
+
+
+def test_what_a_deployment_uses_changes_with_its_template_and_replicas_not_its_status() -> None:
+    child = deployment("web--east", "east", 8, TEMPLATE)
+    assert uses_index(child) == uses_index({**child, "status": {"availableReplicas": 8}})
+    assert uses_index(deployment("web--east", "east", 0, TEMPLATE)) == []
+    assert uses_index(deployment("web", None, 8, TEMPLATE)) == []
 
 
 def test_labels_placed_by_the_splitter_follow_the_users_and_others_labels_stay() -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from kcp_deployment_splitter.capacity import CapacityTracker, capacity_of, pod_requests, requested_by
 from kcp_deployment_splitter.placement import InvalidPlacement, parse_placement, plan, step
+
+WALL = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
 
 def test_the_placement_annotation_restricts_and_weighs() -> None:
@@ -64,7 +68,7 @@ def short_child(replicas: int, available: int, generation: int = 2) -> dict:
 
 def test_a_child_short_of_replicas_past_the_grace_period_teaches_its_capacity_until_allocatable_changes() -> None:
     now = [100.0]
-    tracker = CapacityTracker(grace_period=30, retry_period=600, clock=lambda: now[0])
+    tracker = CapacityTracker(grace_period=30, retry_period=600, clock=lambda: now[0], wall=lambda: WALL)
     alloc = {"pods": "110"}
     assert tracker.observe("root", "small", short_child(7, 4), alloc) == 30
     now[0] += 10
@@ -78,7 +82,7 @@ def test_a_child_short_of_replicas_past_the_grace_period_teaches_its_capacity_un
 
 def test_a_child_that_becomes_available_or_changes_stops_the_clock() -> None:
     now = [0.0]
-    tracker = CapacityTracker(grace_period=30, retry_period=600, clock=lambda: now[0])
+    tracker = CapacityTracker(grace_period=30, retry_period=600, clock=lambda: now[0], wall=lambda: WALL)
     tracker.observe("r", "t", short_child(7, 4), {})
     now[0] += 20
     assert tracker.observe("r", "t", short_child(7, 7), {}) is None
@@ -90,7 +94,7 @@ def test_a_child_that_becomes_available_or_changes_stops_the_clock() -> None:
 
 def test_learned_capacity_expires_after_the_retry_period() -> None:
     now = [0.0]
-    tracker = CapacityTracker(grace_period=0, retry_period=60, clock=lambda: now[0])
+    tracker = CapacityTracker(grace_period=0, retry_period=60, clock=lambda: now[0], wall=lambda: WALL)
     tracker.observe("r", "t", short_child(7, 4), {})
     assert tracker.learned("r", "t", {}) == 4
     now[0] += 61

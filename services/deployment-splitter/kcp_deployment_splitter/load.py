@@ -1,0 +1,77 @@
+"""What the Deployments assigned to each target request, summed as the informer's events arrive.
+
+The allocatable estimate (capacity.py) takes off a target's allocatable what every other Deployment
+assigned to it requests. Summing that per reconcile is a scan of every Deployment on the target,
+O(N) per root and O(N^2) to spread N roots, so the sums are kept here instead: each Deployment's
+contribution is remembered by key and moved between sums when it changes. The sums follow the
+informer's handler, a moment behind its cache; an estimate that is a few events old is no worse
+than one two workers read at the same time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from kcpcommon.informer import DeletedFinalStateUnknown, deleted_object
+from kcpcommon.keys import ObjectKey, key_for
+
+from .capacity import requested_by
+from .names import ASSIGNMENT_LABEL
+
+Slot = tuple[str, str]  # (logical cluster, target)
+
+
+def _add(total: dict[str, Fraction], amounts: Mapping[str, Fraction], sign: int) -> None:
+    for name, value in amounts.items():
+        left = total.get(name, Fraction(0)) + sign * value
+        if left:
+            total[name] = left
+        else:
+            total.pop(name, None)
+
+
+class TargetLoad:
+    """Requests per (logical cluster, target), kept up to date by `on_add`/`on_update`/`on_delete`."""
+
+    def __init__(self) -> None:
+        self._parts: dict[ObjectKey, tuple[Slot, dict[str, Fraction]]] = {}
+        self._totals: dict[Slot, dict[str, Fraction]] = {}
+
+    def on_add(self, obj: Mapping[str, Any]) -> None:
+        self._set(key_for(obj), obj)
+
+    def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        self._set(key_for(new), new)
+
+    def on_delete(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
+        self._set(key_for(deleted_object(obj)), None)
+
+    def used(self, cluster: str, target: str, *, excluding: Iterable[ObjectKey] = ()) -> dict[str, Fraction]:
+        """What the Deployments on `target` request, less those in `excluding` (a root's own children)."""
+        total = dict(self._totals.get((cluster, target), {}))
+        for key in excluding:
+            part = self._parts.get(key)
+            if part is not None and part[0] == (cluster, target):
+                _add(total, part[1], -1)
+        return total
+
+    def _set(self, key: ObjectKey, obj: Mapping[str, Any] | None) -> None:
+        old = self._parts.pop(key, None)
+        if old is not None:
+            slot, amounts = old
+            _add(self._totals[slot], amounts, -1)
+            if not self._totals[slot]:
+                del self._totals[slot]
+        if obj is None:
+            return
+        target = ((obj.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL)
+        if not target:
+            return
+        amounts = requested_by([obj])
+        if not any(amounts.values()):
+            return
+        slot = (key.cluster, str(target))
+        self._parts[key] = (slot, amounts)
+        _add(self._totals.setdefault(slot, {}), amounts, 1)
