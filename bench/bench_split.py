@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -47,8 +45,9 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
+from daemon_process import ClusterControllerProcess  # noqa: E402
 from splitter_fixtures import DEPLOYMENTS, TARGETS, SplitterProcess, deployment, set_ready  # noqa: E402
-from syncer_fixtures import Rest, create_sync_target, eventually, install_types, syncer_env  # noqa: E402
+from syncer_fixtures import Rest, create_sync_target, eventually, install_types  # noqa: E402
 
 from kcp_process import KcpServer, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
 
@@ -233,24 +232,19 @@ def fleet_phase(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                                                      "--ready-delay", "0.2"],
                     command=sim_cluster_command(), env=sim_cluster_env())
     started: list[KcpServer] = []
-    controller: subprocess.Popen[bytes] | None = None
+    controller = ClusterControllerProcess(kcp, tmp / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
+        # ten syncers in one busy process on two cores miss an 8 s threshold now and then; the
+        # lost cluster below is cut off, which makes it NotReady at once whatever the threshold
+        "--heartbeat-threshold", "30", "--discovery-interval", "30",
+        "--qps", "0"])  # its ten syncers share one client: unthrottled, as the splitter is
     splitter = None
     children = None
     try:
         for server in (kcp, sim):
             server.start()
             started.append(server)
-        env = syncer_env()
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "services" / "cluster-controller"), env["PYTHONPATH"]])
-        with open(tmp / "controller.log", "ab") as log:
-            controller = subprocess.Popen(
-                [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
-                 "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
-                 # ten syncers in one busy process on two cores miss an 8 s threshold now and then; the
-                 # lost cluster below is cut off, which makes it NotReady at once whatever the threshold
-                 "--heartbeat-threshold", "30", "--discovery-interval", "30", "--health-port", "0",
-                 "--qps", "0"],  # its ten syncers share one client: unthrottled, as the splitter is
-                stdout=log, stderr=log, env=env, start_new_session=True)
+        controller.start()
         rest = Rest(kcp).at("bench-fleet")
         status, body = rest.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                                     yaml.safe_load(SYNC_TARGET_CRD.read_text()))
@@ -302,13 +296,7 @@ def fleet_phase(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             children.stop()
         if splitter is not None:
             splitter.stop()
-        if controller is not None:
-            controller.send_signal(signal.SIGTERM)
-            try:
-                controller.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(controller.pid, signal.SIGKILL)
-                controller.wait()
+        controller.stop()
         for server in reversed(started):
             server.stop()
 

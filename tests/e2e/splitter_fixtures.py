@@ -7,32 +7,23 @@ statuses (the syncer's, from the physical cluster's deployment controller).
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from daemon_process import DaemonProcess, package_env
 from syncer_fixtures import Rest, eventually
 
-from kcp_process import REPO, KcpServer, free_port
+from kcp_process import KcpServer, free_port
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 TARGETS = "/apis/workload.kcp.io/v1alpha1/synctargets"
 
 
-def splitter_env() -> dict[str, str]:
-    path = [str(REPO / "services" / "deployment-splitter"), str(REPO / "libs" / "kcpcommon"),
-            *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-
-
 @dataclass
-class SplitterProcess:
+class SplitterProcess(DaemonProcess):
     """`python -m kcp_deployment_splitter` against one kcp."""
 
     kcp: KcpServer
@@ -40,65 +31,14 @@ class SplitterProcess:
     extra: list[str] = field(default_factory=list)
     health_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    name = "splitter"
 
     def start(self, *, wait_ready: bool = True) -> SplitterProcess:
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "kcp_deployment_splitter", "--kubeconfig", str(self.kcp.kubeconfig),
-             "--health-port", str(self.health_port), "--health-address", "127.0.0.1", *self.extra],
-            stdout=log, stderr=log, env=splitter_env(), start_new_session=True)
-        log.close()
+        self.launch("kcp_deployment_splitter", ["--kubeconfig", str(self.kcp.kubeconfig), *self.extra],
+                    package_env("deployment-splitter"))
         if wait_ready:
             eventually(self.ready, f"splitter ready ({self.log_tail()})")
         return self
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def ready(self) -> bool:
-        if not self.alive():
-            raise AssertionError(f"splitter exited: {self.log_tail()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as resp:
-                return resp.status == 200
-        except OSError:
-            return False
-
-    def healthy(self) -> bool:
-        """/healthz answers (a standby is healthy, and ready, without leading)."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/healthz", timeout=2) as resp:
-                return resp.status == 200
-        except OSError:
-            return False
-
-    def metrics(self) -> str:
-        """The /metrics text ("" while the health server is not listening yet)."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/metrics", timeout=5) as resp:
-                return str(resp.read().decode())
-        except OSError:
-            return ""
-
-    def log_tail(self, lines: int = 30) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self) -> int:
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()
 
 
 def stamp() -> str:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from daemon_process import DaemonProcess
 
 from kcp_process import REPO, KcpServer, free_port, sim_cluster_command, sim_cluster_env
 
@@ -140,7 +140,7 @@ def syncer_env() -> dict[str, str]:
 
 
 @dataclass
-class SyncerProcess:
+class SyncerProcess(DaemonProcess):
     """`python -m kcp_syncer` between a kcp and a physical cluster."""
 
     kcp: KcpServer
@@ -152,52 +152,12 @@ class SyncerProcess:
     extra: list[str] = field(default_factory=list)
     health_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    name = "syncer"
 
     def start(self) -> SyncerProcess:
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "kcp_syncer", "--from-kubeconfig", str(self.kcp.kubeconfig),
-             "--to-kubeconfig", str(self.physical.kubeconfig), "--sync-target", self.sync_target,
-             "--logical-cluster", self.logical_cluster, "--resources", self.resources,
-             "--heartbeat-interval", "1", "--health-port", str(self.health_port), "--health-address", "127.0.0.1",
-             *self.extra],
-            stdout=log, stderr=log, env=syncer_env(), start_new_session=True)
-        log.close()
+        self.launch("kcp_syncer", ["--from-kubeconfig", str(self.kcp.kubeconfig), "--to-kubeconfig",
+                                   str(self.physical.kubeconfig), "--sync-target", self.sync_target,
+                                   "--logical-cluster", self.logical_cluster, "--resources", self.resources,
+                                   "--heartbeat-interval", "1", *self.extra], syncer_env())
         eventually(self.ready, f"syncer {self.sync_target} ready ({self.log_tail()})")
         return self
-
-    def ready(self) -> bool:
-        assert self.process is not None
-        if self.process.poll() is not None:
-            raise AssertionError(f"syncer exited {self.process.returncode}: {self.log_tail()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2) as resp:
-                return resp.status == 200
-        except OSError:
-            return False
-
-    def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/metrics", timeout=5) as resp:
-            return str(resp.read().decode())
-
-    def log_tail(self, lines: int = 30) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self) -> int:
-        """SIGTERM; the exit code (0 is a clean stop)."""
-        if self.process is None or self.process.poll() is not None:
-            return self.process.returncode if self.process else 0
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            return self.process.wait()
-
-    def kill(self) -> None:
-        """kill -9: no cleanup at all."""
-        assert self.process is not None
-        self.process.kill()
-        self.process.wait()

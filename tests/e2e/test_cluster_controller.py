@@ -11,7 +11,6 @@ nothing deleted downstream. Every wait is on a condition, never a fixed sleep.
 from __future__ import annotations
 
 import base64
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from daemon_process import ClusterControllerProcess
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
@@ -42,37 +42,24 @@ class Env:
     root: Path
 
 
-def controller_env() -> dict[str, str]:
-    env = syncer_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "services" / "cluster-controller"), env["PYTHONPATH"]])
-    return env
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     root = tmp_path_factory.mktemp("cluster-controller")
     kcp = KcpServer(root / "kcp", free_port())
     new, old = sim_cluster(root / "new"), sim_cluster(root / "old", "--kubernetes-version", "1.25")
     started: list[KcpServer] = []
-    controller: subprocess.Popen[bytes] | None = None
+    controller = ClusterControllerProcess(kcp, root / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
+        "--heartbeat-threshold", str(THRESHOLD), "--discovery-interval", "5"])
     try:
         for server in (kcp, new, old):
             server.start()
             started.append(server)
-        log = open(root / "controller.log", "ab")
-        controller = subprocess.Popen(
-            [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
-             "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
-             "--heartbeat-threshold", str(THRESHOLD), "--discovery-interval", "5", "--health-port", "0"],
-            stdout=log, stderr=log, env=controller_env(), start_new_session=True)
-        log.close()
+        controller.start()
         yield Env(kcp, new, old, root)
-        controller.send_signal(signal.SIGTERM)
-        assert controller.wait(30) == 0, (root / "controller.log").read_text()[-3000:]
+        assert controller.stop() == 0, controller.log_tail(60)
     finally:
-        if controller is not None and controller.poll() is None:
-            os.killpg(controller.pid, signal.SIGKILL)
-            controller.wait()
+        controller.stop()
         for server in started:
             server.stop()
 
@@ -248,21 +235,15 @@ def pull_env(env: Env) -> Iterator[PullEnv]:
     root = env.root / "pull"
     kcp = KcpServer(root / "kcp", free_port())
     kcp.start()
-    log = open(env.root / "pull-controller.log", "ab")
-    controller = subprocess.Popen(
-        [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
-         "--syncer-mode", "pull", "--no-leader-elect", "--heartbeat-interval", "2",
-         "--heartbeat-threshold", str(THRESHOLD), "--health-port", "0"],
-        stdout=log, stderr=log, env=controller_env(), start_new_session=True)
-    log.close()
+    controller = ClusterControllerProcess(kcp, env.root / "pull-controller.log", [
+        "--syncer-mode", "pull", "--no-leader-elect", "--heartbeat-interval", "2",
+        "--heartbeat-threshold", str(THRESHOLD)])
     try:
+        controller.start()
         yield PullEnv(kcp, env.new, root)
-        controller.send_signal(signal.SIGTERM)
-        assert controller.wait(30) == 0, (env.root / "pull-controller.log").read_text()[-3000:]
+        assert controller.stop() == 0, controller.log_tail(60)
     finally:
-        if controller.poll() is None:
-            os.killpg(controller.pid, signal.SIGKILL)
-            controller.wait()
+        controller.stop()
         kcp.stop()
 
 

@@ -8,18 +8,15 @@ finishes. Every wait is on a condition, never a fixed sleep.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+from daemon_process import ClusterControllerProcess
 from splitter_fixtures import SplitterProcess
-from syncer_fixtures import Rest, eventually, sim_cluster, syncer_env
+from syncer_fixtures import Rest, eventually, sim_cluster
 
 from kcp_process import (
     REPO,
@@ -45,12 +42,6 @@ class Demo:
     root: Path
 
 
-def controller_env() -> dict[str, str]:
-    env = syncer_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "services" / "cluster-controller"), env["PYTHONPATH"]])
-    return env
-
-
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     root = tmp_path_factory.mktemp("splitter-demo")
@@ -60,31 +51,24 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
                                                     "--ready-delay", "0.2"],
                       command=sim_cluster_command(), env=sim_cluster_env())
     started: list[KcpServer] = []
-    controller: subprocess.Popen[bytes] | None = None
+    controller = ClusterControllerProcess(kcp, root / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--heartbeat-threshold", "8",
+        "--discovery-interval", "5"])
     splitter: SplitterProcess | None = None
     try:
         for server in (kcp, east, west, small):
             server.start()
             started.append(server)
-        log = open(root / "controller.log", "ab")
-        controller = subprocess.Popen(
-            [sys.executable, "-m", "kcp_cluster_controller", "--kubeconfig", str(kcp.kubeconfig),
-             "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
-             "--heartbeat-threshold", "8", "--discovery-interval", "5", "--health-port", "0"],
-            stdout=log, stderr=log, env=controller_env(), start_new_session=True)
-        log.close()
+        controller.start()
         kubeconfig = logical_cluster(kcp, "demo")
         splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"]).start(wait_ready=False)
         yield Demo(kcp, east, west, small, kubeconfig, root)
         assert splitter.stop() == 0, splitter.log_tail()
-        controller.send_signal(signal.SIGTERM)
-        assert controller.wait(30) == 0, (root / "controller.log").read_text()[-3000:]
+        assert controller.stop() == 0, controller.log_tail(60)
     finally:
         if splitter is not None:
             splitter.stop()
-        if controller is not None and controller.poll() is None:
-            os.killpg(controller.pid, signal.SIGKILL)
-            controller.wait()
+        controller.stop()
         for server in started:
             server.stop()
 
