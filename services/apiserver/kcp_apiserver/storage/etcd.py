@@ -37,7 +37,14 @@ class KeyExists(StorageError):
 
 
 class RevisionConflict(StorageError):
-    """The key changed since the revision the caller read."""
+    """The key changed since the revision the caller read.
+
+    `current` is the key's state as the failed transaction read it (etcd's answer to the txn's
+    else-branch get), when known: a retry can start from it instead of reading the key again."""
+
+    def __init__(self, key: str, current: Stored | None = None) -> None:
+        super().__init__(key)
+        self.current = current
 
 
 class Compacted(StorageError):
@@ -92,6 +99,16 @@ def encode(obj: dict[str, Any]) -> bytes:
 
 def _mod_revision_is(key: str, revision: int) -> Compare:
     return Compare(result=Compare.EQUAL, target=Compare.MOD, key=key.encode(), mod_revision=revision)
+
+
+def _failed(key: str, resp: Any) -> StorageError:
+    """Why a revision-guarded txn failed, from its else-branch get: the key is gone, or it moved on (to the
+    state returned with the conflict)."""
+    kvs = resp.responses[0].response_range.kvs
+    if not kvs:
+        return KeyNotFound(key)
+    kv = kvs[0]
+    return RevisionConflict(key, Stored(key, decode(kv.value, kv.mod_revision), kv.mod_revision))
 
 
 async def _call(coro: Awaitable[Any], *, read: bool = False) -> Any:
@@ -173,10 +190,7 @@ class Storage:
             timeout=RPC_TIMEOUT, max_attempts=1,
         ))
         if not resp.succeeded:
-            current = resp.responses[0].response_range.kvs
-            if not current:
-                raise KeyNotFound(key)
-            raise RevisionConflict(key)
+            raise _failed(key, resp)
         rev = int(resp.header.revision)
         return Stored(key, decode(value, rev), rev)
 
@@ -188,9 +202,7 @@ class Storage:
             timeout=RPC_TIMEOUT, max_attempts=1,
         ))
         if not resp.succeeded:
-            if not resp.responses[0].response_range.kvs:
-                raise KeyNotFound(key)
-            raise RevisionConflict(key)
+            raise _failed(key, resp)
         return int(resp.header.revision)
 
     async def guaranteed_update(
@@ -200,16 +212,20 @@ class Storage:
         *,
         attempts: int = 16,
     ) -> Stored:
-        """Read-modify-write with retry on conflict; `mutate` returning None leaves it as is."""
+        """Read-modify-write with retry on conflict; `mutate` returning None leaves it as is.
+
+        A conflict retries from the state the failed transaction returned, without another read."""
+        current: Stored | None = None
         for _ in range(attempts):
-            current = await self.get(key)
+            if current is None:
+                current = await self.get(key)
             updated = await mutate(current)
             if updated is None:
                 return current
             try:
                 return await self.update(key, updated, current.mod_revision)
-            except RevisionConflict:
-                continue
+            except RevisionConflict as exc:
+                current = exc.current
         raise RevisionConflict(key)
 
     async def list_raw(

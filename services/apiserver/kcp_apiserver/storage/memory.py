@@ -38,11 +38,14 @@ class MemoryStorage(Storage):
         self._data[key] = (value, self.revision)
         return Stored(key, decode(value, self.revision), self.revision)
 
+    def _stored(self, key: str) -> Stored:
+        value, rev = self._data[key]
+        return Stored(key, decode(value, rev), rev)
+
     async def get(self, key: str) -> Stored:
         if key not in self._data:
             raise KeyNotFound(key)
-        value, rev = self._data[key]
-        return Stored(key, decode(value, rev), rev)
+        return self._stored(key)
 
     async def exists(self, key: str) -> bool:
         return key in self._data
@@ -66,14 +69,14 @@ class MemoryStorage(Storage):
         if key not in self._data:
             raise KeyNotFound(key)
         if self._data[key][1] != expected_revision:
-            raise RevisionConflict(key)
+            raise RevisionConflict(key, self._stored(key))
         return self._put(key, obj)
 
     async def delete(self, key: str, expected_revision: int) -> int:
         if key not in self._data:
             raise KeyNotFound(key)
         if self._data[key][1] != expected_revision:
-            raise RevisionConflict(key)
+            raise RevisionConflict(key, self._stored(key))
         del self._data[key]
         self._keys.remove(key)
         self.revision += 1
