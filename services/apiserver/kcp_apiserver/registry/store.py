@@ -604,7 +604,9 @@ class Registry:
         if use_cache and self.caches is not None:
             cache = self.caches.caches.get(res.prefix)
             found = cache.state.get(key) if cache is not None else None
-            if found is not None:
+            # a copy older than a revision this process wrote (or saw) is stale for sure: a cache lagging
+            # behind its own writes (a busy loop) would cost a failed txn instead of a read
+            if found is not None and found.revision >= self.storage.known_revision(key):
                 return Stored(key, found.decode(), found.revision), False
         return await self._read(res, key, name), True
 

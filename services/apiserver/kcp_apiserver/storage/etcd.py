@@ -21,6 +21,7 @@ RPC_TIMEOUT = 5.0
 PAGE_KEYS = 1000  # most keys one range read asks for
 FIRST_PAGE_KEYS = 100  # keys the first read of a scan asks for, before the objects' size is known
 PAGE_BYTES = 2 * 1024 * 1024  # about how many bytes of values one range read aims at
+RECENT_KEYS = 65_536  # keys whose newest revision known from this process's own writes Storage remembers
 TOO_LARGE = "etcdserver: request is too large"  # etcd's answer to a write over --max-request-bytes
 
 
@@ -137,6 +138,25 @@ class Storage:
 
     def __init__(self, client: Etcd3Client) -> None:
         self.client = client
+        self.recent: dict[str, int] = {}  # key -> newest revision its writes here saw (oldest first)
+
+    def known_revision(self, key: str) -> int:
+        """The newest revision of key this process has seen etcd give it (its writes, deletes, conflicts), or 0
+        if it remembers none: a copy of the key older than this (a lagging watch cache's) is stale for sure."""
+        return self.recent.get(key, 0)
+
+    def _saw(self, key: str, revision: int) -> None:
+        recent = self.recent
+        recent.pop(key, None)
+        recent[key] = revision
+        if len(recent) > RECENT_KEYS:
+            del recent[next(iter(recent))]
+
+    def _failed(self, key: str, resp: Any) -> StorageError:
+        exc = _failed(key, resp)
+        if isinstance(exc, RevisionConflict) and exc.current is not None:
+            self._saw(key, exc.current.mod_revision)
+        return exc
 
     @property
     def _kv(self) -> KVService:
@@ -170,6 +190,7 @@ class Storage:
         if not resp.succeeded:
             raise KeyExists(key)
         rev = int(resp.header.revision)
+        self._saw(key, rev)
         return Stored(key, decode(value, rev), rev)
 
     async def create_many(self, items: list[tuple[str, dict[str, Any]]]) -> bool:
@@ -190,8 +211,9 @@ class Storage:
             timeout=RPC_TIMEOUT, max_attempts=1,
         ))
         if not resp.succeeded:
-            raise _failed(key, resp)
+            raise self._failed(key, resp)
         rev = int(resp.header.revision)
+        self._saw(key, rev)
         return Stored(key, decode(value, rev), rev)
 
     async def delete(self, key: str, expected_revision: int) -> int:
@@ -202,8 +224,10 @@ class Storage:
             timeout=RPC_TIMEOUT, max_attempts=1,
         ))
         if not resp.succeeded:
-            raise _failed(key, resp)
-        return int(resp.header.revision)
+            raise self._failed(key, resp)
+        rev = int(resp.header.revision)
+        self._saw(key, rev)
+        return rev
 
     async def guaranteed_update(
         self,
