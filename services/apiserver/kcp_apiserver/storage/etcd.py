@@ -147,8 +147,7 @@ class Storage:
 
     def _saw(self, key: str, revision: int) -> None:
         recent = self.recent
-        recent.pop(key, None)
-        recent[key] = revision
+        recent[key] = max(revision, recent.pop(key, 0))  # answers may arrive out of order: keep the newest
         if len(recent) > RECENT_KEYS:
             del recent[next(iter(recent))]
 
