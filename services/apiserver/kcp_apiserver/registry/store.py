@@ -24,6 +24,7 @@ from kcp_apiserver.apimachinery.validation import drop_malformed_meta, generate_
 from kcp_apiserver.apimachinery.validation import invalid as invalid_value
 from kcp_apiserver.registry import fieldpath as fp
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
+from kcp_apiserver.registry.catalog import WatchCaches
 from kcp_apiserver.registry.continuetoken import decode_continue, encode_continue
 from kcp_apiserver.registry.conversion import stored_view, to_storage
 from kcp_apiserver.registry.deletion import deletion_finalizers
@@ -133,8 +134,9 @@ class Registry:
     """create/get/list/update/patch/delete for any Resource in any logical cluster."""
 
     def __init__(self, storage: Storage, *, admit: Admission, ensure_cluster: Callable[[str], Awaitable[None]],
-                 track_managed_fields: bool = True) -> None:
+                 track_managed_fields: bool = True, caches: WatchCaches | None = None) -> None:
         self.storage = storage
+        self.caches = caches  # writes start from the watch cache's state where it has the object
         self.admit = admit
         self.ensure_cluster = ensure_cluster
         self.track_managed_fields = track_managed_fields  # off only to measure what tracking costs (bench)
@@ -413,18 +415,38 @@ class Registry:
     async def _update_with(self, res: Resource, cluster: str, namespace: str, name: str,
                            mutate: Callable[[Stored], Awaitable[Obj]], subresource: str, dry_run: bool,
                            ctx: RequestContext | None, ownership: Ownership | None = None) -> Obj:
+        """kube's GuaranteedUpdate: the state to update starts as the watch cache's (no etcd read) and the
+        revision-guarded write proves it current; a decision the cached state alone could make wrongly (a
+        no-op, an error) is checked against etcd first."""
         key = self.key(res, cluster, namespace, name)
+        current, fresh = await self._current(res, key, name, use_cache=not dry_run)
         for _ in range(16):
-            current = await self._read(res, key, name)
-            new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
-            if ownership is not None and (self.track_managed_fields or isinstance(ownership, ApplyOwnership)):
-                ownership.record(current.obj, new, now_rfc3339())
-            if _without_rv(new) == _without_rv(current.obj):
-                return current.obj  # a no-op write keeps its resourceVersion, as kube does
-            if subresource != "status" or res.is_custom:
-                self._validate(res, new, current.obj, subresource)
-            await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
-                                              subresource))
+            try:
+                new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
+                if ownership is not None and (self.track_managed_fields or isinstance(ownership, ApplyOwnership)):
+                    ownership.record(current.obj, new, now_rfc3339())
+                no_op = _without_rv(new) == _without_rv(current.obj)
+                if not no_op:
+                    if subresource != "status" or res.is_custom:
+                        self._validate(res, new, current.obj, subresource)
+                    await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
+                                                      subresource))
+            except st.APIError:
+                if fresh:
+                    raise
+                latest = await self._fresher(res, key, name, current)  # a stale cache must not fail a write
+                if latest is None:
+                    raise
+                current, fresh = latest, True
+                continue
+            if no_op:  # a no-op write keeps its resourceVersion, as kube does
+                if fresh:
+                    return current.obj
+                latest = await self._fresher(res, key, name, current)  # a stale cache must not swallow a write
+                if latest is None:
+                    return current.obj
+                current, fresh = latest, True
+                continue
             if dry_run:
                 return new
             try:
@@ -432,11 +454,21 @@ class Registry:
                     await self.storage.delete(key, current.mod_revision)
                     return new
                 return (await self.storage.update(key, new, current.mod_revision)).obj
-            except RevisionConflict:
-                continue
+            except (RevisionConflict, KeyNotFound) as exc:
+                current, fresh = await self._after_conflict(res, key, name, exc, fresh), True
             except StorageError as exc:
                 raise storage_errors(res, name, exc) from exc
         raise st.conflict(res.plural, name, res.group)
+
+    async def _after_conflict(self, res: Resource, key: str, name: str, exc: RevisionConflict | KeyNotFound,
+                              fresh: bool) -> Stored:
+        """The state to retry a failed revision-guarded write from: the one the failed txn returned (no
+        read); a key found gone is NotFound, unless the state written over was the cache's (etcd decides)."""
+        if isinstance(exc, RevisionConflict):
+            return exc.current if exc.current is not None else await self._read(res, key, name)
+        if fresh:
+            raise storage_errors(res, name, exc) from exc
+        return await self._read(res, key, name)  # NotFound, or a shared object
 
     def _merge_update(self, res: Resource, cluster: str, new: Obj, old: Obj, subresource: str) -> Obj:
         """Apply kube's update strategy: server-set metadata and status survive main writes."""
@@ -482,23 +514,33 @@ class Registry:
         records it; an object left with any finalizer is only marked deleting."""
         key = self.key(res, cluster, namespace, name)
         propagation = propagation or Propagation()
+        current, fresh = await self._current(res, key, name, use_cache=not dry_run)  # as _update_with
         for _ in range(16):
-            current = await self._read(res, key, name)
-            if current.mod_revision == SHARED_REVISION:
-                raise st.APIError(405, "MethodNotAllowed", f'{res.group_resource} "{name}" is shared by every '
-                                  "logical cluster and cannot be deleted", {"name": name, "kind": res.plural,
-                                                                            "group": res.group})
-            await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
             meta = current.obj["metadata"]
-            pre = preconditions or {}
-            if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                raise st.conflict(res.plural, name, res.group,
-                                  f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                                  f"{meta.get('uid')}")
-            if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-                raise st.conflict(res.plural, name, res.group,
-                                  f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                                  f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
+            try:
+                if current.mod_revision == SHARED_REVISION:
+                    raise st.APIError(405, "MethodNotAllowed", f'{res.group_resource} "{name}" is shared by every '
+                                      "logical cluster and cannot be deleted", {"name": name, "kind": res.plural,
+                                                                                "group": res.group})
+                await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
+                pre = preconditions or {}
+                if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                    raise st.conflict(res.plural, name, res.group,
+                                      f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                                      f"{meta.get('uid')}")
+                if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+                    raise st.conflict(res.plural, name, res.group,
+                                      f"Precondition failed: ResourceVersion in precondition: "
+                                      f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                      f"{meta.get('resourceVersion')}")
+            except st.APIError:
+                if fresh:
+                    raise
+                latest = await self._fresher(res, key, name, current)  # a stale cache must not fail a delete
+                if latest is None:
+                    raise
+                current, fresh = latest, True
+                continue
             existing = list(meta.get("finalizers") or [])
             finalizers = deletion_finalizers(res, existing, propagation)
             pending = copy.deepcopy(current.obj)
@@ -506,25 +548,25 @@ class Registry:
                 pending["metadata"]["finalizers"] = finalizers
             else:
                 pending["metadata"].pop("finalizers", None)
-            if _has_finalizers(res, pending):
-                if meta.get("deletionTimestamp") and finalizers == existing:
-                    return current.obj, False
-                _mark_deleting(res, pending)
-                if dry_run:
-                    return pending, False
-                try:
-                    return (await self.storage.update(key, pending, current.mod_revision)).obj, False
-                except RevisionConflict:
-                    continue
-                except StorageError as exc:
-                    raise storage_errors(res, name, exc) from exc
-            if dry_run:
-                return current.obj, True
             try:
+                if _has_finalizers(res, pending):
+                    if meta.get("deletionTimestamp") and finalizers == existing:
+                        if not fresh:  # nothing to write: only if etcd agrees
+                            latest = await self._fresher(res, key, name, current)
+                            if latest is not None:
+                                current, fresh = latest, True
+                                continue
+                        return current.obj, False
+                    _mark_deleting(res, pending)
+                    if dry_run:
+                        return pending, False
+                    return (await self.storage.update(key, pending, current.mod_revision)).obj, False
+                if dry_run:
+                    return current.obj, True
                 await self.storage.delete(key, current.mod_revision)
                 return current.obj, True
-            except RevisionConflict:
-                continue
+            except (RevisionConflict, KeyNotFound) as exc:
+                current, fresh = await self._after_conflict(res, key, name, exc, fresh), True
             except StorageError as exc:
                 raise storage_errors(res, name, exc) from exc
         raise st.conflict(res.plural, name, res.group)
@@ -553,6 +595,26 @@ class Registry:
                     name: str, obj: Obj | None, old: Obj | None, subresource: str = "") -> Attributes:
         return Attributes(ctx if ctx is not None else system_context(cluster), res, operation,
                           namespace if res.namespaced else "", name, obj, old, subresource)
+
+    async def _current(self, res: Resource, key: str, name: str, *, use_cache: bool) -> tuple[Stored, bool]:
+        """The state a write starts from, and whether it is etcd's own (else the watch cache's, maybe stale).
+
+        As kube's cacher suggests its object to GuaranteedUpdate: the cache's copy saves a read, and the
+        revision-guarded write that follows fails if it was not current."""
+        if use_cache and self.caches is not None:
+            cache = self.caches.caches.get(res.prefix)
+            found = cache.state.get(key) if cache is not None else None
+            # a copy older than a revision this process wrote (or saw) is stale for sure: a cache lagging
+            # behind its own writes (a busy loop) would cost a failed txn instead of a read
+            if found is not None and found.revision >= self.storage.known_revision(key):
+                return Stored(key, found.decode(), found.revision), False
+        return await self._read(res, key, name), True
+
+    async def _fresher(self, res: Resource, key: str, name: str, cached: Stored) -> Stored | None:
+        """etcd's state, if newer than the cached one a decision was made on; None: the cache was current
+        (the decision stands). Raises NotFound if the object is gone."""
+        latest = await self._read(res, key, name)
+        return None if latest.mod_revision == cached.mod_revision else latest
 
     async def _read(self, res: Resource, key: str, name: str) -> Stored:
         try:

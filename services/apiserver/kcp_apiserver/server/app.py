@@ -87,7 +87,8 @@ class APIServer:
         self._plugins = [await build(parts) for build in config.admission]
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
                                                   ensure_cluster=self.clusters.ensure,
-                                                  track_managed_fields=config.track_managed_fields)
+                                                  track_managed_fields=config.track_managed_fields,
+                                                  caches=self.caches)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
                                          fields=FieldValidator(), tokens=config.service_accounts,
                                          answers=config.answers)

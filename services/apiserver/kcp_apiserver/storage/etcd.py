@@ -21,6 +21,7 @@ RPC_TIMEOUT = 5.0
 PAGE_KEYS = 1000  # most keys one range read asks for
 FIRST_PAGE_KEYS = 100  # keys the first read of a scan asks for, before the objects' size is known
 PAGE_BYTES = 2 * 1024 * 1024  # about how many bytes of values one range read aims at
+RECENT_KEYS = 65_536  # keys whose newest revision known from this process's own writes Storage remembers
 TOO_LARGE = "etcdserver: request is too large"  # etcd's answer to a write over --max-request-bytes
 
 
@@ -37,7 +38,14 @@ class KeyExists(StorageError):
 
 
 class RevisionConflict(StorageError):
-    """The key changed since the revision the caller read."""
+    """The key changed since the revision the caller read.
+
+    `current` is the key's state as the failed transaction read it (etcd's answer to the txn's
+    else-branch get), when known: a retry can start from it instead of reading the key again."""
+
+    def __init__(self, key: str, current: Stored | None = None) -> None:
+        super().__init__(key)
+        self.current = current
 
 
 class Compacted(StorageError):
@@ -94,6 +102,16 @@ def _mod_revision_is(key: str, revision: int) -> Compare:
     return Compare(result=Compare.EQUAL, target=Compare.MOD, key=key.encode(), mod_revision=revision)
 
 
+def _failed(key: str, resp: Any) -> StorageError:
+    """Why a revision-guarded txn failed, from its else-branch get: the key is gone, or it moved on (to the
+    state returned with the conflict)."""
+    kvs = resp.responses[0].response_range.kvs
+    if not kvs:
+        return KeyNotFound(key)
+    kv = kvs[0]
+    return RevisionConflict(key, Stored(key, decode(kv.value, kv.mod_revision), kv.mod_revision))
+
+
 async def _call(coro: Awaitable[Any], *, read: bool = False) -> Any:
     """Run one etcd RPC, mapping transport failures to storage errors."""
     try:
@@ -120,6 +138,24 @@ class Storage:
 
     def __init__(self, client: Etcd3Client) -> None:
         self.client = client
+        self.recent: dict[str, int] = {}  # key -> newest revision its writes here saw (oldest first)
+
+    def known_revision(self, key: str) -> int:
+        """The newest revision of key this process has seen etcd give it (its writes, deletes, conflicts), or 0
+        if it remembers none: a copy of the key older than this (a lagging watch cache's) is stale for sure."""
+        return self.recent.get(key, 0)
+
+    def _saw(self, key: str, revision: int) -> None:
+        recent = self.recent
+        recent[key] = max(revision, recent.pop(key, 0))  # answers may arrive out of order: keep the newest
+        if len(recent) > RECENT_KEYS:
+            del recent[next(iter(recent))]
+
+    def _failed(self, key: str, resp: Any) -> StorageError:
+        exc = _failed(key, resp)
+        if isinstance(exc, RevisionConflict) and exc.current is not None:
+            self._saw(key, exc.current.mod_revision)
+        return exc
 
     @property
     def _kv(self) -> KVService:
@@ -153,6 +189,7 @@ class Storage:
         if not resp.succeeded:
             raise KeyExists(key)
         rev = int(resp.header.revision)
+        self._saw(key, rev)
         return Stored(key, decode(value, rev), rev)
 
     async def create_many(self, items: list[tuple[str, dict[str, Any]]]) -> bool:
@@ -173,11 +210,9 @@ class Storage:
             timeout=RPC_TIMEOUT, max_attempts=1,
         ))
         if not resp.succeeded:
-            current = resp.responses[0].response_range.kvs
-            if not current:
-                raise KeyNotFound(key)
-            raise RevisionConflict(key)
+            raise self._failed(key, resp)
         rev = int(resp.header.revision)
+        self._saw(key, rev)
         return Stored(key, decode(value, rev), rev)
 
     async def delete(self, key: str, expected_revision: int) -> int:
@@ -188,10 +223,10 @@ class Storage:
             timeout=RPC_TIMEOUT, max_attempts=1,
         ))
         if not resp.succeeded:
-            if not resp.responses[0].response_range.kvs:
-                raise KeyNotFound(key)
-            raise RevisionConflict(key)
-        return int(resp.header.revision)
+            raise self._failed(key, resp)
+        rev = int(resp.header.revision)
+        self._saw(key, rev)
+        return rev
 
     async def guaranteed_update(
         self,
@@ -200,16 +235,20 @@ class Storage:
         *,
         attempts: int = 16,
     ) -> Stored:
-        """Read-modify-write with retry on conflict; `mutate` returning None leaves it as is."""
+        """Read-modify-write with retry on conflict; `mutate` returning None leaves it as is.
+
+        A conflict retries from the state the failed transaction returned, without another read."""
+        current: Stored | None = None
         for _ in range(attempts):
-            current = await self.get(key)
+            if current is None:
+                current = await self.get(key)
             updated = await mutate(current)
             if updated is None:
                 return current
             try:
                 return await self.update(key, updated, current.mod_revision)
-            except RevisionConflict:
-                continue
+            except RevisionConflict as exc:
+                current = exc.current
         raise RevisionConflict(key)
 
     async def list_raw(

@@ -26,6 +26,7 @@ class MemoryStorage(Storage):
     def __init__(self) -> None:  # no etcd client: every primitive is overridden
 
         self.revision = 1
+        self.recent: dict[str, int] = {}
         self.compacted = 0
         self._data: dict[str, tuple[bytes, int]] = {}  # key -> (value, mod_revision)
         self._keys: list[str] = []  # sorted, for range reads
@@ -36,13 +37,23 @@ class MemoryStorage(Storage):
         if key not in self._data:
             bisect.insort(self._keys, key)
         self._data[key] = (value, self.revision)
+        self._saw(key, self.revision)
         return Stored(key, decode(value, self.revision), self.revision)
+
+    def _stored(self, key: str) -> Stored:
+        value, rev = self._data[key]
+        return Stored(key, decode(value, rev), rev)
+
+    def _seen(self, key: str) -> Stored:
+        """The current state a failed write reports, as etcd's txn does."""
+        current = self._stored(key)
+        self._saw(key, current.mod_revision)
+        return current
 
     async def get(self, key: str) -> Stored:
         if key not in self._data:
             raise KeyNotFound(key)
-        value, rev = self._data[key]
-        return Stored(key, decode(value, rev), rev)
+        return self._stored(key)
 
     async def exists(self, key: str) -> bool:
         return key in self._data
@@ -66,17 +77,18 @@ class MemoryStorage(Storage):
         if key not in self._data:
             raise KeyNotFound(key)
         if self._data[key][1] != expected_revision:
-            raise RevisionConflict(key)
+            raise RevisionConflict(key, self._seen(key))
         return self._put(key, obj)
 
     async def delete(self, key: str, expected_revision: int) -> int:
         if key not in self._data:
             raise KeyNotFound(key)
         if self._data[key][1] != expected_revision:
-            raise RevisionConflict(key)
+            raise RevisionConflict(key, self._seen(key))
         del self._data[key]
         self._keys.remove(key)
         self.revision += 1
+        self._saw(key, self.revision)
         return self.revision
 
     async def list(self, prefix: str, *, revision: int = 0, limit: int = 0,
