@@ -432,17 +432,13 @@ class Registry:
                     await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
                                                       subresource))
             except st.APIError:
-                if fresh:
-                    raise
-                latest = await self._fresher(res, key, name, current)  # a stale cache must not fail a write
+                latest = await self._fresher(res, key, name, current, fresh)  # a stale cache must not fail a write
                 if latest is None:
                     raise
                 current, fresh = latest, True
                 continue
             if no_op:  # a no-op write keeps its resourceVersion, as kube does
-                if fresh:
-                    return current.obj
-                latest = await self._fresher(res, key, name, current)  # a stale cache must not swallow a write
+                latest = await self._fresher(res, key, name, current, fresh)  # a stale cache must not swallow a write
                 if latest is None:
                     return current.obj
                 current, fresh = latest, True
@@ -534,9 +530,7 @@ class Registry:
                                       f"{pre['resourceVersion']}, ResourceVersion in object meta: "
                                       f"{meta.get('resourceVersion')}")
             except st.APIError:
-                if fresh:
-                    raise
-                latest = await self._fresher(res, key, name, current)  # a stale cache must not fail a delete
+                latest = await self._fresher(res, key, name, current, fresh)  # a stale cache must not fail a delete
                 if latest is None:
                     raise
                 current, fresh = latest, True
@@ -551,11 +545,10 @@ class Registry:
             try:
                 if _has_finalizers(res, pending):
                     if meta.get("deletionTimestamp") and finalizers == existing:
-                        if not fresh:  # nothing to write: only if etcd agrees
-                            latest = await self._fresher(res, key, name, current)
-                            if latest is not None:
-                                current, fresh = latest, True
-                                continue
+                        latest = await self._fresher(res, key, name, current, fresh)  # nothing to write: if etcd agrees
+                        if latest is not None:
+                            current, fresh = latest, True
+                            continue
                         return current.obj, False
                     _mark_deleting(res, pending)
                     if dry_run:
@@ -610,11 +603,13 @@ class Registry:
                 return Stored(key, found.decode(), found.revision), False
         return await self._read(res, key, name), True
 
-    async def _fresher(self, res: Resource, key: str, name: str, cached: Stored) -> Stored | None:
-        """etcd's state, if newer than the cached one a decision was made on; None: the cache was current
-        (the decision stands). Raises NotFound if the object is gone."""
+    async def _fresher(self, res: Resource, key: str, name: str, state: Stored, fresh: bool) -> Stored | None:
+        """etcd's state, if newer than the one a decision was made on; None: the decision stands (it was made
+        on etcd's own state, or the cache's copy was current). Raises NotFound if the object is gone."""
+        if fresh:
+            return None
         latest = await self._read(res, key, name)
-        return None if latest.mod_revision == cached.mod_revision else latest
+        return None if latest.mod_revision == state.mod_revision else latest
 
     async def _read(self, res: Resource, key: str, name: str) -> Stored:
         try:
