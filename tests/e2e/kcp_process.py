@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -25,6 +26,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_port_block(count: int) -> int:
+    """The first of `count` consecutive free ports, below Linux's ephemeral range (32768-60999): a server
+    told to bind port+1 later must not find it taken by some process's outgoing connection meanwhile."""
+    for _ in range(200):
+        base = random.randrange(15000, 32768 - count)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no {count} consecutive free ports found")
 
 
 def kubectl_binary() -> str:

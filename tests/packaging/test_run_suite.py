@@ -18,7 +18,7 @@ from pathlib import Path
 
 from repo_layout import REPO
 
-from kcp_process import free_port
+from kcp_process import free_port, free_port_block
 
 SCRIPT = REPO / "scripts" / "run_suite.py"
 def service_env() -> dict[str, str]:
@@ -98,7 +98,7 @@ def eventually(check, what: str, timeout: float = 180.0):  # type: ignore[no-unt
 
 def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: Path) -> None:
     root = tmp_path / "kcp"
-    first_sim = free_port()
+    first_sim = free_port_block(2)  # sim-2 binds first_sim + 1
     suite = Running("--root-dir", str(root), "--port", str(free_port()), "--sim-port", str(first_sim))
     try:
         suite.wait_for("kcp is running")
