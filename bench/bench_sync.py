@@ -133,6 +133,29 @@ def latency(start: Seen, end: Seen) -> dict[str, float]:
             "max_ms": round(max(samples) * 1000, 1), "samples": len(samples)}
 
 
+def histogram_quantile(metrics_text: str, name: str, labels: dict[str, str], q: float) -> float:
+    """Prometheus's histogram_quantile over one series' buckets (linear within the bucket)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    buckets: list[tuple[float, float]] = []
+    for family in text_string_to_metric_families(metrics_text):
+        for sample in family.samples:
+            if sample.name == f"{name}_bucket" and all(sample.labels.get(k) == v for k, v in labels.items()):
+                buckets.append((float(sample.labels["le"]), sample.value))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    rank = q * buckets[-1][1]
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if bound == float("inf"):
+                return lower
+            return lower + (bound - lower) * (rank - below) / max(count - below, 1e-9)
+        lower, below = bound, count
+    return lower
+
+
 def first_seen(seen: Seen, condition: Callable[[dict[str, Any]], bool] = lambda obj: True
                ) -> Callable[[str, dict[str, Any]], None]:
     def on_event(kind: str, obj: dict[str, Any]) -> None:
@@ -195,6 +218,11 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
                         lambda i: up.post("/apis/apps/v1/namespaces/default/deployments", deployment(names[i])))
             await wait_for(dep_up, names, args.timeout)
             results["status_up"] = latency(dep_down, dep_up)
+            # of which in the syncer: from its informer's status event to its patch's answer (from its histogram)
+            text = syncer.metrics()
+            for q in (50, 99):
+                results["status_up"][f"in_syncer_p{q}_ms"] = round(1000 * histogram_quantile(
+                    text, "kcp_syncer_sync_latency_seconds", {"direction": "up"}, q / 100), 1)
             # kcp's own CPU (not its etcd's) for the phase: each Deployment's create, and the syncer's status
             # patch and finalizer merge patch
             results["status_up"]["kcp_cpu_ms_per_object"] = round(
@@ -252,6 +280,8 @@ def summary(results: dict[str, Any]) -> str:
         f"max {down['max_ms']} ms",
         f"  status up (downstream status -> upstream status): p50 {up['p50_ms']} ms, p99 {up['p99_ms']} ms, "
         f"max {up['max_ms']} ms, kcp CPU {up.get('kcp_cpu_ms_per_object')} ms per object",
+        f"    of which in the syncer (its status event to its patch's answer, from its histogram): "
+        f"p50 {up.get('in_syncer_p50_ms')} ms, p99 {up.get('in_syncer_p99_ms')} ms",
         f"  throughput (backlog of {tp['objects']}): {tp['objects_per_s']} objects/s "
         f"({tp['objects_per_s_from_start']} counting the syncer's start), "
         f"syncer CPU {tp['syncer_cpu_ms_per_object']} ms per object",

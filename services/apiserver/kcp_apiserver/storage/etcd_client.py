@@ -15,6 +15,7 @@ import ssl
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from etcd3aio import Etcd3Client
 
@@ -72,7 +73,16 @@ def _system_roots() -> bytes:
     raise RuntimeError("no CA bundle found for etcd TLS: pass --etcd-cafile")
 
 
-def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> Etcd3Client:
+class EtcdClient(Etcd3Client):
+    """etcd3aio's client, remembering its endpoints and TLS files: watches read etcd's JSON gateway with them."""
+
+    def __init__(self, endpoints: list[str], tls: TLSFiles | None, **kwargs: Any) -> None:
+        super().__init__(endpoints, **kwargs)
+        self.endpoints = endpoints
+        self.tls = tls
+
+
+def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> EtcdClient:
     """A client for `endpoints` (host:port), over TLS when `tls` is given (mutual when it has a certificate).
 
     One gRPC channel balances over every endpoint and checks one name against the servers' certificates:
@@ -85,7 +95,7 @@ def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> Etcd3Clien
         ca_cert, cert_chain, cert_key = _read(tls.ca_file) or _system_roots(), _read(tls.cert_file), _read(tls.key_file)
         if len(endpoints) > 1:
             server_name = endpoints[0].rsplit(":", 1)[0].strip("[]")
-    client = Etcd3Client(endpoints, rpc_max_attempts=1, watch_reconnect_backoff_seconds=WATCH_RETRY_INITIAL,
+    client = EtcdClient(endpoints, tls, rpc_max_attempts=1, watch_reconnect_backoff_seconds=WATCH_RETRY_INITIAL,
                          watch_max_reconnect_backoff_seconds=WATCH_RETRY_MAX, tls_server_name=server_name,
                          ca_cert=ca_cert, cert_key=cert_key, cert_chain=cert_chain)
     # etcd3aio takes no channel options; its connection manager's list is where they go
