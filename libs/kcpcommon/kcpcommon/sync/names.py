@@ -59,6 +59,7 @@ def namespace_locator(logical_cluster: str, namespace: str) -> str:
     return json.dumps({"logicalCluster": logical_cluster, "namespace": namespace}, sort_keys=True)
 
 
+@functools.lru_cache(maxsize=256)
 def owner(logical_cluster: str, sync_target: str) -> str:
     """The provenance label value of one syncer's downstream objects (a valid label value)."""
     digest = hashlib.sha256(f"{logical_cluster}\x00{sync_target}".encode()).digest()

@@ -6,7 +6,10 @@ validation, JSON patch `test` and enum checks) does not. One place decides.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+import orjson
 
 
 def json_type(value: Any) -> str:
@@ -22,6 +25,16 @@ def json_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a value decoded from JSON (a stored object, a patch's base): orjson's round trip is
+    five times faster than copy.deepcopy on an API object. Anything orjson cannot write is copied by
+    deepcopy; a float NaN, which JSON cannot hold, would come back as null."""
+    try:
+        return orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return copy.deepcopy(value)
 
 
 def json_equal(a: Any, b: Any) -> bool:

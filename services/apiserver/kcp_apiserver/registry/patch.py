@@ -15,7 +15,7 @@ from typing import Any
 
 from kcp_apiserver.apimachinery import gojson
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.jsonvalues import MAX_DEPTH, json_equal
+from kcp_apiserver.apimachinery.jsonvalues import MAX_DEPTH, json_copy, json_equal
 from kcp_apiserver.registry.typeschema import SchemaNode
 
 JSON_PATCH = "application/json-patch+json"
@@ -85,7 +85,7 @@ def apply_json_patch(doc: dict[str, Any], patch_body: Any) -> dict[str, Any]:
     """Apply an RFC 6902 patch to a copy of doc."""
     if not isinstance(patch_body, list):
         raise st.bad_request("a JSON patch must be a JSON array of operation objects")
-    result: Any = copy.deepcopy(doc)
+    result: Any = json_copy(doc)
     for op in patch_body:
         try:
             result = _apply_op(result, op)
@@ -201,7 +201,7 @@ def apply_merge_patch(doc: dict[str, Any], patch: Any) -> dict[str, Any]:
     """Apply an RFC 7386 merge patch to a copy of doc: null deletes, objects recurse, the rest replaces."""
     if not isinstance(patch, dict):
         raise st.bad_request("a merge patch must be a JSON object")
-    return _merge(copy.deepcopy(doc), patch)
+    return _merge(json_copy(doc), patch)
 
 
 def _merge(target: Any, patch: Any) -> Any:
@@ -229,7 +229,7 @@ def apply_strategic_merge_patch(doc: dict[str, Any], patch: Any, schema: SchemaN
     """
     if not isinstance(patch, dict):
         raise st.bad_request("a strategic merge patch must be a JSON object")
-    start = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+    start = json_copy(doc) if isinstance(doc, dict) else {}
     result = _smp_map(start, copy.deepcopy(patch), schema)
     return {} if result is _DELETED else result
 

@@ -18,7 +18,7 @@ import orjson
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.deleteoptions import Propagation
-from kcp_apiserver.apimachinery.jsonvalues import exceeds_depth
+from kcp_apiserver.apimachinery.jsonvalues import exceeds_depth, json_copy
 from kcp_apiserver.apimachinery.request import RequestContext, system_context
 from kcp_apiserver.apimachinery.validation import drop_malformed_meta, generate_name, validate_object_meta
 from kcp_apiserver.apimachinery.validation import invalid as invalid_value
@@ -351,7 +351,7 @@ class Registry:
                     ctx: RequestContext | None = None, manager_subresource: str | None = None,
                     ownership: Ownership | None = None) -> Obj:
         async def mutate(current: Stored) -> Obj:
-            base = copy.deepcopy(current.obj)
+            base = json_copy(current.obj)
             view = stored_view(res)
             patched = apply_patch(view(base) if view is not None else base)
             if not isinstance(patched, dict):
@@ -469,7 +469,7 @@ class Registry:
     def _merge_update(self, res: Resource, cluster: str, new: Obj, old: Obj, subresource: str) -> Obj:
         """Apply kube's update strategy: server-set metadata and status survive main writes."""
         if subresource == "status":
-            merged = copy.deepcopy(old)
+            merged = json_copy(old)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -537,7 +537,7 @@ class Registry:
                 continue
             existing = list(meta.get("finalizers") or [])
             finalizers = deletion_finalizers(res, existing, propagation)
-            pending = copy.deepcopy(current.obj)
+            pending = json_copy(current.obj)
             if finalizers:
                 pending["metadata"]["finalizers"] = finalizers
             else:

@@ -6,14 +6,14 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
+from kcp_apiserver.apimachinery.jsonvalues import json_copy
 
 Obj = Mapping[str, Any]
 
 
 def copy_obj(obj: Obj) -> dict[str, Any]:
-    """A deep copy (JSON round trip: faster than copy.deepcopy for API objects)."""
-    return orjson.loads(orjson.dumps(obj))  # type: ignore[no-any-return]
+    """A deep copy of an API object (the apiserver's JSON round trip)."""
+    return json_copy(obj)  # type: ignore[no-any-return]
 
 
 def now() -> dt.datetime:
