@@ -205,3 +205,86 @@ async def test_a_mutual_tls_etcd_is_watched_over_its_gateway_with_the_clients_ce
     finally:
         await client.close()
         await server.stop()
+
+
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+class GrpcOnlyListener:
+    """In front of etcd, a listener that speaks only gRPC (as etcd's client port does when its HTTP is served
+    elsewhere): HTTP/2 connections reach etcd, anything else gets a server's SETTINGS frame and is closed."""
+
+    def __init__(self, target: str) -> None:
+        self.host, port = target.rsplit(":", 1)
+        self.port = int(port)
+        self.server: asyncio.Server | None = None
+        self.refused = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def endpoint(self) -> str:
+        assert self.server is not None
+        return f"127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aenter__(self) -> GrpcOnlyListener:
+        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        for task in list(self.tasks):
+            task.cancel()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.read(len(HTTP2_PREFACE))
+        if head != HTTP2_PREFACE:
+            self.refused += 1
+            writer.write(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")  # an empty SETTINGS frame
+            await writer.drain()
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
+        up_writer.write(head)
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.close()
+
+        for task in (asyncio.create_task(pump(reader, up_writer)), asyncio.create_task(pump(up_reader, writer))):
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+
+async def test_a_listener_that_speaks_only_grpc_is_watched_over_the_watch_rpc(etcd_endpoint: str,
+                                                                              prefix: str) -> None:
+    async with GrpcOnlyListener(etcd_endpoint) as listener:
+        client = etcd_client([listener.endpoint])
+        await client.connect()
+        storage = Storage(client)
+        cache = WatchCache(client, storage, prefix, namespaced=True)
+        await cache.start()
+        try:
+            created = await storage.create(f"{prefix}c/ns/x", {"metadata": {"name": "x"}})
+            async with asyncio.timeout(15):
+                while cache.revision < created.mod_revision:
+                    await asyncio.sleep(0.02)
+            assert listener.refused == 1 and gateway_for(client) is None  # tried once, then gRPC for good
+        finally:
+            await cache.stop()
+            await client.close()
+
+
+def test_a_gateway_that_has_answered_a_watch_is_never_given_up_for_a_later_odd_answer() -> None:
+    from kcp_apiserver.storage.etcdwatch import Gateway
+
+    answered, fresh = Gateway(["127.0.0.1:1"], verified=True), Gateway(["127.0.0.1:1"])
+    for gateway in (answered, fresh):
+        gateway._refused("127.0.0.1:1", "HTTP 503: etcd restarting")
+    assert answered.serves and not fresh.serves

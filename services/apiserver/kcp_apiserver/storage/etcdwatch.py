@@ -11,8 +11,8 @@ rather than the Watch RPC. grpc.aio hands over one message per event-loop iterat
 through its poller thread, so on a busy loop (a 5 ms iteration) a stream of 200 events/s fell behind
 by seconds; a thread with a blocking channel did no better, waiting for the GIL twice per message.
 aiohttp reads every byte that has arrived in one wakeup, so a busy loop takes all pending events at
-once: 12 ms p50 in the same test. The Watch RPC remains for an etcd that serves no gateway (404) and
-for a client whose TLS files are not known.
+once: 12 ms p50 in the same test. The Watch RPC remains for an etcd that serves no gateway (404, or a
+listener that speaks only gRPC) and for a client whose TLS files are not known.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ class Gateway:
     endpoints: list[str]
     ssl_context: ssl.SSLContext | None = None
     server_hostname: str | None = None
-    serves: bool = True  # False once an endpoint answered 404: that etcd has its gateway turned off
+    serves: bool = True  # False once etcd showed it serves no gateway there: the Watch RPC is used instead
+    verified: bool = False  # True once a watch was answered: from then on every failure is etcd's, not the gateway's
     _next: int = field(default=0, repr=False)
 
     async def watch(self, key: bytes, range_end: bytes, *, start_revision: int,
@@ -168,18 +169,30 @@ class Gateway:
             try:
                 async with session.post(f"{scheme}://{endpoint}/v3/watch", data=orjson.dumps(body), headers=headers,
                                         server_hostname=self.server_hostname) as resp:
-                    if resp.status == 404:
-                        self.serves = False
-                        log.warning("etcd serves no JSON gateway: watching over gRPC", endpoint=endpoint)
-                        raise Unavailable("etcd serves no JSON gateway")
                     if resp.status != 200:
-                        raise Unavailable(f"etcd watch: HTTP {resp.status}: {(await resp.text())[:200]}")
+                        text = (await resp.text())[:200]
+                        self._refused(endpoint, f"HTTP {resp.status}: {text}")
+                        raise Unavailable(f"etcd watch: HTTP {resp.status}: {text}")
+                    self.verified = True
                     _keepalive(resp)
                     async for message in _messages(resp.content):
                         yield message
-            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:  # no connection at all
                 self._next += 1  # the next attempt goes to the next endpoint
                 raise Unavailable(f"etcd watch: {exc or type(exc).__name__}") from exc
+            except aiohttp.ClientResponseError as exc:  # an answer that is not HTTP/1.1: a gRPC-only listener
+                self._refused(endpoint, exc.message)
+                raise Unavailable(f"etcd watch: {exc.message}") from exc
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:  # dropped: etcd restarting, a cut
+                self._next += 1
+                raise Unavailable(f"etcd watch: {exc or type(exc).__name__}") from exc
+
+    def _refused(self, endpoint: str, error: str) -> None:
+        """An answer other than a watch, from a gateway that never answered one: watch over gRPC instead
+        (an etcd with --enable-grpc-gateway=false answers 404; a gRPC-only listener answers HTTP/2 frames)."""
+        if not self.verified:
+            self.serves = False
+            log.warning("etcd serves no JSON gateway: watching over gRPC", endpoint=endpoint, error=error)
 
 
 async def _messages(content: aiohttp.StreamReader) -> AsyncIterator[WatchResponse]:
