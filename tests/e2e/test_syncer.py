@@ -28,6 +28,7 @@ from syncer_fixtures import (
 
 from kcp_process import KcpServer, free_port
 from kcpcommon.sync import NAMESPACE_LOCATOR_ANNOTATION, downstream_namespace, syncer_finalizer
+from kcpcommon.sync.names import SPEC_HASH_ANNOTATION
 
 LC_A = "syncer-a"
 LC_B = "syncer-b"
@@ -213,6 +214,29 @@ def test_a_downstream_delete_and_a_downstream_edit_are_repaired(env: Env) -> Non
     env.east.patch(deploy_path(mapped, name), {"spec": {"replicas": 4}})
     eventually(lambda: env.east.get(deploy_path(mapped, name))["spec"]["replicas"] == 1,
                "the Deployment's replicas restored")
+
+
+def test_replicas_an_autoscaler_sets_downstream_through_scale_are_not_taken_back(env: Env) -> None:
+    """An HPA downstream writes spec.replicas through the scale subresource: the syncer leaves them alone,
+    while a hand edit of the object itself is still repaired (above)."""
+    name = unique("scaled")
+    mapped = downstream_namespace(LC_A, "default")
+    env.up_a.create(deploy_path("default"), deployment(name, "east", 1))
+    first = eventually(lambda: env.east.get(deploy_path(mapped, name)), "the Deployment downstream")
+    applied_hash = first["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    status, scale = env.east.request("PATCH", deploy_path(mapped, name) + "/scale?fieldManager=horizontal-pod-autoscaler",
+                                     {"spec": {"replicas": 3}}, content_type="application/merge-patch+json")
+    assert status == 200 and scale["spec"]["replicas"] == 3, scale
+    # the syncer has seen the autoscaler's write once it applies a body without replicas (a new hash)
+    eventually(lambda: env.east.get(deploy_path(mapped, name))["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+               != applied_hash, "the syncer's apply without replicas")
+
+    env.up_a.patch(deploy_path("default", name), {"metadata": {"labels": {"tier": "web"}}})
+    down = eventually(lambda: (obj := env.east.get(deploy_path(mapped, name))) and
+                      obj["metadata"]["labels"].get("tier") == "web" and obj, "the upstream change downstream")
+    assert down["spec"]["replicas"] == 3
+    managers = {(e["manager"], e.get("subresource", "")) for e in down["metadata"]["managedFields"]}
+    assert ("horizontal-pod-autoscaler", "scale") in managers
 
 
 def test_changing_the_label_moves_the_object_between_clusters(env: Env) -> None:

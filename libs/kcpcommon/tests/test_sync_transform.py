@@ -6,8 +6,16 @@ import json
 
 from kcpcommon.sync import downstream_namespace, syncer_finalizer
 from kcpcommon.sync.discovery import split
-from kcpcommon.sync.names import namespace_locator, owner
-from kcpcommon.sync.transform import contains, downstream_object, merge_patch, status_patch, up_to_date
+from kcpcommon.sync.names import SPEC_HASH_ANNOTATION, namespace_locator, owner
+from kcpcommon.sync.transform import (
+    contains,
+    downstream_object,
+    keep_scale_owners,
+    merge_patch,
+    scaled_downstream,
+    status_patch,
+    up_to_date,
+)
 
 UPSTREAM = {
     "apiVersion": "v1", "kind": "Service",
@@ -151,3 +159,40 @@ def test_observed_generation_is_translated_to_the_upstream_generation() -> None:
     ahead = {"metadata": {"generation": 9, "annotations": {"syncer.kcp.io/spec-hash": "h2"}},
              "status": {"observedGeneration": 9}}
     assert status_patch(up, ahead, "h1")["status"]["observedGeneration"] == 6  # never claims the current one
+
+
+SCALE_ENTRY = {"manager": "horizontal-pod-autoscaler", "operation": "Update", "apiVersion": "autoscaling/v1",
+               "subresource": "scale", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+UPDATE_ENTRY = {"manager": "kubectl-edit", "operation": "Update", "apiVersion": "apps/v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+
+
+def deployment(replicas: int, *entries: dict) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "managedFields": list(entries)},
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}
+
+
+def test_replicas_set_through_the_scale_subresource_by_another_manager_are_left_out_of_the_apply() -> None:
+    assert scaled_downstream(deployment(5, SCALE_ENTRY))
+    assert not scaled_downstream(deployment(5, UPDATE_ENTRY))  # a hand edit is repaired, not adopted
+    assert not scaled_downstream(deployment(5, {**SCALE_ENTRY, "manager": "kcp-syncer"}))
+    assert not scaled_downstream(deployment(5, {**SCALE_ENTRY, "fieldsV1": {"f:status": {}}}))
+    assert not scaled_downstream(None)
+    upstream = deployment(2)
+    kept = downstream_object(upstream, api_version="apps/v1", kind="Deployment", namespace="kcp-x",
+                             logical_cluster="root:org", sync_target="east", scaled_downstream=True)
+    applied = downstream_object(upstream, api_version="apps/v1", kind="Deployment", namespace="kcp-x",
+                                logical_cluster="root:org", sync_target="east")
+    assert "replicas" not in kept["spec"] and applied["spec"]["replicas"] == 2
+    assert upstream["spec"]["replicas"] == 2  # the cached upstream object is not touched
+    # the hash is of what is applied: leaving replicas out is one more apply, then nothing
+    assert kept["metadata"]["annotations"][SPEC_HASH_ANNOTATION] != applied["metadata"]["annotations"][
+        SPEC_HASH_ANNOTATION]
+
+
+def test_the_cache_transform_keeps_only_the_scale_subresources_managed_fields() -> None:
+    cached = keep_scale_owners(deployment(5, UPDATE_ENTRY, SCALE_ENTRY))
+    assert cached["metadata"]["managedFields"] == [SCALE_ENTRY] and scaled_downstream(cached)
+    plain = keep_scale_owners(deployment(5, UPDATE_ENTRY))
+    assert "managedFields" not in plain["metadata"]

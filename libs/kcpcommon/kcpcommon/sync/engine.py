@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry
 from ..controller import Controller, Result, TerminalError
 from ..dynamic import DynamicResource
 from ..errors import APIClientError, APIConflictError, APINotFoundError
-from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object, strip_managed_fields
+from ..informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from ..informer_factory import SharedInformerFactory
 from ..keys import ObjectKey
 from ..store import NAMESPACE_INDEX
@@ -58,7 +58,7 @@ from .names import (
     state_label,
     syncer_finalizer,
 )
-from .transform import downstream_object, status_patch, up_to_date
+from .transform import downstream_object, keep_scale_owners, scaled_downstream, status_patch, up_to_date
 
 if TYPE_CHECKING:
     from . import SyncerOptions
@@ -388,7 +388,8 @@ class Syncer:
                          down_ns: str | None) -> str:
         """Finalizer up and one apply down, as needed; returns the spec hash the object should carry."""
         desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
-                                    logical_cluster=self.lc, sync_target=self.target)
+                                    logical_cluster=self.lc, sync_target=self.target,
+                                    scaled_downstream=scaled_downstream(down))
         writes = []
         uid = str(_meta(up).get("uid") or "")
         if self.finalizer not in _finalizers(up) and self._finalized.get(key) != uid:

@@ -7,6 +7,10 @@ physical cluster keeps its own (a Service's clusterIP, defaults). Provenance
 goes into labels and annotations. The spec hash annotation records what was
 applied, so neither a downstream status change nor a restart re-applies an
 object that is already as it should be.
+
+Replicas set downstream through the scale subresource (an HPA, `kubectl scale`: kube's interface for
+autoscalers) belong to the physical cluster: while another manager owns them that way, the apply
+leaves `spec.replicas` out instead of taking it back.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from ..keys import CLUSTER_ANNOTATION
 from .names import (
+    FIELD_MANAGER,
     OWNER_LABEL,
     SPEC_HASH_ANNOTATION,
     UPSTREAM_CLUSTER_ANNOTATION,
@@ -38,8 +43,9 @@ NOT_SYNCED = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
 def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: str | None,
-                      logical_cluster: str, sync_target: str) -> dict[str, Any]:
-    """The apply body for `upstream` in downstream namespace `namespace` (None: cluster-scoped)."""
+                      logical_cluster: str, sync_target: str, scaled_downstream: bool = False) -> dict[str, Any]:
+    """The apply body for `upstream` in downstream namespace `namespace` (None: cluster-scoped); without
+    `spec.replicas` when the downstream copy is `scaled_downstream`."""
     meta = upstream.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels[OWNER_LABEL] = owner(logical_cluster, sync_target)
@@ -58,8 +64,31 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     for field, value in upstream.items():
         if field not in NOT_SYNCED:
             body[field] = copy.deepcopy(value)
+    if scaled_downstream and isinstance(body.get("spec"), dict):
+        body["spec"].pop("replicas", None)
     annotations[SPEC_HASH_ANNOTATION] = spec_hash(body)
     return body
+
+
+def scaled_downstream(live: Obj | None) -> bool:
+    """Whether another manager than the syncer set `spec.replicas` of `live` through the scale subresource."""
+    entries = ((live or {}).get("metadata") or {}).get("managedFields") or ()
+    return any(isinstance(entry, Mapping) and entry.get("subresource") == "scale"
+               and entry.get("manager") != FIELD_MANAGER
+               and "f:replicas" in (((entry.get("fieldsV1") or {}).get("f:spec")) or {}) for entry in entries)
+
+
+def keep_scale_owners(obj: dict[str, Any]) -> dict[str, Any]:
+    """The syncer's cache transform: managedFields go (often a third of an object, and nothing else the
+    syncer reads is there), except the entries written through the scale subresource (`scaled_downstream`)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and "managedFields" in meta:
+        kept = [entry for entry in meta.get("managedFields") or ()
+                if isinstance(entry, Mapping) and entry.get("subresource") == "scale"]
+        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
+        if kept:
+            obj["metadata"]["managedFields"] = kept
+    return obj
 
 
 def spec_hash(body: Obj) -> str:
