@@ -168,8 +168,8 @@ class Syncer:
         self.controller: Controller[SyncKey] = Controller(
             f"syncer:{self.lc}:{self.target}", self._reconcile, workers=options.workers, registry=registry,
             component="kcp_syncer")
-        # nothing the syncer reads needs managedFields: its caches (three per type) keep objects without them
-        self.informers = SharedInformerFactory(options.upstream, transform=strip_managed_fields)
+        # the syncer reads no managedFields but those of scale writes: its caches (three per type) keep only those
+        self.informers = SharedInformerFactory(options.upstream, transform=keep_scale_owners)
         self.types: dict[str, SyncedType] = {}
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
         self._namespaces: set[str] = set()  # downstream namespaces known to exist
