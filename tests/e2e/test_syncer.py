@@ -164,8 +164,16 @@ def test_objects_go_down_into_the_mapped_namespace_and_status_comes_up(env: Env)
                         env.up_a.get("/apis/workload.kcp.io/v1alpha1/synctargets/east"), "a heartbeat")
     assert target["status"]["syncedResources"] == ["configmaps", "deployments.apps", "services"]
     metrics = env.syncers["east"].metrics()
-    assert 'kcp_syncer_synced_objects_total{direction="down"' in metrics
-    assert 'kcp_syncer_sync_latency_seconds_count{direction="up"' in metrics
+
+    def value(name: str, direction: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                   if line.startswith(name + "{") and f'direction="{direction}"' in line)
+    assert value("kcp_syncer_synced_objects_total", "down") >= 2  # the ConfigMap and the Deployment
+    assert value("kcp_syncer_synced_objects_total", "up") >= 1
+    # latency both ways: from the upstream change to the downstream write, from the downstream status up
+    assert value("kcp_syncer_sync_latency_seconds_count", "down") >= 2
+    assert value("kcp_syncer_sync_latency_seconds_count", "up") >= 1
+    assert "workqueue_depth{" in metrics and "kcp_syncer_errors_total" in metrics
 
 
 def test_an_upstream_delete_removes_the_object_downstream_and_its_empty_namespace(env: Env) -> None:
