@@ -220,6 +220,27 @@ def test_deleting_a_synctarget_stops_its_syncer_and_removes_its_imports_and_down
                or ns["metadata"].get("deletionTimestamp"), "the syncer's downstream namespace removed")
 
 
+def test_a_synctarget_annotated_keep_downstream_leaves_what_it_synced_when_deleted(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "cc-keep")
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("kept", env.new), kubeconfig=kubeconfig)
+    wait_ready(env, kubeconfig, "kept", timeout=30)
+    rest, down = Rest(env.kcp).at("cc-keep"), Rest(env.new)
+    rest.create("/api/v1/namespaces/default/configmaps", {
+        "metadata": {"name": "stays", "labels": {ASSIGNMENT_LABEL: "kept"}}, "data": {"a": "1"}})
+    mapped_namespace = downstream_namespace("cc-keep", "default")
+    synced = eventually(lambda: down.get(f"/api/v1/namespaces/{mapped_namespace}/configmaps/stays"), "synced downstream")
+
+    run_kubectl(env.kcp, "annotate", "synctarget", "kept", "workload.kcp.io/keep-downstream=true", kubeconfig=kubeconfig)
+    run_kubectl(env.kcp, "delete", "synctarget", "kept", "--timeout=60s", kubeconfig=kubeconfig)
+    assert rest.get(f"{ST_PATH}/kept") is None
+    # the upstream finalizer is lifted all the same, and downstream everything is where it was
+    assert not rest.get("/api/v1/namespaces/default/configmaps/stays")["metadata"].get("finalizers")
+    namespace = down.get(f"/api/v1/namespaces/{mapped_namespace}")
+    assert namespace is not None and not namespace["metadata"].get("deletionTimestamp")
+    still = down.get(f"/api/v1/namespaces/{mapped_namespace}/configmaps/stays")
+    assert still is not None and still["metadata"]["uid"] == synced["metadata"]["uid"]
+
+
 # -- pull mode: the syncer is installed into the physical cluster ------------------------------------
 
 @dataclass
