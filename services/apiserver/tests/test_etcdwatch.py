@@ -4,6 +4,7 @@ every arrived event taken in one wakeup, TLS, and the Watch RPC where etcd serve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import threading
 import urllib.request
@@ -39,6 +40,22 @@ async def _first(stream: AsyncIterator[Any], count: int) -> list[tuple[Any, ...]
             if len(seen) >= count:
                 return seen
     raise AssertionError(f"the stream ended after {len(seen)} events")
+
+
+@contextlib.asynccontextmanager
+async def _cache_that_saw_a_create(client: Etcd3Client, prefix: str) -> AsyncIterator[WatchCache]:
+    """A started watch cache over `client`, once it has received a create made after its start."""
+    storage = Storage(client)
+    cache = WatchCache(client, storage, prefix, namespaced=True)
+    await cache.start()
+    try:
+        created = await storage.create(f"{prefix}c/ns/x", {"metadata": {"name": "x"}})
+        async with asyncio.timeout(15):
+            while cache.revision < created.mod_revision:
+                await asyncio.sleep(0.02)
+        yield cache
+    finally:
+        await cache.stop()
 
 
 async def test_the_gateway_gives_the_watch_rpcs_events_field_for_field(etcd: Etcd3Client, prefix: str) -> None:
@@ -164,17 +181,11 @@ async def test_an_etcd_without_its_gateway_is_watched_over_the_watch_rpc(etcd_wi
                 break
             except Exception:  # still starting
                 await asyncio.sleep(0.1)
-    cache = WatchCache(client, storage, prefix, namespaced=True)
-    await cache.start()
     try:
-        created = await storage.create(f"{prefix}c/ns/after", {"metadata": {"name": "after"}})
-        async with asyncio.timeout(15):
-            while cache.revision < created.mod_revision:
-                await asyncio.sleep(0.02)
-        assert gateway_for(client) is None  # it answered 404, and the Watch RPC took over
-        assert [key for key, _ in cache.snapshot(prefix)[0]] == [f"{prefix}c/ns/after", f"{prefix}c/ns/before"]
+        async with _cache_that_saw_a_create(client, prefix) as cache:
+            assert gateway_for(client) is None  # it answered 404, and the Watch RPC took over
+            assert [key for key, _ in cache.snapshot(prefix)[0]] == [f"{prefix}c/ns/before", f"{prefix}c/ns/x"]
     finally:
-        await cache.stop()
         await client.close()
 
 
@@ -188,17 +199,8 @@ async def test_a_mutual_tls_etcd_is_watched_over_its_gateway_with_the_clients_ce
     try:
         gateway = gateway_for(client)
         assert gateway is not None and gateway.ssl_context is not None
-        storage = Storage(client)
-        cache = WatchCache(client, storage, prefix, namespaced=True)
-        await cache.start()
-        try:
-            created = await storage.create(f"{prefix}c/ns/x", {"metadata": {"name": "x"}})
-            async with asyncio.timeout(15):
-                while cache.revision < created.mod_revision:
-                    await asyncio.sleep(0.02)
+        async with _cache_that_saw_a_create(client, prefix) as cache:
             assert cache.restarts == 0 and gateway_for(client) is gateway
-        finally:
-            await cache.stop()
         # a client given the CA as bytes only (etcd3aio's own way) cannot hand them to ssl: it uses the RPC
         raw = Etcd3Client([server.endpoint], ca_cert=await asyncio.to_thread(Path(creds.client.ca_file or "").read_bytes))
         assert gateway_for(raw) is None
@@ -267,17 +269,10 @@ async def test_a_listener_that_speaks_only_grpc_is_watched_over_the_watch_rpc(et
     async with GrpcOnlyListener(etcd_endpoint) as listener:
         client = etcd_client([listener.endpoint])
         await client.connect()
-        storage = Storage(client)
-        cache = WatchCache(client, storage, prefix, namespaced=True)
-        await cache.start()
         try:
-            created = await storage.create(f"{prefix}c/ns/x", {"metadata": {"name": "x"}})
-            async with asyncio.timeout(15):
-                while cache.revision < created.mod_revision:
-                    await asyncio.sleep(0.02)
-            assert listener.refused == 1 and gateway_for(client) is None  # tried once, then gRPC for good
+            async with _cache_that_saw_a_create(client, prefix):
+                assert listener.refused == 1 and gateway_for(client) is None  # tried once, then gRPC for good
         finally:
-            await cache.stop()
             await client.close()
 
 
