@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
-from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
+from syncer_fixtures import ASSIGNMENT_LABEL, Rest, SyncerProcess, eventually, sim_cluster, syncer_env
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
 from kcpcommon.sync import downstream_namespace
@@ -347,3 +347,46 @@ class EnvLike:
     @property
     def kcp(self) -> KcpServer:
         return self.source.kcp
+
+
+# -- mode none: the syncer is someone else's ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def none_env(env: Env) -> Iterator[PullEnv]:
+    """A kcp of its own with a `--syncer-mode none` controller; the newest sim cluster."""
+    root = env.root / "none"
+    kcp = KcpServer(root / "kcp", free_port())
+    kcp.start()
+    controller = ClusterControllerProcess(kcp, env.root / "none-controller.log", [
+        "--syncer-mode", "none", "--no-leader-elect", "--heartbeat-interval", "2",
+        "--heartbeat-threshold", str(THRESHOLD)])
+    try:
+        controller.start()
+        yield PullEnv(kcp, env.new, root)
+        assert controller.stop() == 0, controller.log_tail(60)
+    finally:
+        controller.stop()
+        kcp.stop()
+
+
+def test_mode_none_starts_no_syncer_and_goes_ready_on_the_heartbeat_of_one_started_by_someone_else(
+        none_env: PullEnv) -> None:
+    envlike = EnvLike(none_env)
+    kubeconfig = logical_cluster(envlike, "cc-none")
+    run_kubectl(none_env.kcp, "apply", "-f", "-", input_text=sync_target("solo", none_env.physical),
+                kubeconfig=kubeconfig)
+    rest = Rest(none_env.kcp).at("cc-none")
+    syncer_ready = eventually(lambda: (c := condition(rest, "solo", "SyncerReady")).get("reason") and c,
+                              "SyncerReady reported")
+    assert (syncer_ready["status"], syncer_ready["reason"]) == ("Unknown", "ExternalSyncer")
+    assert condition(rest, "solo", "APIsImported").get("status") == "True"  # the controller's own part is done
+    assert condition(rest, "solo", "Ready").get("status") != "True"
+    assert not (rest.get(f"{ST_PATH}/solo").get("status") or {}).get("lastSyncerHeartbeatTime")
+
+    syncer = SyncerProcess(none_env.kcp, none_env.physical, "solo", "cc-none", none_env.root / "solo-syncer.log")
+    syncer.start()
+    try:
+        wait_ready(envlike, kubeconfig, "solo", timeout=30)
+        assert (rest.get(f"{ST_PATH}/solo")["status"]).get("lastSyncerHeartbeatTime")
+    finally:
+        assert syncer.stop() == 0
