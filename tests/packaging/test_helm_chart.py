@@ -252,6 +252,29 @@ def test_install_upgrade_scale_and_uninstall(host: KcpServer, tmp_path: Path) ->
     assert "kcp-syncer-installer" not in run_kubectl(host, "get", "clusterroles", "-o", "name").stdout
 
 
+def test_a_given_tls_secret_is_the_ca_and_serving_certificate_the_apiserver_gets(host: KcpServer,
+                                                                                 tmp_path: Path) -> None:
+    from kcp_apiserver.server.pki import ensure_credentials
+
+    creds = ensure_credentials(tmp_path / "pki", ["kcp.example.com"])
+    namespace = "kcp-given"
+    run_kubectl(host, "create", "namespace", namespace)
+    run_kubectl(host, "-n", namespace, "create", "secret", "generic", "my-tls",
+                f"--from-file=ca.crt={creds.ca_cert}", f"--from-file=ca.key={tmp_path / 'pki' / 'ca.key'}",
+                f"--from-file=tls.crt={creds.serving_cert}", f"--from-file=tls.key={creds.serving_key}")
+    helm = Helm(tmp_path, host.kubeconfig)
+    helm("install", "given", str(CHART), "-n", namespace, "--set", "apiserver.tls.existingSecret=my-tls")
+    try:
+        pki = json.loads(run_kubectl(host, "-n", namespace, "get", "secret", "given-kcp-pki", "-o", "json").stdout)
+        data = {key: base64.b64decode(value) for key, value in pki["data"].items()}
+        assert data["ca.crt"] == creds.ca_cert.read_bytes()
+        assert data["apiserver.crt"] == creds.serving_cert.read_bytes()
+        assert data["apiserver.key"] == creds.serving_key.read_bytes()
+        assert data["admin.token"]  # the rest is still generated
+    finally:
+        helm("uninstall", "given", "-n", namespace, "--wait", "--timeout", "120s")
+
+
 def test_helm_env_stays_in_tmp(tmp_path: Path) -> None:
     env = Helm(tmp_path, tmp_path / "k").env
     for key in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
