@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from dockerfile_parse import DockerfileParser
@@ -116,3 +116,11 @@ def test_installs_from_package_metadata_copying_only_what_it_needs(path: Path) -
     for directory in needed:
         assert f"/app/{directory}" in installs, f"{directory} is copied but not pip-installed"
     assert "-r " not in installs and "requirements" not in installs, "dependencies come from pyproject metadata"
+
+
+def test_the_build_context_leaves_out_each_packages_tests_and_build_metadata() -> None:
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    for package in packages().values():
+        for left_out in (f"{package.directory}/tests", f"{package.directory}/{package.name.replace('-', '_')}.egg-info"):
+            assert any(PurePosixPath(left_out).match(pattern) for pattern in patterns), f"{left_out} is sent to the build"
