@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from repo_layout import REPO
 
 from kcp_process import free_port, free_port_block
@@ -129,20 +130,22 @@ def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: P
         suite.kill()
 
 
-def test_a_port_in_use_is_named_and_nothing_is_left_running(tmp_path: Path) -> None:
+@pytest.mark.parametrize("taken_by", ["kcp-apiserver", "kcp-sim-cluster sim-1"])
+def test_a_port_in_use_is_named_and_nothing_is_left_running(tmp_path: Path, taken_by: str) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        suite = Running("--root-dir", str(tmp_path / "kcp"), "--port", str(free_port()), "--sims", "1", "--sim-port", str(port))
+        ports = {"--port": str(port if taken_by == "kcp-apiserver" else free_port()),
+                 "--sim-port": str(port if taken_by != "kcp-apiserver" else free_port())}
+        suite = Running("--root-dir", str(tmp_path / "kcp"), "--sims", "1", *[w for kv in ports.items() for w in kv])
         try:
             code = suite.finish(120)
         finally:
             suite.kill()
     assert code == 1
     said = "\n".join(suite.seen)
-    assert f"port {port} is in use" in said
-    assert "sim-cluster sim-1" in said
+    assert f"port {port} is in use ({taken_by} would serve on it)" in said
     assert not suite.pids()
 
 
