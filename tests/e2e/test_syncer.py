@@ -269,12 +269,12 @@ def test_a_service_keeps_its_downstream_cluster_ip_through_upstream_updates(env:
     path = "/api/v1/namespaces/{}/services/{}"
     env.up_a.create("/api/v1/namespaces/default/services", {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels("east")},
-        # protocol given, as a CRD imported with kube's schema defaults it (our SSA does not yet default
-        # list-map key fields, as structured-merge-diff does, so {port: 80} would not match {port: 80, TCP})
-        "spec": {"selector": {"app": "one"}, "ports": [{"port": 80, "protocol": "TCP"}]}})
+        # no protocol: the physical cluster defaults that list-map key (TCP) and the apply still matches
+        "spec": {"selector": {"app": "one"}, "ports": [{"port": 80}]}})
     down = eventually(lambda: env.east.get(path.format(mapped, name)), "the Service downstream")
     cluster_ip = down["spec"]["clusterIP"]
     assert cluster_ip and cluster_ip != "None"  # allocated by the physical cluster, not sent by the syncer
+    assert down["spec"]["ports"][0]["protocol"] == "TCP"
 
     env.up_a.patch(path.format("default", name), {"spec": {"selector": {"app": "two"}}})
     updated = eventually(lambda: (svc := env.east.get(path.format(mapped, name)))["spec"]["selector"] ==
