@@ -250,14 +250,13 @@ class PullEnv:
     root: Path
 
 
-@pytest.fixture(scope="module")
-def pull_env(env: Env) -> Iterator[PullEnv]:
-    """A kcp of its own (one controller per kcp), with a pull-mode controller; the newest sim cluster."""
-    root = env.root / "pull"
+def controller_of_its_own(env: Env, mode: str) -> Iterator[PullEnv]:
+    """A kcp of its own (one controller per kcp) with a `--syncer-mode <mode>` controller; the newest sim cluster."""
+    root = env.root / mode
     kcp = KcpServer(root / "kcp", free_port())
     kcp.start()
-    controller = ClusterControllerProcess(kcp, env.root / "pull-controller.log", [
-        "--syncer-mode", "pull", "--no-leader-elect", "--heartbeat-interval", "2",
+    controller = ClusterControllerProcess(kcp, env.root / f"{mode}-controller.log", [
+        "--syncer-mode", mode, "--no-leader-elect", "--heartbeat-interval", "2",
         "--heartbeat-threshold", str(THRESHOLD)])
     try:
         controller.start()
@@ -266,6 +265,11 @@ def pull_env(env: Env) -> Iterator[PullEnv]:
     finally:
         controller.stop()
         kcp.stop()
+
+
+@pytest.fixture(scope="module")
+def pull_env(env: Env) -> Iterator[PullEnv]:
+    yield from controller_of_its_own(env, "pull")
 
 
 def installed_syncer(physical: KcpServer, target: str, workdir: Path) -> list[str]:
@@ -353,20 +357,7 @@ class EnvLike:
 
 @pytest.fixture(scope="module")
 def none_env(env: Env) -> Iterator[PullEnv]:
-    """A kcp of its own with a `--syncer-mode none` controller; the newest sim cluster."""
-    root = env.root / "none"
-    kcp = KcpServer(root / "kcp", free_port())
-    kcp.start()
-    controller = ClusterControllerProcess(kcp, env.root / "none-controller.log", [
-        "--syncer-mode", "none", "--no-leader-elect", "--heartbeat-interval", "2",
-        "--heartbeat-threshold", str(THRESHOLD)])
-    try:
-        controller.start()
-        yield PullEnv(kcp, env.new, root)
-        assert controller.stop() == 0, controller.log_tail(60)
-    finally:
-        controller.stop()
-        kcp.stop()
+    yield from controller_of_its_own(env, "none")
 
 
 def test_mode_none_starts_no_syncer_and_goes_ready_on_the_heartbeat_of_one_started_by_someone_else(
