@@ -26,6 +26,7 @@ from daemon_process import ClusterControllerProcess
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, SyncerProcess, eventually, sim_cluster, syncer_env
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcpcommon.sharding import owns
 from kcpcommon.sync import downstream_namespace
 
 PATIENCE = 60.0
@@ -381,3 +382,37 @@ def test_mode_none_starts_no_syncer_and_goes_ready_on_the_heartbeat_of_one_start
         assert (rest.get(f"{ST_PATH}/solo")["status"]).get("lastSyncerHeartbeatTime")
     finally:
         assert syncer.stop() == 0
+
+
+# -- shards: replicas split the logical clusters between them ----------------------------------------
+
+def test_two_shards_split_the_logical_clusters_and_each_reconciles_only_its_own(env: Env) -> None:
+    root = env.root / "shards"
+    kcp = KcpServer(root / "kcp", free_port())
+    kcp.start()
+    envlike = EnvLike(PullEnv(kcp, env.new, root))
+    names = [f"shard-lc-{i}" for i in range(16)]
+    by_shard = {index: [name for name in names if owns(name, index, 2)][:2] for index in (0, 1)}
+    assert all(len(clusters) == 2 for clusters in by_shard.values())
+
+    def controller(index: int) -> ClusterControllerProcess:
+        return ClusterControllerProcess(kcp, root / f"shard-{index}.log", [
+            "--syncer-mode", "none", "--no-leader-elect", "--shards", "2", "--shard-index", str(index)])
+
+    def reported(cluster: str) -> bool:
+        return bool(condition(Rest(kcp).at(cluster), "t", "SyncerReady"))
+
+    started = [controller(0).start()]
+    try:
+        for cluster in by_shard[0] + by_shard[1]:
+            kubeconfig = logical_cluster(envlike, cluster)
+            run_kubectl(kcp, "apply", "-f", "-", input_text=sync_target("t", env.new), kubeconfig=kubeconfig)
+        eventually(lambda: all(reported(cluster) for cluster in by_shard[0]), "shard 0's SyncTargets reported")
+        assert not any(reported(cluster) for cluster in by_shard[1])  # the other shard's: left alone
+
+        started.append(controller(1).start())
+        eventually(lambda: all(reported(cluster) for cluster in by_shard[1]), "shard 1's SyncTargets reported")
+    finally:
+        for process in started:
+            process.stop()
+        kcp.stop()
