@@ -165,14 +165,11 @@ def test_objects_go_down_into_the_mapped_namespace_and_status_comes_up(env: Env)
     assert target["status"]["syncedResources"] == ["configmaps", "deployments.apps", "services"]
     metrics = env.syncers["east"].metrics()
 
-    def value(name: str, direction: str) -> float:
-        return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-                   if line.startswith(name + "{") and f'direction="{direction}"' in line)
-    assert value("kcp_syncer_synced_objects_total", "down") >= 2  # the ConfigMap and the Deployment
-    assert value("kcp_syncer_synced_objects_total", "up") >= 1
+    assert metric_sum(metrics, "kcp_syncer_synced_objects_total", "down") >= 2  # the ConfigMap and the Deployment
+    assert metric_sum(metrics, "kcp_syncer_synced_objects_total", "up") >= 1
     # latency both ways: from the upstream change to the downstream write, from the downstream status up
-    assert value("kcp_syncer_sync_latency_seconds_count", "down") >= 2
-    assert value("kcp_syncer_sync_latency_seconds_count", "up") >= 1
+    assert metric_sum(metrics, "kcp_syncer_sync_latency_seconds_count", "down") >= 2
+    assert metric_sum(metrics, "kcp_syncer_sync_latency_seconds_count", "up") >= 1
     assert "workqueue_depth{" in metrics and "kcp_syncer_errors_total" in metrics
 
 
@@ -385,9 +382,14 @@ def test_kcp_going_away_deletes_nothing_downstream(env: Env, tmp_path: Path) -> 
     assert _deletes(syncer.metrics()) == deletes
 
 
-def _deletes(metrics: str) -> float:
+def metric_sum(metrics: str, name: str, direction: str) -> float:
+    """The sum of one metric's series for one direction, over its other labels."""
     return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-               if line.startswith("kcp_syncer_synced_objects_total{") and 'direction="delete"' in line)
+               if line.startswith(name + "{") and f'direction="{direction}"' in line)
+
+
+def _deletes(metrics: str) -> float:
+    return metric_sum(metrics, "kcp_syncer_synced_objects_total", "delete")
 
 
 def test_an_object_the_physical_cluster_refuses_gets_an_event_upstream(env: Env) -> None:

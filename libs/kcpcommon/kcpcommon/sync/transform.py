@@ -21,6 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..informer import strip_managed_fields
 from ..keys import CLUSTER_ANNOTATION
 from .names import (
     FIELD_MANAGER,
@@ -82,12 +83,11 @@ def keep_scale_owners(obj: dict[str, Any]) -> dict[str, Any]:
     """The syncer's cache transform: managedFields go (often a third of an object, and nothing else the
     syncer reads is there), except the entries written through the scale subresource (`scaled_downstream`)."""
     meta = obj.get("metadata")
-    if isinstance(meta, Mapping) and "managedFields" in meta:
-        kept = [entry for entry in meta.get("managedFields") or ()
-                if isinstance(entry, Mapping) and entry.get("subresource") == "scale"]
-        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-        if kept:
-            obj["metadata"]["managedFields"] = kept
+    kept = [entry for entry in (meta.get("managedFields") or () if isinstance(meta, Mapping) else ())
+            if isinstance(entry, Mapping) and entry.get("subresource") == "scale"]
+    strip_managed_fields(obj)
+    if kept:
+        obj["metadata"]["managedFields"] = kept
     return obj
 
 
