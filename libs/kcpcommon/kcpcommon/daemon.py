@@ -26,10 +26,10 @@ from kubernetes_asyncio.client import ApiClient
 from .health import HealthServer
 from .leaderelection import LeaderElector, LeadershipLost
 from .logs import configure_logging
-from .settings import DaemonSettings, env_var, parse_settings, settings_config
+from .settings import DaemonSettings, ShardedDaemonSettings, env_var, parse_settings, settings_config
 
-__all__ = ["DaemonSettings", "HealthServer", "configure_logging", "env_var", "parse_settings", "run_daemon",
-           "run_elected", "settings_config"]
+__all__ = ["DaemonSettings", "HealthServer", "ShardedDaemonSettings", "configure_logging", "env_var",
+           "parse_settings", "run_daemon", "run_elected", "settings_config"]
 
 log = structlog.get_logger("kcpcommon.daemon")
 

@@ -12,11 +12,14 @@ import argparse
 import json
 import typing
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .sharding import shard_lease_name
 
 if TYPE_CHECKING:  # leaderelection pulls in kubernetes_asyncio (~50 MiB): only daemons that elect pay for it
     from .leaderelection import LeaderElectionConfig
@@ -44,7 +47,8 @@ class DaemonSettings(BaseSettings):
     leader_elect: bool = Field(True, description="elect one active replica through a Lease; off: always active")
     lease_namespace: str = Field("default", description="namespace of the leader election Lease")
     leader_elect_resource_name: str = Field("", description="name of the leader election Lease; empty: the "
-                                                            "component name")
+                                                            "component name; with --shards above 1: plus "
+                                                            "-shard-N, N the --shard-index")
     leader_elect_lease_duration: float = Field(15.0, gt=0, description="seconds a standby waits after the "
                                                                        "lease last changed before taking it")
     leader_elect_renew_deadline: float = Field(10.0, gt=0, description="seconds the leader keeps trying to "
@@ -67,6 +71,30 @@ class DaemonSettings(BaseSettings):
                                     lease_duration=self.leader_elect_lease_duration,
                                     renew_deadline=self.leader_elect_renew_deadline,
                                     retry_period=self.leader_elect_retry_period)
+
+
+class ShardedDaemonSettings(DaemonSettings):
+    """A controller whose replicas split the logical clusters into shards, each shard electing its own leader.
+
+    `--shards N --shard-index I` runs shard I; its replicas campaign for the
+    Lease `<name>-shard-<I>` (name: `--leader-elect-resource-name` or the
+    component), so N shards lead at once, one replica each.
+    """
+
+    shards: int = Field(1, ge=1, description="shards that split the logical clusters between them, each "
+                                             "electing its leader on a Lease of its own")
+    shard_index: int = Field(0, ge=0, description="which of --shards this replica serves (0 .. shards-1)")
+
+    @model_validator(mode="after")
+    def _index_within_shards(self) -> Self:
+        if self.shard_index >= self.shards:
+            raise ValueError(f"shard_index {self.shard_index} must be less than shards {self.shards}")
+        return self
+
+    def leader_election(self, component: str) -> LeaderElectionConfig:
+        """As `DaemonSettings.leader_election`, on this shard's own Lease."""
+        config = super().leader_election(component)
+        return replace(config, lease_name=shard_lease_name(config.lease_name, self.shard_index, self.shards))
 
 
 def env_var(cls: type[BaseSettings], field: str) -> str:

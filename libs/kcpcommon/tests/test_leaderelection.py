@@ -25,6 +25,7 @@ from kcpcommon.leaderelection import (
     owns,
     shard_for,
 )
+from kcpcommon.sharding import shard_lease_name
 from kcpcommon.tasks import cancel_and_wait
 
 # short timings, so failovers take seconds; in-process candidates go faster still
@@ -248,6 +249,21 @@ def test_shards_are_stable_across_processes_and_cover_every_replica() -> None:
     assert [owns("admin", i, 1000) for i in (252, 253)] == [False, True]
     with pytest.raises(ValueError):
         shard_for("admin", 0)
+
+
+async def test_each_shard_elects_its_own_leader_so_every_shard_leads_at_once(
+        candidates: Any, api: Any, unique: str) -> None:
+    component = f"sharded-{unique}"
+    replicas = [candidates(shard_lease_name(component, shard, 2), f"s{shard}-r{r}").start()
+                for shard in (0, 1) for r in (0, 1)]
+    await until(lambda: sum(bool(r.started) for r in replicas) == 2, "a leader in each shard")
+    # once every replica has seen its shard's leader, no standby tries again before that lease runs out
+    await until(lambda: all(r.elector.leader for r in replicas), "every replica saw a leader")
+    leading = sorted(r.elector.identity for r in replicas if r.started)
+    assert [identity[:2] for identity in leading] == ["s0", "s1"]
+    holders = [(await read_lease(api, f"{component}-shard-{shard}")).spec.holder_identity for shard in (0, 1)]
+    assert holders == leading
+    assert [r.elector.leader for r in replicas] == [holders[0], holders[0], holders[1], holders[1]]
 
 
 # --- two real processes ---

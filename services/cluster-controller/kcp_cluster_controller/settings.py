@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import Field
 
-from kcpcommon.settings import DaemonSettings, settings_config
+from kcpcommon.settings import ShardedDaemonSettings, settings_config
 
 
-class ClusterControllerSettings(DaemonSettings):
+class ClusterControllerSettings(ShardedDaemonSettings):
     """Watch SyncTargets in every logical cluster: import their types, run or install their syncers, keep Ready."""
 
     model_config = settings_config("kcp-cluster-controller")
@@ -24,8 +24,6 @@ class ClusterControllerSettings(DaemonSettings):
     discovery_interval: float = Field(60.0, gt=0, description="seconds between looks at a physical cluster's "
                                                               "API types (there is no watch for them)")
     workers: int = Field(4, ge=1, description="SyncTargets reconciled at once")
-    shards: int = Field(1, ge=1, description="replicas that split the logical clusters between them")
-    shard_index: int = Field(0, ge=0, description="which of --shards this replica is")
     syncer_image: str = Field("kcp-syncer:latest", description="image of the syncer Deployment (pull mode)")
     syncer_kcp_server: str = Field("", description="kcp's URL as the physical cluster reaches it (pull mode); "
                                                    "empty: the URL of --kubeconfig")

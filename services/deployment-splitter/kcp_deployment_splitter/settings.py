@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from kcpcommon.settings import DaemonSettings, settings_config
+from kcpcommon.settings import ShardedDaemonSettings, settings_config
 
 from .names import COMPONENT
 
 
-class SplitterSettings(DaemonSettings):
+class SplitterSettings(ShardedDaemonSettings):
     """Spread Deployments over Ready SyncTargets in every logical cluster and sum their status back."""
 
     model_config = settings_config(COMPONENT)
@@ -22,8 +22,6 @@ class SplitterSettings(DaemonSettings):
     capacity_retry_period: float = Field(600.0, gt=0, description="seconds a cluster counts as full for a "
                                                                   "Deployment before replicas are tried there again")
     workers: int = Field(4, ge=1, description="root Deployments reconciled at once")
-    shards: int = Field(1, ge=1, description="replicas that split the logical clusters between them")
-    shard_index: int = Field(0, ge=0, description="which of --shards this replica is")
     place_dependencies: bool = Field(True, description="place the ConfigMaps, Secrets, ServiceAccounts, PVCs and "
                                                       "Services a workload uses on every cluster that runs it")
     schedule_namespaces: bool = Field(True, description="assign each Namespace one Ready SyncTarget and label the "
