@@ -91,6 +91,11 @@ class DaemonProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
             return self.process.wait()
 
+    def holds(self, holder_identity: str) -> bool:
+        """Whether a Lease's holder is this process (kcpcommon's identities are `<host>_<pid>_<random>`)."""
+        parts = holder_identity.rsplit("_", 2)
+        return self.process is not None and len(parts) == 3 and parts[1] == str(self.process.pid)
+
     def kill(self) -> None:
         """kill -9: no cleanup at all."""
         assert self.process is not None

@@ -386,6 +386,8 @@ def test_mode_none_starts_no_syncer_and_goes_ready_on_the_heartbeat_of_one_start
 
 # -- shards: replicas split the logical clusters between them ----------------------------------------
 
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"  # in admin, where the controllers elect
+
 def test_two_shards_split_the_logical_clusters_and_each_reconciles_only_its_own(env: Env) -> None:
     root = env.root / "shards"
     kcp = KcpServer(root / "kcp", free_port())
@@ -397,7 +399,7 @@ def test_two_shards_split_the_logical_clusters_and_each_reconciles_only_its_own(
 
     def controller(index: int) -> ClusterControllerProcess:
         return ClusterControllerProcess(kcp, root / f"shard-{index}.log", [
-            "--syncer-mode", "none", "--no-leader-elect", "--shards", "2", "--shard-index", str(index)])
+            "--syncer-mode", "none", "--leader-elect", "--shards", "2", "--shard-index", str(index)])
 
     def reported(cluster: str) -> bool:
         return bool(condition(Rest(kcp).at(cluster), "t", "SyncerReady"))
@@ -410,8 +412,11 @@ def test_two_shards_split_the_logical_clusters_and_each_reconciles_only_its_own(
         eventually(lambda: all(reported(cluster) for cluster in by_shard[0]), "shard 0's SyncTargets reported")
         assert not any(reported(cluster) for cluster in by_shard[1])  # the other shard's: left alone
 
-        started.append(controller(1).start())
+        started.append(controller(1).start())  # leads its own shard's Lease at once: shard 0's is not in its way
         eventually(lambda: all(reported(cluster) for cluster in by_shard[1]), "shard 1's SyncTargets reported")
+        for index, process in enumerate(started):  # each the leader of its shard's own Lease
+            lease = Rest(kcp).get(f"{LEASES}/kcp-cluster-controller-shard-{index}")
+            assert process.holds(lease["spec"]["holderIdentity"]), lease
     finally:
         for process in started:
             process.stop()

@@ -27,6 +27,7 @@ from splitter_fixtures import (
 from syncer_fixtures import Rest, crd, create_sync_target, eventually, install_types
 
 from kcp_process import KcpServer, cluster_kubeconfig, free_port, kubectl_binary, run_kubectl
+from kcpcommon.sharding import owns
 
 GRACE = 3  # seconds: the splitter's --grace-period and --capacity-grace-period here
 
@@ -58,9 +59,10 @@ def splitter(kcp: KcpServer, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     assert process.stop() == 0, process.log_tail()
 
 
-def fleet(kcp: KcpServer, *targets: str, allocatable: dict[str, dict[str, str]] | None = None) -> Rest:
-    """A fresh logical cluster with the types installed and `targets` Ready."""
-    rest = Rest(kcp).at(f"split-{uuid.uuid4().hex[:8]}")
+def fleet(kcp: KcpServer, *targets: str, allocatable: dict[str, dict[str, str]] | None = None,
+          cluster: str = "") -> Rest:
+    """A fresh logical cluster (`cluster`, or a random one) with the types installed and `targets` Ready."""
+    rest = Rest(kcp).at(cluster or f"split-{uuid.uuid4().hex[:8]}")
     install_types(rest)
     for target in targets:
         create_sync_target(rest, target)
@@ -358,5 +360,58 @@ def test_two_replicas_elect_one_leader_and_the_standby_takes_over_after_kill_9(
         assert 'reason="Split"} 1.0' in standby.metrics()
     finally:
         for process in elected:
+            process.stop()
+        server.stop()
+
+
+# short leases, so a handover takes seconds (the lease duration) rather than client-go's 15
+FAST_ELECTION = ["--leader-elect", "--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2",
+                 "--leader-elect-retry-period", "0.5"]
+SPLIT = {"east": 1, "west": 1}
+
+
+def lease_holder(rest: Rest, lease: str) -> str:
+    """The holder identity of a leader election Lease in `admin` ("" while free or missing)."""
+    body = rest.get(f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{lease}")
+    return str(((body or {}).get("spec") or {}).get("holderIdentity") or "")
+
+
+def test_two_shards_of_two_replicas_each_lead_at_once_and_a_killed_shard_leader_hands_over(tmp_path: Path) -> None:
+    server = KcpServer(tmp_path / "kcp", free_port())
+    server.start()
+    processes: dict[int, list[SplitterProcess]] = {}
+    try:
+        admin = Rest(server)
+        names = [f"shard-{uuid.uuid4().hex[:8]}" for _ in range(16)]
+        tenant = {shard: fleet(server, "east", "west", cluster=next(n for n in names if owns(n, shard, 2)))
+                  for shard in (0, 1)}
+        processes = {shard: [SplitterProcess(server, tmp_path / f"splitter-{shard}-{replica}.log", [
+            *FAST_ELECTION, "--shards", "2", "--shard-index", str(shard)]).start(wait_ready=False)
+            for replica in (0, 1)] for shard in (0, 1)}
+        everyone = processes[0] + processes[1]
+        eventually(lambda: all(p.healthy() for p in everyone), "all four replicas serve /healthz")
+        for rest in tenant.values():
+            rest.create(DEPLOYMENTS, deployment("one", 2))
+        for shard, rest in tenant.items():  # with one Lease for both shards, one tenant's would stay unsplit
+            eventually(lambda rest=rest: replicas_of(rest, "one") == SPLIT, f"shard {shard}'s Deployment split")
+
+        def leader(shard: int) -> SplitterProcess | None:
+            holder = lease_holder(admin, f"kcp-deployment-splitter-shard-{shard}")
+            return next((p for p in processes[shard] if p.holds(holder)), None)
+        leaders = {shard: eventually(lambda shard=shard: leader(shard), f"shard {shard}'s leader") for shard in (0, 1)}
+        assert lease_holder(admin, "kcp-deployment-splitter") == ""  # no Lease shared by the shards
+
+        killed = leaders[0]
+        standby = next(p for p in processes[0] if p is not killed)
+        killed.kill()  # kill -9: no release, the standby waits the lease out
+        for rest in tenant.values():
+            rest.create(DEPLOYMENTS, deployment("two", 2))
+        eventually(lambda: leader(0) is standby, "shard 0's standby took the lease")
+        eventually(lambda: replicas_of(tenant[0], "two") == SPLIT, "split by shard 0's new leader")
+        eventually(lambda: replicas_of(tenant[1], "two") == SPLIT, "split by shard 1's leader, unaffected")
+        assert leader(1) is leaders[1] and leaders[1].alive()
+        assert 'reason="Split"} 1.0' in standby.metrics()  # the standby did the split, nobody else in shard 0
+    finally:
+        for process in processes.get(0, []) + processes.get(1, []):
             process.stop()
         server.stop()
