@@ -63,6 +63,7 @@ def test_lint_passes(tmp_path: Path) -> None:
     ("apiserver.replicas=0", "/apiserver/replicas"),
     ("clusterController.syncerMode=sideways", "/clusterController/syncerMode"),
     ("deploymentSplitter.replicsa=2", "replicsa"),
+    ("deploymentSplitter.shards=0", "/deploymentSplitter/shards"),
     ("podSecurityContext.runAsNonRoot=false", "/podSecurityContext/runAsNonRoot"),
 ])
 def test_values_breaking_the_schema_fail_lint_naming_the_field(tmp_path: Path, value: str, field: str) -> None:
@@ -148,6 +149,30 @@ def test_replicas_are_set_per_component_and_share_one_credentials_secret(tmp_pat
                                        "service-account.key", "admin.kubeconfig"}
     volumes = find(objects, "Deployment", "rel-kcp-apiserver")["spec"]["template"]["spec"]["volumes"]
     assert {"name": "pki", "secret": {"secretName": "rel-kcp-pki", "defaultMode": 0o400}} in volumes
+
+
+def test_shards_render_one_deployment_per_shard_each_with_its_replicas_and_shard_flags(tmp_path: Path) -> None:
+    objects = render(tmp_path, "deploymentSplitter.shards=2", "deploymentSplitter.replicas=2",
+                     "clusterController.shards=3")
+    for component, prefix, shards, replicas in [("deployment-splitter", "KCP_DEPLOYMENT_SPLITTER", 2, 2),
+                                                ("cluster-controller", "KCP_CLUSTER_CONTROLLER", 3, 1)]:
+        deployments = [o for o in objects if o["kind"] == "Deployment"
+                       and o["metadata"]["labels"]["app.kubernetes.io/component"] == component]
+        assert [d["metadata"]["name"] for d in deployments] == [f"rel-kcp-{component}-shard-{i}" for i in range(shards)]
+        selectors = []
+        for index, deployment in enumerate(deployments):
+            assert deployment["spec"]["replicas"] == replicas  # every shard has its standbys
+            env = env_of(deployment["spec"]["template"]["spec"]["containers"][0])
+            assert (env[f"{prefix}_SHARDS"], env[f"{prefix}_SHARD_INDEX"]) == (str(shards), str(index))
+            assert env[f"{prefix}_LEADER_ELECT"] == "true"
+            selector = deployment["spec"]["selector"]["matchLabels"]
+            assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+            selectors.append(selector)
+        assert all(a != b and not a.items() <= b.items() for a in selectors for b in selectors if a is not b)
+    unsharded = render(tmp_path)
+    for component in ("deployment-splitter", "cluster-controller"):
+        env = env_of(find(unsharded, "Deployment", f"rel-kcp-{component}")["spec"]["template"]["spec"]["containers"][0])
+        assert not [name for name in env if "SHARD" in name]  # one shard: the Lease keeps the component's name
 
 
 def test_pull_mode_syncer_rbac(tmp_path: Path) -> None:
@@ -243,8 +268,17 @@ def test_install_upgrade_scale_and_uninstall(host: KcpServer, tmp_path: Path) ->
     assert ready_replicas(host, "deployment", "kcp-deployment-splitter") == (3, 3)
     assert ready_replicas(host, "deployment", "kcp-cluster-controller") == (1, 1)
     assert ready_replicas(host, "deployment", "kcp-apiserver") == (2, 2)
+
+    helm("upgrade", "kcp", str(CHART), "-n", NAMESPACE, "--wait", "--timeout", "240s", "--reuse-values",
+         "--set", "deploymentSplitter.shards=2", "--set", "deploymentSplitter.replicas=2")
+    for index in (0, 1):  # two shards of two replicas: four splitter pods
+        assert ready_replicas(host, "deployment", f"kcp-deployment-splitter-shard-{index}") == (2, 2)
+    names = run_kubectl(host, "-n", NAMESPACE, "get", "deployments", "-o", "name").stdout.split()
+    assert "deployment.apps/kcp-deployment-splitter" not in names  # the unsharded one is gone
+    splitters = get(host, "pods", "-l", "app.kubernetes.io/component=deployment-splitter,kcp.io/shard")["items"]
+    assert sorted(p["metadata"]["labels"]["kcp.io/shard"] for p in splitters) == ["0", "0", "1", "1"]
     history = json.loads(helm("history", "kcp", "-n", NAMESPACE, "-o", "json"))
-    assert [h["revision"] for h in history] == [1, 2, 3]
+    assert [h["revision"] for h in history] == [1, 2, 3, 4]
 
     helm("uninstall", "kcp", "-n", NAMESPACE, "--wait", "--timeout", "120s")
     left = run_kubectl(host, "-n", NAMESPACE, "get", "deployments,statefulsets,services,secrets", "-o", "name").stdout
