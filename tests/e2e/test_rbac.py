@@ -22,6 +22,8 @@ USERS = {  # token -> (user, groups)
     "erin-token": ("erin", ""),
     "frank-token": ("frank", ""),
     "gina-token": ("gina", "ops,auditors"),
+    "hank-token": ("hank", ""),
+    "ivy-token": ("ivy", ""),
 }
 
 
@@ -168,6 +170,57 @@ def test_escalation_is_refused_unless_bind_or_escalate(kcp: KcpServer, cluster: 
                            "--user=erin"))
     eventually(lambda: can(kcp, cluster, "erin-token", "create", "role", "secret-deleter", "--verb=delete",
                            "--resource=secrets"))
+
+
+def test_binding_a_role_that_does_not_exist_yet_is_not_found(kcp: KcpServer, cluster: str) -> None:
+    """Else a later Role of that name, made for someone else, would be granted to hank's binding too."""
+    kubectl(kcp, cluster, "create", "secret", "generic", "s", "--from-literal=k=v")
+    kubectl(kcp, cluster, "create", "clusterrole", "binding-writer", "--verb=create,get,list,update,patch",
+            "--resource=rolebindings,clusterrolebindings")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "hank-writes-bindings", "--clusterrole=binding-writer",
+            "--user=hank")
+    eventually(lambda: can(kcp, cluster, "hank-token", "get", "rolebindings"))
+    role = kubectl(kcp, cluster, "create", "rolebinding", "hank-later", "--role=does-not-exist", "--user=hank",
+                   token="hank-token", check=False)
+    assert ('error: failed to create rolebinding: roles.rbac.authorization.k8s.io "does-not-exist" not found'
+            in role.stderr)
+    cluster_role = kubectl(kcp, cluster, "create", "-f", "-", token="hank-token", check=False, input_text=json.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "hank-later"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "does-not-exist"},
+        "subjects": [{"kind": "User", "name": "hank"}]}))
+    assert ('Error from server (NotFound): error when creating "STDIN": clusterroles.rbac.authorization.k8s.io '
+            '"does-not-exist" not found') in cluster_role.stderr
+    # the admin later makes that Role for someone else: hank has no binding to it
+    kubectl(kcp, cluster, "create", "role", "does-not-exist", "--verb=get", "--resource=secrets")
+    kubectl(kcp, cluster, "create", "rolebinding", "ivy-reads", "--role=does-not-exist", "--user=ivy")
+    eventually(lambda: can(kcp, cluster, "ivy-token", "get", "secret", "s"))
+    assert not can(kcp, cluster, "hank-token", "get", "secret", "s")
+    assert "NotFound" in kubectl(kcp, cluster, "get", "rolebinding", "hank-later", check=False).stderr
+    # now it exists, hank still needs its rules (or bind) to bind it
+    refused = kubectl(kcp, cluster, "create", "rolebinding", "hank-later", "--role=does-not-exist", "--user=hank",
+                      token="hank-token", check=False)
+    assert 'rolebindings.rbac.authorization.k8s.io "hank-later" is forbidden: user "hank"' in refused.stderr
+    # nor may hank join an existing binding by patch or server-side apply
+    patched = kubectl(kcp, cluster, "patch", "rolebinding", "ivy-reads", "--type=json", "-p",
+                      '[{"op": "add", "path": "/subjects/-", "value": {"kind": "User", "name": "hank"}}]',
+                      token="hank-token", check=False)
+    assert 'rolebindings.rbac.authorization.k8s.io "ivy-reads" is forbidden: user "hank"' in patched.stderr
+    applied = kubectl(kcp, cluster, "apply", "--server-side", "--force-conflicts", "-f", "-", token="hank-token",
+                      check=False, input_text=json.dumps({
+                          "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                          "metadata": {"name": "ivy-reads", "namespace": "default"},
+                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": "does-not-exist"},
+                          "subjects": [{"kind": "User", "name": "hank"}]}))
+    assert 'rolebindings.rbac.authorization.k8s.io "ivy-reads" is forbidden: user "hank"' in applied.stderr
+    assert not can(kcp, cluster, "hank-token", "get", "secret", "s")
+    # `bind` on a name lifts the check, even before the role exists, as in kube
+    kubectl(kcp, cluster, "create", "clusterrole", "bind-future", "--verb=bind", "--resource=roles",
+            "--resource-name=future")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "hank-binds-future", "--clusterrole=bind-future",
+            "--user=hank")
+    eventually(lambda: can(kcp, cluster, "hank-token", "create", "rolebinding", "hank-future", "--role=future",
+                           "--user=hank"))
 
 
 def test_can_i_and_whoami(kcp: KcpServer, cluster: str) -> None:
