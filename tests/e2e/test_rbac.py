@@ -24,7 +24,14 @@ USERS = {  # token -> (user, groups)
     "gina-token": ("gina", "ops,auditors"),
     "hank-token": ("hank", ""),
     "ivy-token": ("ivy", ""),
+    "jack-token": ("jack", ""),
 }
+SYNC_TARGETS_CRD = {  # kcp's own CRD: a tenant may never write it, whatever it impersonates
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "synctargets.workload.kcp.io"},
+    "spec": {"group": "workload.kcp.io", "scope": "Cluster", "names": {"plural": "synctargets", "kind": "SyncTarget"},
+             "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +274,31 @@ def test_impersonation_needs_the_impersonate_verb(kcp: KcpServer, cluster: str) 
                     check=False)
     assert ('groups "ops" is forbidden: User "frank" cannot impersonate resource "groups" in API group "" at the '
             'cluster scope') in group.stderr
+
+
+def test_a_tenant_admin_impersonates_in_its_own_cluster_only_and_never_system_masters(kcp: KcpServer,
+                                                                                      cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "jack-admin", "--clusterrole=cluster-admin", "--user=jack")
+    eventually(lambda: "someone" in kubectl(kcp, cluster, "auth", "whoami", "--as=someone", token="jack-token",
+                                            check=False).stdout)
+    # raw requests (a raw path is the whole path: kubectl drops the server's /clusters/<name>), since kubectl's
+    # discovery, impersonated too, would hide the message
+    refused = 'users "someone" is forbidden: User "jack" cannot impersonate resource "users"'
+    for where in (f"/clusters/{cluster}-other", "/clusters/*", ""):
+        denied = run_kubectl(kcp, "--token", "jack-token", "get", "--raw", f"{where}/api/v1/configmaps",
+                             "--as=someone", check=False)
+        assert refused in denied.stderr, where
+    # system:masters is kcp's superuser group: only a grant in admin lets one act as it
+    masters = ["--as=root", "--as-group=system:masters"]
+    denied = run_kubectl(kcp, "--token", "jack-token", "get", "--raw", f"/clusters/{cluster}/api/v1/secrets", *masters,
+                         check=False)
+    assert ('groups "system:masters" is forbidden: User "jack" cannot impersonate resource "groups" in API group "" '
+            'at the cluster scope') in denied.stderr
+    crd = run_kubectl(kcp, "--token", "jack-token", "create", "--raw",
+                      f"/clusters/{cluster}/apis/apiextensions.k8s.io/v1/customresourcedefinitions", *masters,
+                      "-f", "-", input_text=json.dumps(SYNC_TARGETS_CRD), check=False)
+    assert 'groups "system:masters" is forbidden' in crd.stderr
+    assert "NotFound" in kubectl(kcp, cluster, "get", "crd", "synctargets.workload.kcp.io", check=False).stderr
 
 
 def test_wildcard_requests_need_a_clusterrolebinding_in_admin(kcp: KcpServer, cluster: str) -> None:
