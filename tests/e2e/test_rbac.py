@@ -359,6 +359,17 @@ def test_a_bindings_role_ref_cannot_change(kcp: KcpServer, cluster: str) -> None
             ) in changed.stderr
 
 
+def test_a_binding_refers_to_a_kind_of_role_it_can_bind(kcp: KcpServer, cluster: str) -> None:
+    for kind, role_kind, supported in (("RoleBinding", "Policy", '"Role", "ClusterRole"'),
+                                       ("ClusterRoleBinding", "Role", '"ClusterRole"')):
+        created = kubectl(kcp, cluster, "create", "-f", "-", check=False, input_text=json.dumps({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": "odd"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": "x"},
+            "subjects": [{"kind": "User", "name": "alice"}]}))
+        assert (f'The {kind} "odd" is invalid: roleRef.kind: Unsupported value: "{role_kind}": supported values: '
+                f'{supported}') in created.stderr
+
+
 def test_a_service_account_token_acts_in_its_own_cluster_only(kcp: KcpServer, cluster: str) -> None:
     kubectl(kcp, cluster, "create", "serviceaccount", "bot")
     token = kubectl(kcp, cluster, "create", "token", "bot").stdout.strip()
