@@ -59,7 +59,7 @@ async def create(client: TestClient[Any, Any], cluster: str, path: str, body: di
 async def bind_alice(client: TestClient[Any, Any], cluster: str, role: str) -> None:
     await create(client, cluster, f"{RBAC}/clusterrolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": {"name": f"alice-{role}"},
+        "metadata": {"name": f"alice-{role}-{uuid.uuid4().hex[:6]}"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
         "subjects": [{"kind": "User", "name": "alice"}]})
 
@@ -105,11 +105,12 @@ async def test_impersonating_system_masters_needs_a_grant_in_admin(client: TestC
                                 headers=AS_MASTER, json=SYNC_TARGETS_CRD)
     assert created.status == 403, await created.text()
     # kcp's admin may hand the group out, in admin
+    masters = f"impersonate-masters-{home}"
     await create(client, "admin", f"{RBAC}/clusterroles", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "masters"},
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": masters},
         "rules": [{"apiGroups": [""], "resources": ["groups"], "verbs": ["impersonate"],
                    "resourceNames": ["system:masters"]}]})
-    await bind_alice(client, "admin", "masters")
+    await bind_alice(client, "admin", masters)
     await until_allowed(client, home, AS_MASTER)
     assert (await client.get(f"/clusters/{home}/api/v1/secrets", headers=AS_MASTER)).status == 200
     # and still kcp's groups ask who authenticated: a tenant
