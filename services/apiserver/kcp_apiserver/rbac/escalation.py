@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import SYSTEM_MASTERS, RequestInfo, UserInfo
@@ -21,9 +20,8 @@ from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.rbac.rules import ALL, Rule, compile_rules, go_quote, uncovered
 from kcp_apiserver.registry.admission import DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.builtin.rbac import GROUP, RESOURCES
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.registry.resource import Obj, Resource
 
-Obj = dict[str, Any]
 # (resource, cluster, namespace, name) -> the stored object; raises kube's NotFound (Registry.get)
 ObjectGetter = Callable[[Resource, str, str, str], Awaitable[Obj]]
 
