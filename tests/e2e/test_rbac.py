@@ -22,7 +22,16 @@ USERS = {  # token -> (user, groups)
     "erin-token": ("erin", ""),
     "frank-token": ("frank", ""),
     "gina-token": ("gina", "ops,auditors"),
+    "hank-token": ("hank", ""),
+    "ivy-token": ("ivy", ""),
+    "jack-token": ("jack", ""),
 }
+SYNC_TARGETS_CRD = {  # kcp's own CRD: a tenant may never write it, whatever it impersonates
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "synctargets.workload.kcp.io"},
+    "spec": {"group": "workload.kcp.io", "scope": "Cluster", "names": {"plural": "synctargets", "kind": "SyncTarget"},
+             "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +179,57 @@ def test_escalation_is_refused_unless_bind_or_escalate(kcp: KcpServer, cluster: 
                            "--resource=secrets"))
 
 
+def test_binding_a_role_that_does_not_exist_yet_is_not_found(kcp: KcpServer, cluster: str) -> None:
+    """Else a later Role of that name, made for someone else, would be granted to hank's binding too."""
+    kubectl(kcp, cluster, "create", "secret", "generic", "s", "--from-literal=k=v")
+    kubectl(kcp, cluster, "create", "clusterrole", "binding-writer", "--verb=create,get,list,update,patch",
+            "--resource=rolebindings,clusterrolebindings")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "hank-writes-bindings", "--clusterrole=binding-writer",
+            "--user=hank")
+    eventually(lambda: can(kcp, cluster, "hank-token", "get", "rolebindings"))
+    role = kubectl(kcp, cluster, "create", "rolebinding", "hank-later", "--role=does-not-exist", "--user=hank",
+                   token="hank-token", check=False)
+    assert ('error: failed to create rolebinding: roles.rbac.authorization.k8s.io "does-not-exist" not found'
+            in role.stderr)
+    cluster_role = kubectl(kcp, cluster, "create", "-f", "-", token="hank-token", check=False, input_text=json.dumps({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "hank-later"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "does-not-exist"},
+        "subjects": [{"kind": "User", "name": "hank"}]}))
+    assert ('Error from server (NotFound): error when creating "STDIN": clusterroles.rbac.authorization.k8s.io '
+            '"does-not-exist" not found') in cluster_role.stderr
+    # the admin later makes that Role for someone else: hank has no binding to it
+    kubectl(kcp, cluster, "create", "role", "does-not-exist", "--verb=get", "--resource=secrets")
+    kubectl(kcp, cluster, "create", "rolebinding", "ivy-reads", "--role=does-not-exist", "--user=ivy")
+    eventually(lambda: can(kcp, cluster, "ivy-token", "get", "secret", "s"))
+    assert not can(kcp, cluster, "hank-token", "get", "secret", "s")
+    assert "NotFound" in kubectl(kcp, cluster, "get", "rolebinding", "hank-later", check=False).stderr
+    # now it exists, hank still needs its rules (or bind) to bind it
+    refused = kubectl(kcp, cluster, "create", "rolebinding", "hank-later", "--role=does-not-exist", "--user=hank",
+                      token="hank-token", check=False)
+    assert 'rolebindings.rbac.authorization.k8s.io "hank-later" is forbidden: user "hank"' in refused.stderr
+    # nor may hank join an existing binding by patch or server-side apply
+    patched = kubectl(kcp, cluster, "patch", "rolebinding", "ivy-reads", "--type=json", "-p",
+                      '[{"op": "add", "path": "/subjects/-", "value": {"kind": "User", "name": "hank"}}]',
+                      token="hank-token", check=False)
+    assert 'rolebindings.rbac.authorization.k8s.io "ivy-reads" is forbidden: user "hank"' in patched.stderr
+    applied = kubectl(kcp, cluster, "apply", "--server-side", "--force-conflicts", "-f", "-", token="hank-token",
+                      check=False, input_text=json.dumps({
+                          "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                          "metadata": {"name": "ivy-reads", "namespace": "default"},
+                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                      "name": "does-not-exist"},
+                          "subjects": [{"kind": "User", "name": "hank"}]}))
+    assert 'rolebindings.rbac.authorization.k8s.io "ivy-reads" is forbidden: user "hank"' in applied.stderr
+    assert not can(kcp, cluster, "hank-token", "get", "secret", "s")
+    # `bind` on a name lifts the check, even before the role exists, as in kube
+    kubectl(kcp, cluster, "create", "clusterrole", "bind-future", "--verb=bind", "--resource=roles",
+            "--resource-name=future")
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "hank-binds-future", "--clusterrole=bind-future",
+            "--user=hank")
+    eventually(lambda: can(kcp, cluster, "hank-token", "create", "rolebinding", "hank-future", "--role=future",
+                           "--user=hank"))
+
+
 def test_can_i_and_whoami(kcp: KcpServer, cluster: str) -> None:
     assert kubectl(kcp, cluster, "auth", "can-i", "delete", "secrets").stdout.strip() == "yes"
     denied = kubectl(kcp, cluster, "auth", "can-i", "get", "configmaps", token="gina-token", check=False)
@@ -214,6 +274,31 @@ def test_impersonation_needs_the_impersonate_verb(kcp: KcpServer, cluster: str) 
                     check=False)
     assert ('groups "ops" is forbidden: User "frank" cannot impersonate resource "groups" in API group "" at the '
             'cluster scope') in group.stderr
+
+
+def test_a_tenant_admin_impersonates_in_its_own_cluster_only_and_never_system_masters(kcp: KcpServer,
+                                                                                      cluster: str) -> None:
+    kubectl(kcp, cluster, "create", "clusterrolebinding", "jack-admin", "--clusterrole=cluster-admin", "--user=jack")
+    eventually(lambda: "someone" in kubectl(kcp, cluster, "auth", "whoami", "--as=someone", token="jack-token",
+                                            check=False).stdout)
+    # raw requests (a raw path is the whole path: kubectl drops the server's /clusters/<name>), since kubectl's
+    # discovery, impersonated too, would hide the message
+    refused = 'users "someone" is forbidden: User "jack" cannot impersonate resource "users"'
+    for where in (f"/clusters/{cluster}-other", "/clusters/*", ""):
+        denied = run_kubectl(kcp, "--token", "jack-token", "get", "--raw", f"{where}/api/v1/configmaps",
+                             "--as=someone", check=False)
+        assert refused in denied.stderr, where
+    # system:masters is kcp's superuser group: only a grant in admin lets one act as it
+    masters = ["--as=root", "--as-group=system:masters"]
+    denied = run_kubectl(kcp, "--token", "jack-token", "get", "--raw", f"/clusters/{cluster}/api/v1/secrets", *masters,
+                         check=False)
+    assert ('groups "system:masters" is forbidden: User "jack" cannot impersonate resource "groups" in API group "" '
+            'at the cluster scope') in denied.stderr
+    crd = run_kubectl(kcp, "--token", "jack-token", "create", "--raw",
+                      f"/clusters/{cluster}/apis/apiextensions.k8s.io/v1/customresourcedefinitions", *masters,
+                      "-f", "-", input_text=json.dumps(SYNC_TARGETS_CRD), check=False)
+    assert 'groups "system:masters" is forbidden' in crd.stderr
+    assert "NotFound" in kubectl(kcp, cluster, "get", "crd", "synctargets.workload.kcp.io", check=False).stderr
 
 
 def test_wildcard_requests_need_a_clusterrolebinding_in_admin(kcp: KcpServer, cluster: str) -> None:
@@ -272,6 +357,17 @@ def test_a_bindings_role_ref_cannot_change(kcp: KcpServer, cluster: str) -> None
     assert ('The RoleBinding "fixed" is invalid: roleRef: Invalid value: rbac.RoleRef{'
             'APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", Name:"edit"}: cannot change roleRef'
             ) in changed.stderr
+
+
+def test_a_binding_refers_to_a_kind_of_role_it_can_bind(kcp: KcpServer, cluster: str) -> None:
+    for kind, role_kind, supported in (("RoleBinding", "Policy", '"Role", "ClusterRole"'),
+                                       ("ClusterRoleBinding", "Role", '"ClusterRole"')):
+        created = kubectl(kcp, cluster, "create", "-f", "-", check=False, input_text=json.dumps({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": {"name": "odd"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": "x"},
+            "subjects": [{"kind": "User", "name": "alice"}]}))
+        assert (f'The {kind} "odd" is invalid: roleRef.kind: Unsupported value: "{role_kind}": supported values: '
+                f'{supported}') in created.stderr
 
 
 def test_a_service_account_token_acts_in_its_own_cluster_only(kcp: KcpServer, cluster: str) -> None:

@@ -324,3 +324,25 @@ def test_storage_conflicts_name_what_the_server_keeps_there() -> None:
     assert storage_conflict("kcp.io", "anything", builtins) == "the API server stores anything.kcp.io itself"
     assert storage_conflict("example.com", "widgets", builtins) is None
     assert storage_conflict("apps", "deployments", builtins) is None  # kcp imports them as CRDs
+
+
+@pytest.mark.parametrize("acting_as", [{"Impersonate-User": "kcp-admin", "Impersonate-Group": "system:masters"},
+                                       {"Impersonate-User": "system:apiserver", "Impersonate-Group": "system:masters"}])
+async def test_an_impersonated_master_is_still_the_tenant_for_kcps_groups(api: TestClient[Any, Any],
+                                                                         acting_as: dict[str, str]) -> None:
+    """Whoever may impersonate (everyone, with AlwaysAllow) acts as a master, but kcp's groups ask who
+    authenticated: the tenant."""
+    where = cluster()
+    whoami = await api.post(f"{where}/apis/authentication.k8s.io/v1/selfsubjectreviews", headers={**TENANT, **acting_as},
+                            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    assert "system:masters" in (await whoami.json())["status"]["userInfo"]["groups"]
+    sync_targets = crd("workload.kcp.io", "synctargets", "SyncTarget", version="v1alpha1", scope="Cluster")
+    status, reply = await post(api, f"{where}{CRDS}", sync_targets, {**TENANT, **acting_as})
+    assert status == 403, reply
+    assert reply["message"].endswith("forbidden: workload.kcp.io is a reserved group")
+    status, reply = await post(api, f"{where}{CRDS}", crd("tenancy.kcp.io", "widgets", "Widget"),
+                               {**TENANT, **acting_as})
+    assert status == 403, reply
+    # the admin acting as a tenant is the tenant too
+    status, reply = await post(api, f"{where}{CRDS}", sync_targets, {**ADMIN, "Impersonate-User": "alice"})
+    assert status == 403, reply

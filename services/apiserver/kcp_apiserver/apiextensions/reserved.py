@@ -9,7 +9,9 @@ kube's own groups (*.k8s.io, *.kubernetes.io) need kube's API-approval annotatio
 kcp's groups (kcp.io and below) are reserved besides, as kcp's ReservedCRDGroups admission does:
 only the server itself may write CRDs there, and a member of system:masters may write the system
 CRDs the configuration names. That is how kcp's own CRDs get installed: the cluster controller
-creates `synctargets.workload.kcp.io` in a logical cluster with the admin identity.
+creates `synctargets.workload.kcp.io` in a logical cluster with the admin identity. Membership is
+judged on the identity that authenticated as well as on the one acted as: a tenant who may impersonate
+`system:masters` (or `system:apiserver`) in a cluster of its own is still a tenant.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 from kcp_apiserver.apiextensions.fields import get, get_str
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.request import SYSTEM, SYSTEM_MASTERS, UserInfo
+from kcp_apiserver.apimachinery.request import SYSTEM, SYSTEM_MASTERS, RequestContext
 from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.storage.keys import ROOT, resource_prefix
@@ -64,11 +66,14 @@ class ReservedGroups:
     groups: tuple[str, ...] = (KCP_GROUP,)
     system_crds: frozenset[str] = frozenset()  # CRD names, `<plural>.<group>`
 
-    def allows(self, user: UserInfo, crd_name: str) -> bool:
-        """The server's own writes may go anywhere; system:masters may install the system CRDs."""
-        if user.name == SYSTEM.name and SYSTEM_MASTERS in user.groups:
+    def allows(self, ctx: RequestContext, crd_name: str) -> bool:
+        """The server's own writes may go anywhere; system:masters may install the system CRDs, if it is
+        who authenticated (an impersonator must be a member too)."""
+        if ctx.impersonator is None and ctx.user == SYSTEM:
             return True
-        return SYSTEM_MASTERS in user.groups and crd_name in self.system_crds
+        authenticated = ctx.impersonator or ctx.user
+        return (SYSTEM_MASTERS in authenticated.groups and SYSTEM_MASTERS in ctx.user.groups
+                and crd_name in self.system_crds)
 
 
 def _forbidden(name: str, why: str) -> st.APIError:
@@ -97,7 +102,7 @@ class ReservedCRDs:
         group, plural = get_str(spec, "group"), get_str(get(spec, "names"), "plural")
         name = attrs.name or get_str(get(attrs.obj, "metadata"), "name")
         reserved = reserved_group(group, self.groups.groups)
-        if reserved is not None and not self.groups.allows(attrs.ctx.user, name):
+        if reserved is not None and not self.groups.allows(attrs.ctx, name):
             raise _forbidden(name, f"{group} is a reserved group")
         why = storage_conflict(group, plural, self.builtins)
         if why is not None:

@@ -3,6 +3,10 @@
 is authorized to `impersonate` each part of it (users, groups, serviceaccounts, uids, userextras).
 
 It runs after authentication and before authorization, which then judges the impersonated identity.
+
+Each check is made in the request's logical cluster (a grant there reaches no other cluster, nor
+`/clusters/*`), but for the group `system:masters`: that group is kcp's superuser everywhere, not a tenant's
+to hand out, so impersonating it needs `impersonate` on groups `system:masters` granted in `admin`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import (
     ANONYMOUS,
     AUTHENTICATED,
+    SYSTEM_MASTERS,
     UNAUTHENTICATED,
     RequestContext,
     RequestInfo,
@@ -23,6 +28,7 @@ from kcp_apiserver.apimachinery.request import (
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.filters.authorization import Authorizer, forbidden_message
+from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER
 
 USER, GROUP, UID, EXTRA = "Impersonate-User", "Impersonate-Group", "Impersonate-Uid", "Impersonate-Extra-"
 SERVICE_ACCOUNT = "system:serviceaccount:"
@@ -57,7 +63,8 @@ def requested(request: web.Request, cluster: str) -> tuple[UserInfo, list[Reques
         groups = ("system:serviceaccounts", f"system:serviceaccounts:{sa_namespace}", *groups)
     else:
         checks.append(_check(cluster, "users", name))
-    checks += [_check(cluster, "groups", g) for g in headers.getall(GROUP, ())]
+    checks += [_check(DEFAULT_CLUSTER if g == SYSTEM_MASTERS else cluster, "groups", g)
+               for g in headers.getall(GROUP, ())]
     checks += [_check(cluster, "userextras", v, group=AUTHENTICATION_GROUP, subresource=k)
                for k, values in extra.items() for v in values]
     if uid:

@@ -27,6 +27,7 @@ from kcp_apiserver.rbac.policy import PolicyIndex
 from kcp_apiserver.rbac.reviews import Reviews
 from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE, SERVICE_ACCOUNT
 from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
+from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountLookup, ServiceAccountTokens
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -141,7 +142,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
     authorizer = RBACAuthorizer(rbac)
 
     async def no_escalation(parts: ServerParts) -> EscalationCheck:
-        return EscalationCheck(authorizer)
+        async def get(res: Resource, cluster: str, namespace: str, name: str) -> Obj:
+            assert parts.registry is not None, "the registry is built right after admission"
+            return await parts.registry.get(res, cluster, namespace, name)
+        return EscalationCheck(authorizer, get)
 
     def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
         assert parts.registry is not None

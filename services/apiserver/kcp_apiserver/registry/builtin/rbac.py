@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.apimachinery.validation import render_value
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, CREATED_AT, NAME
@@ -35,7 +36,23 @@ def _role_ref_unchanged(obj: Obj, old: Obj | None) -> list[Cause]:
     return [Cause("FieldValueInvalid", f"Invalid value: {shown}: cannot change roleRef", "roleRef")]
 
 
-BINDING_STRATEGY = FunctionStrategy(validate=_role_ref_unchanged)
+def _role_ref_valid(kinds: tuple[str, ...]) -> Callable[[Obj, Obj | None], list[Cause]]:
+    """kube's ValidateRoleBinding: a RoleBinding refers to a Role or a ClusterRole, a ClusterRoleBinding to a
+    ClusterRole (the escalation check could judge no other), and the reference never changes."""
+    def validate(obj: Obj, old: Obj | None) -> list[Cause]:
+        kind = (obj.get("roleRef") or {}).get("kind")
+        causes = []
+        if kind not in kinds:
+            supported = ", ".join(f'"{k}"' for k in kinds)
+            causes.append(Cause("FieldValueNotSupported",
+                                f"Unsupported value: {render_value(kind)}: supported values: {supported}",
+                                "roleRef.kind"))
+        return causes + _role_ref_unchanged(obj, old)
+    return validate
+
+
+BINDING_STRATEGY = FunctionStrategy(validate=_role_ref_valid(("Role", "ClusterRole")))
+CLUSTER_BINDING_STRATEGY = FunctionStrategy(validate=_role_ref_valid(("ClusterRole",)))
 
 BINDING_COLUMNS = (
     NAME,
@@ -56,5 +73,5 @@ RESOURCES: tuple[Resource, ...] = (
              definition="io.k8s.api.rbac.v1.ClusterRole", name_is_path_segment=True, columns=(NAME, CREATED_AT)),
     Resource(GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False,
              definition="io.k8s.api.rbac.v1.ClusterRoleBinding", name_is_path_segment=True,
-             columns=BINDING_COLUMNS, strategy=BINDING_STRATEGY),
+             columns=BINDING_COLUMNS, strategy=CLUSTER_BINDING_STRATEGY),
 )
