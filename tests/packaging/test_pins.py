@@ -8,14 +8,13 @@ import importlib.metadata
 import re
 import sys
 import tomllib
-from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from repo_layout import REPO, packages
 
 sys.path.insert(0, str(REPO / "scripts"))
-import deps_check  # noqa: E402
+import deps_check
 
 # the installer's own distributions, which `pip freeze` leaves out as well
 INSTALLER = {"pip", "setuptools", "wheel"}

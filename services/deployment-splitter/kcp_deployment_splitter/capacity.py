@@ -20,8 +20,9 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from kcpcommon.quantity import try_parse_quantity as parse_quantity
+
 from .names import CAPACITY_ANNOTATION
-from .quantity import parse_quantity
 from .targets import parse_time, room_for
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .quantity import parse_quantity
+from kcpcommon.quantity import try_parse_quantity as parse_quantity
 
 
 def parse_time(value: Any) -> datetime | None:
