@@ -23,6 +23,7 @@ from kcpcommon.clock import Clock, RealClock
 from kcpcommon.controller import Result
 from kcpcommon.errors import APIClientError, APIConflictError, APINotFoundError, InvalidKubeconfigError
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import parse_time
 from kcpcommon.store import Indexer
 
 from . import conditions as cond
@@ -119,7 +120,7 @@ class SyncTargetReconciler:
             raise Unreachable(str(exc)) from exc
         imported = await self._import(key, downstream, resources)
         syncer = await self.syncers.ensure(key, st, downstream.factory, resources)
-        beat, fresh_for = cond.heartbeat(cond.parse_time(status.get("lastSyncerHeartbeatTime")), now,
+        beat, fresh_for = cond.heartbeat(parse_time(status.get("lastSyncerHeartbeatTime")), now,
                                          self.heartbeat_threshold)
         details = [syncer, beat, imported]
         await self._write(key, st, [cond.ready(details), *details], now,

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.errors import APIClientError
+from kcpcommon.kubetime import format_time as now_rfc3339
 
 from .names import COMPONENT
 
 log = structlog.get_logger(COMPONENT)
 
 
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:

@@ -20,7 +20,8 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_sim_cluster.controlplane.informer import cluster_of
-from kcp_sim_cluster.controlplane.objects import Obj, rfc3339
+from kcp_sim_cluster.controlplane.objects import Obj
+from kcpcommon.kubetime import format_time as rfc3339
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("sim.events")
