@@ -26,6 +26,7 @@ from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import parse_time
 from kcpcommon.store import Indexer
 
+from . import VERSION
 from . import conditions as cond
 from .imports import Importer, Verdict
 from .negotiation import describe
@@ -138,7 +139,7 @@ class SyncTargetReconciler:
             await known.factory.close()
             del self._downstream[key]
         factory = await KubeClientFactory.from_text(kubeconfig, name=key.name, component="kcp-cluster-controller",
-                                                    version="0.1.0", request_timeout=10.0)
+                                                    version=VERSION, request_timeout=10.0)
         self._downstream[key] = _Downstream(fingerprint, factory)
         return self._downstream[key]
 
