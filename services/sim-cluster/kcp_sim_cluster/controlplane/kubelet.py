@@ -268,7 +268,7 @@ class Kubelet(SimController):
                         f"Back-off restarting failed container {c['name']} in pod "
                         f"{pod['metadata']['name']}_{pod['metadata'].get('namespace', '')}"
                         f"({pod['metadata'].get('uid', '')})", component=COMPONENT,
-                        host=node_name(pod), aggregate=True)
+                        host=node_name(pod))
         return Result(requeue_after=max(wait, 0.5))
 
     async def _complete(self, pod: Obj, *, failed: bool = False) -> None:
