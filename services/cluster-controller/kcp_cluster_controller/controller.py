@@ -23,8 +23,10 @@ from kcpcommon.clock import Clock, RealClock
 from kcpcommon.controller import Result
 from kcpcommon.errors import APIClientError, APIConflictError, APINotFoundError, InvalidKubeconfigError
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import parse_time
 from kcpcommon.store import Indexer
 
+from . import VERSION
 from . import conditions as cond
 from .imports import Importer, Verdict
 from .negotiation import describe
@@ -119,7 +121,7 @@ class SyncTargetReconciler:
             raise Unreachable(str(exc)) from exc
         imported = await self._import(key, downstream, resources)
         syncer = await self.syncers.ensure(key, st, downstream.factory, resources)
-        beat, fresh_for = cond.heartbeat(cond.parse_time(status.get("lastSyncerHeartbeatTime")), now,
+        beat, fresh_for = cond.heartbeat(parse_time(status.get("lastSyncerHeartbeatTime")), now,
                                          self.heartbeat_threshold)
         details = [syncer, beat, imported]
         await self._write(key, st, [cond.ready(details), *details], now,
@@ -137,7 +139,7 @@ class SyncTargetReconciler:
             await known.factory.close()
             del self._downstream[key]
         factory = await KubeClientFactory.from_text(kubeconfig, name=key.name, component="kcp-cluster-controller",
-                                                    version="0.1.0", request_timeout=10.0)
+                                                    version=VERSION, request_timeout=10.0)
         self._downstream[key] = _Downstream(fingerprint, factory)
         return self._downstream[key]
 

@@ -21,13 +21,13 @@ from kcpcommon.ratelimit import ItemExponentialFailureRateLimiter
 from kcpcommon.sharding import owns
 from kcpcommon.workqueue import WorkQueue
 
+from . import VERSION
 from .controller import API_VERSION, PLURAL, SyncerRunner, SyncTargetReconciler
 from .modes import NoneMode, PushMode
 from .push import PushSyncers
 from .settings import ClusterControllerSettings
 
 COMPONENT = "kcp-cluster-controller"
-VERSION = "0.1.0"
 INSTALL_CLUSTER = "admin"
 
 log = structlog.get_logger(COMPONENT)

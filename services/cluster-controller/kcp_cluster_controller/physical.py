@@ -12,9 +12,9 @@ from typing import Any
 
 from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APINotFoundError
+from kcpcommon.quantity import format_quantity, parse_quantity
 
 from .openapi import crd_schema
-from .quantity import format_quantity, parse_quantity
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 

@@ -34,6 +34,7 @@ from kcpcommon.clients import ClientFactory, KubeClientFactory
 from kcpcommon.errors import APIClientError, APINotFoundError
 from kcpcommon.keys import ObjectKey
 
+from . import VERSION
 from . import conditions as cond
 from .physical import split_resource
 from .settings import ClusterControllerSettings
@@ -249,7 +250,7 @@ class PullMode:
             return
         try:
             downstream = await KubeClientFactory.from_text(str(st["spec"]["kubeconfig"]), name=key.name,
-                                                           component=FIELD_MANAGER, version="0.1.0")
+                                                           component=FIELD_MANAGER, version=VERSION)
         except Exception:
             return  # a kubeconfig that never worked installed nothing
         async with downstream:

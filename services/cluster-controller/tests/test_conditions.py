@@ -50,8 +50,3 @@ def test_transition_time_moves_only_when_the_status_changes() -> None:
     assert later[0]["lastTransitionTime"] == "2026-11-25T12:00:00Z"
     flipped = cond.merge(later, [cond.condition(cond.READY, cond.FALSE, "HeartbeatStale")], T0 + timedelta(minutes=2))
     assert flipped[0]["lastTransitionTime"] == "2026-11-25T12:02:00Z"
-
-
-def test_heartbeat_times_parse_as_kube_writes_them() -> None:
-    assert cond.parse_time("2026-11-25T12:00:00Z") == T0
-    assert cond.parse_time("garbage") is None and cond.parse_time(None) is None

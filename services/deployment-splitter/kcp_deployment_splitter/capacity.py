@@ -20,8 +20,10 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from kcpcommon.kubetime import format_time
+from kcpcommon.quantity import try_parse_quantity as parse_quantity
+
 from .names import CAPACITY_ANNOTATION
-from .quantity import parse_quantity
 from .targets import parse_time, room_for
 
 
@@ -97,7 +99,7 @@ class CapacityTracker:
         if waited < self.grace_period:
             return self.grace_period - waited
         self._learned[slot] = _Learned(available, _fingerprint(allocatable), now,
-                                       self._wall().strftime("%Y-%m-%dT%H:%M:%SZ"))
+                                       format_time(self._wall()))
         return None
 
     def learned(self, root: Any, target: str, allocatable: Mapping[str, Any],

@@ -72,9 +72,10 @@ class SplitterController:
         self.load = TargetLoad()
         load = self.deployments.add_handler(on_add=self.load.on_add, on_update=self.load.on_update,
                                             on_delete=self.load.on_delete, name="splitter-load")
-        splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
-                            grace_period=settings.grace_period, capacity=tracker, load=self.load,
-                            expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic), registry=registry)
+        self.splitter = splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
+                                            grace_period=settings.grace_period, capacity=tracker, load=self.load,
+                                            expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic),
+                                            registry=registry)
         self.controller = self._controller("deployment-splitter", splitter.reconcile)
         self.running: list[tuple[Controller[ObjectKey], Callable[[], bool]]] = [
             (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced and load.has_synced)]
@@ -187,9 +188,11 @@ class SplitterController:
 
     async def run(self) -> None:
         self.factory.start()
+        self.splitter.events.start()
         try:
             async with asyncio.TaskGroup() as group:
                 for controller, synced in self.running:
                     group.create_task(controller.start(wait_for=[synced]))
         finally:
+            await self.splitter.events.stop()
             await self.factory.stop()

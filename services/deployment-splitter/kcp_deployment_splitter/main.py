@@ -7,12 +7,13 @@ from prometheus_client import CollectorRegistry
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, run_elected
+from kcpcommon.version import package_version
 
 from .controller import SplitterController
 from .names import COMPONENT
 from .settings import SplitterSettings
 
-VERSION = "0.1.0"
+VERSION = package_version(COMPONENT)
 
 log = structlog.get_logger(COMPONENT)
 

@@ -18,13 +18,14 @@ from prometheus_client import CollectorRegistry, Counter
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.errors import APINotFoundError
+from kcpcommon.events import NORMAL, ClientEventSink, EventRecorder
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_time
 from kcpcommon.metrics import get_or_create
 from kcpcommon.store import CLUSTER_INDEX, Indexer
 
 from .capacity import CapacityTracker, capacity_of, pod_requests
 from .children import desired_child, matches, repaired
-from .events import EventRecorder, now_rfc3339
 from .expectations import Expectations
 from .load import TargetLoad
 from .names import (
@@ -66,7 +67,7 @@ class Splitter:
         self.grace_period = grace_period
         self.capacity = capacity
         self.expectations = expectations
-        self.events = EventRecorder(kcp)
+        self.events = EventRecorder(ClientEventSink(kcp), component=COMPONENT)  # started by the controller
         self._now = now
         self._decisions = get_or_create(Counter, registry, "kcp_deployment_splitter_decisions_total",
                                         "Placement decisions written, by reason", ("reason",))
@@ -156,7 +157,6 @@ class Splitter:
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
         writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
-        decided: list[Awaitable[Any]] = []
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
             generation = str((root.get("metadata") or {}).get("generation") or 0)
             rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
@@ -165,13 +165,14 @@ class Splitter:
             self._decisions.labels(reason).inc()
             log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
                      namespace=key.namespace, name=key.name)
-            decided = [self.events.record(key.cluster, root, reason, message)]
-        # the children's writes (and the Event) go out together: a reconcile waits for the slowest
-        # write, not for the sum of them, so a spread or a failover is not paced by round trips
-        outcomes = await _together(*decided, *(self._write_child(key, root, target, replicas, children.get(target),
+            self.events.record({**root, "apiVersion": "apps/v1", "kind": "Deployment"}, NORMAL, reason, message,
+                               cluster=key.cluster)  # written in the background
+        # the children's writes go out together: a reconcile waits for the slowest write, not for the sum
+        # of them, so a spread or a failover is not paced by round trips
+        outcomes = await _together(*(self._write_child(key, root, target, replicas, children.get(target),
                                                                  target in terminating)
                                                for target, replicas in writes.items()))
-        result = {target: child for target, child in zip(writes, outcomes[len(decided):], strict=True)
+        result = {target: child for target, child in zip(writes, outcomes, strict=True)
                   if child is not None}
         return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
 
@@ -209,7 +210,7 @@ class Splitter:
         extra = [problem] if problem else []
         new = aggregate(root, kids, settled=settled, extra_conditions=extra)
         old = dict(root.get("status") or {})
-        new["conditions"] = with_times(new["conditions"], old.get("conditions"), now_rfc3339())
+        new["conditions"] = with_times(new["conditions"], old.get("conditions"), format_time())
         if _same_status(old, new):
             return
         body = {**root, "status": new}

@@ -12,10 +12,10 @@ from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.informer import SharedInformer
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_time
 from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, Indexer, cluster_namespace_value
 
 from .dependencies import KINDS
-from .events import now_rfc3339
 from .names import ASSIGNMENT_LABEL, COMPONENT, NAMESPACE_SCHEDULED
 from .namespaces import WORKLOAD_KINDS, choose, follows_namespace, object_patch, opted_out
 from .targets import view
@@ -31,7 +31,7 @@ def scheduled_condition(old: Mapping[str, Any] | None, target: str | None, why: 
         "type": NAMESPACE_SCHEDULED, "status": status, "reason": "Scheduled" if target else "Unschedulable",
         "message": f"objects in this namespace go to SyncTarget {target}" if target else why}
     same = old is not None and old.get("status") == status
-    cond["lastTransitionTime"] = (old or {}).get("lastTransitionTime") if same else now_rfc3339()
+    cond["lastTransitionTime"] = (old or {}).get("lastTransitionTime") if same else format_time()
     return cond
 
 

@@ -14,17 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .quantity import parse_quantity
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp as written by kube (`2026-11-25T00:00:00Z`), or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+from kcpcommon.kubetime import parse_time
+from kcpcommon.quantity import try_parse_quantity as parse_quantity
 
 
 def ready_condition(target: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from kcp_sim_cluster.controlplane.fit import NodeState, Requests, pod_requests, schedule
-from kcp_sim_cluster.controlplane.quantity import int_value, milli_value, parse_quantity
 
 
 def _node(name: str, cpu: str = "4", memory: str = "16Gi", pods: str = "110", **extra: object) -> NodeState:
@@ -18,17 +15,6 @@ def _pod(cpu: str | None = None, memory: str | None = None, **spec: object) -> d
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     return {"metadata": {"name": "p"},
             "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec}}
-
-
-def test_quantities_parse_exactly() -> None:
-    assert milli_value("500m") == 500
-    assert milli_value("1.5") == 1500
-    assert milli_value(2) == 2000
-    assert int_value("1Gi") == 2**30
-    assert int_value("1G") == 10**9
-    assert int_value("2e3") == 2000
-    assert parse_quantity("0.1m") == Fraction(1, 10000)
-    assert milli_value("0.1m") == 1  # rounded up, as kube does
 
 
 def test_requests_sum_containers_and_take_the_largest_init_container() -> None:

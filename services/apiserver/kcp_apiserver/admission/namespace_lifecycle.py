@@ -12,6 +12,7 @@ from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, StorageError
 from kcp_apiserver.storage.keys import object_key
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcpcommon.keys import cluster_of
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -44,7 +45,7 @@ class NamespaceLifecycle:
 
     def _observe(self, ns: Obj, deleted: bool) -> None:
         meta = ns["metadata"]
-        key = ((meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta["name"])
+        key = (cluster_of(ns) or "", meta["name"])
         if deleted:
             self.terminating.pop(key, None)
         else:

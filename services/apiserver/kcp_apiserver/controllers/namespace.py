@@ -15,6 +15,7 @@ from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key, scope_prefix
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
 from kcpcommon.controller import Controller, Result
+from kcpcommon.keys import cluster_of
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 log = structlog.get_logger("namespaces")
@@ -53,7 +54,7 @@ class NamespaceController:
     def _observe(self, ns: Obj, deleted: bool) -> None:
         meta = ns["metadata"]
         if not deleted and meta.get("deletionTimestamp"):
-            self.controller.enqueue(((meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta["name"]))
+            self.controller.enqueue((cluster_of(ns) or "", meta["name"]))
 
     async def reconcile(self, key: tuple[str, str]) -> Result | None:
         return None if await self.finalize(*key) else Result(requeue_after=RECHECK_SECONDS)

@@ -23,10 +23,10 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import CONTEXT
 from kcp_apiserver.filters import Handler
+from kcpcommon.keys import CLUSTER_ANNOTATION  # the logical cluster the request addressed
 
 log = structlog.get_logger("audit")
 
-CLUSTER_ANNOTATION = "kcp.io/cluster"  # the logical cluster the request addressed
 AUDIT_ID = "audit_id"  # the request's key for its audit ID, which kube returns in the Audit-Id header
 FLUSH_SECONDS = 0.2
 MAX_QUEUED = 100_000  # beyond this the disk cannot keep up: drop and count, never block requests

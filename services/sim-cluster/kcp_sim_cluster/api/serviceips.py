@@ -20,6 +20,7 @@ from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcpcommon.keys import cluster_of
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")
@@ -30,7 +31,7 @@ ALLOCATED_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy")
 
 
 def _cluster(obj: Obj) -> str:
-    return ((obj.get("metadata") or {}).get("annotations") or {}).get("kcp.io/cluster", "")
+    return cluster_of(obj) or ""
 
 
 def _ips(spec: Obj) -> set[str]:

@@ -16,10 +16,12 @@ from kcp_sim_cluster.controlplane import cron
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.job import finished
-from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, get_condition, now, owner_reference, parse_time, rfc3339
+from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, get_condition, now, owner_reference
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_time as rfc3339
+from kcpcommon.kubetime import parse_time
 
 COMPONENT = "cronjob-controller"
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"

@@ -11,7 +11,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from kcp_sim_cluster.controlplane.objects import Obj, get_condition, parse_time, rfc3339
+from kcp_sim_cluster.controlplane.objects import Obj, get_condition
+from kcpcommon.kubetime import format_time as rfc3339
+from kcpcommon.kubetime import parse_time
 
 AVAILABLE, PROGRESSING = "Available", "Progressing"
 NEW_RS_AVAILABLE = "NewReplicaSetAvailable"

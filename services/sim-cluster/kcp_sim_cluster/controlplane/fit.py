@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcp_sim_cluster.controlplane.quantity import int_value, milli_value
+from kcpcommon.quantity import int_value, milli_value
 
 NO_NODES = "no nodes available to schedule pods"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"

@@ -22,7 +22,6 @@ from kcp_sim_cluster.controlplane.objects import (
     get_condition,
     is_deleting,
     labels,
-    rfc3339,
     set_condition,
 )
 from kcp_sim_cluster.controlplane.podutil import is_active, is_ready, phase
@@ -30,6 +29,7 @@ from kcp_sim_cluster.controlplane.replicaset import pod_from_template
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_time as rfc3339
 
 COMPONENT = "job-controller"
 INDEX_KEY = "batch.kubernetes.io/job-completion-index"

@@ -26,12 +26,14 @@ from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of, key_of
 from kcp_sim_cluster.controlplane.ipam import NodeIPs
 from kcp_sim_cluster.controlplane.nodes import host_ip, node_index, wants_not_ready
-from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, parse_time, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, set_condition
 from kcp_sim_cluster.controlplane.podutil import is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_time as rfc3339
+from kcpcommon.kubetime import parse_time
 
 log = structlog.get_logger("sim.kubelet")
 
@@ -266,7 +268,7 @@ class Kubelet(SimController):
                         f"Back-off restarting failed container {c['name']} in pod "
                         f"{pod['metadata']['name']}_{pod['metadata'].get('namespace', '')}"
                         f"({pod['metadata'].get('uid', '')})", component=COMPONENT,
-                        host=node_name(pod), aggregate=True)
+                        host=node_name(pod))
         return Result(requeue_after=max(wait, 0.5))
 
     async def _complete(self, pod: Obj, *, failed: bool = False) -> None:

@@ -20,12 +20,14 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of
-from kcp_sim_cluster.controlplane.objects import Obj, get_condition, parse_time, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, get_condition, set_condition
 from kcp_sim_cluster.controlplane.podutil import is_terminal
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_time as rfc3339
+from kcpcommon.kubetime import parse_time
 
 log = structlog.get_logger("sim.nodelifecycle")
 

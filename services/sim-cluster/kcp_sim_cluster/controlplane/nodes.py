@@ -18,10 +18,12 @@ import structlog
 
 from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.base import SimController
-from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, rfc3339, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, set_condition
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
+from kcpcommon.kubetime import format_micro_time
+from kcpcommon.kubetime import format_time as rfc3339
 
 log = structlog.get_logger("sim.nodes")
 
@@ -164,7 +166,7 @@ class NodeController(SimController):
 
     async def _renew(self, cluster: str) -> None:
         leases = self.sim.informer("leases")
-        stamp = rfc3339(None).replace("Z", ".000000Z")
+        stamp = format_micro_time()
         writes: list[Awaitable[Any]] = []
         for name in sorted(self.names):
             lease = leases.get(ObjectKey(cluster, LEASE_NAMESPACE, name))

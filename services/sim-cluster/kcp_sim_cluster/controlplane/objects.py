@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kcp_apiserver.apimachinery.jsonvalues import json_copy
+from kcpcommon.kubetime import format_time as rfc3339
 
 Obj = Mapping[str, Any]
 
@@ -18,19 +19,6 @@ def copy_obj(obj: Obj) -> dict[str, Any]:
 
 def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def rfc3339(when: dt.datetime | None = None) -> str:
-    return (when or now()).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def annotations_of(obj: Obj) -> Mapping[str, str]:

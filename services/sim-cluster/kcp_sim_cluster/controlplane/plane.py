@@ -9,8 +9,8 @@ import asyncio
 import structlog
 
 from kcp_apiserver.server.config import ServerParts
+from kcp_sim_cluster.controlplane import events
 from kcp_sim_cluster.controlplane.base import SimController
-from kcp_sim_cluster.controlplane.events import EventRecorder
 from kcp_sim_cluster.controlplane.informer import Informer, cluster_of, new_informer
 from kcp_sim_cluster.controlplane.options import ControlPlaneOptions
 from kcp_sim_cluster.controlplane.podutil import node_name
@@ -48,7 +48,7 @@ class ControlPlane:
             raise RuntimeError("the simulated control plane writes through the registry, which is not built")
         event_res = next(r for r in parts.catalog.builtins if r.group == "" and r.plural == "events")
         self.sim = Sim(options=options, storage=parts.storage, caches=parts.caches, catalog=parts.catalog,
-                       registry=parts.registry, recorder=EventRecorder(parts.registry, event_res))
+                       registry=parts.registry, recorder=events.recorder(parts.registry, event_res))
         self.controllers: list[SimController] = []
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kcp_sim_cluster.controlplane.objects import Obj, get_condition, is_deleting, parse_time
+from kcp_sim_cluster.controlplane.objects import Obj, get_condition, is_deleting
+from kcpcommon.kubetime import parse_time
 
 DEFAULT_SCHEDULER = "default-scheduler"
 TERMINAL = ("Succeeded", "Failed")

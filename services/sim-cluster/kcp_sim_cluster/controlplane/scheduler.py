@@ -178,7 +178,7 @@ class Scheduler(SimController):
             await self.sim.write_status(self.pod_res, pod, mark)
 
     async def _unschedulable(self, pod: Obj, message: str) -> None:
-        self.sim.recorder.record(pod, WARNING, "FailedScheduling", message, component=COMPONENT, aggregate=True)
+        self.sim.recorder.record(pod, WARNING, "FailedScheduling", message, component=COMPONENT)
         cond = get_condition(pod.get("status"), "PodScheduled")
         if cond and cond.get("status") == "False" and cond.get("message") == message:
             return

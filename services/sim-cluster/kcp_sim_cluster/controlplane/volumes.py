@@ -54,8 +54,7 @@ class VolumeBinder(SimController):
         node = self._consumer_node(key)
         if not node:
             self.sim.recorder.record(claim, NORMAL, "WaitForFirstConsumer",
-                                     "waiting for first consumer to be created before binding", component=COMPONENT,
-                                     aggregate=True)
+                                     "waiting for first consumer to be created before binding", component=COMPONENT)
             return None
 
         def bind(current: dict[str, Any]) -> bool:
