@@ -1,4 +1,4 @@
-"""Quality gates that `make test` enforces: kcpcommon is `mypy --strict` clean and ruff clean.
+"""Quality gates that `make test` enforces: kcpcommon is `mypy --strict` clean, ruff clean and keeps its layers.
 
 Ruff reads the repository's one configuration, ruff.toml at the root.
 """
@@ -29,3 +29,11 @@ def test_the_package_is_mypy_strict_clean(tmp_path: Path) -> None:
 def test_the_package_and_its_tests_are_ruff_clean() -> None:
     result = run("ruff", *RUFF, str(LIBRARY))
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_imports_keep_to_the_layers() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint_imports), str(LIBRARY / "pyproject.toml")], cwd=LIBRARY, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
