@@ -1,11 +1,14 @@
 """Daemon scaffolding: settings, logging, health, signals and leader election wired the same way everywhere.
 
-A kcp daemon's console script is:
+A kcp controller's console script is:
 
     def main() -> None:
-        settings = parse_settings(SplitterSettings)
+        settings = parse_settings(SplitterSettings, prog=COMPONENT)
         configure_logging(settings.log_level)
-        raise SystemExit(run_daemon(lambda: serve(settings)))
+        raise SystemExit(run_daemon(lambda: serve_controller(settings, component=COMPONENT, version=VERSION,
+                                                             lead=lead)))
+
+where `lead(kcp, health, registry)` runs the controllers while this replica leads.
 
 `run_daemon` turns SIGTERM and SIGINT into a cancellation of the main task.
 Cancellation unwinds in the order a clean handover needs: controllers stop
@@ -22,14 +25,16 @@ from typing import Any
 
 import structlog
 from kubernetes_asyncio.client import ApiClient
+from prometheus_client import CollectorRegistry
 
+from .clients import ClientFactory
 from .health import HealthServer
 from .leaderelection import LeaderElector, LeadershipLost
 from .logs import configure_logging
 from .settings import DaemonSettings, ShardedDaemonSettings, env_var, parse_settings, settings_config
 
 __all__ = ["DaemonSettings", "HealthServer", "ShardedDaemonSettings", "configure_logging", "env_var",
-           "parse_settings", "run_daemon", "run_elected", "settings_config"]
+           "parse_settings", "run_daemon", "run_elected", "serve_controller", "settings_config"]
 
 log = structlog.get_logger("kcpcommon.daemon")
 
@@ -93,3 +98,18 @@ async def run_elected(run: Callable[[], Awaitable[Any]], *, settings: DaemonSett
     elector = LeaderElector(api_client, settings.leader_election(component), on_started_leading=run,
                             on_stopped_leading=on_stopped_leading, on_new_leader=on_new_leader)
     await elector.run()
+
+
+Lead = Callable[[ClientFactory, HealthServer, CollectorRegistry], Awaitable[Any]]
+
+
+async def serve_controller(settings: DaemonSettings, *, component: str, version: str, lead: Lead) -> None:
+    """What every controller does around its work: a metrics registry, /healthz, /readyz and /metrics, one
+    client factory for kcp (User-Agent `component/version`, the settings' qps and burst), and `lead` run
+    while this replica is elected (its readiness checks go on `health`)."""
+    registry = CollectorRegistry()
+    health = HealthServer(registry=registry, host=settings.health_address, port=settings.health_port)
+    async with health, await ClientFactory.load(settings.kubeconfig, context=settings.context, component=component,
+                                                version=version, qps=settings.qps, burst=settings.burst) as kcp:
+        await run_elected(lambda: lead(kcp, health, registry), settings=settings, component=component,
+                          api_client=kcp.api_client(settings.cluster))

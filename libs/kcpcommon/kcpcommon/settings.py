@@ -74,7 +74,8 @@ class DaemonSettings(BaseSettings):
 
 
 class ShardedDaemonSettings(DaemonSettings):
-    """A controller whose replicas split the logical clusters into shards, each shard electing its own leader.
+    """A controller (its workers) whose replicas split the logical clusters into shards, each shard electing
+    its own leader.
 
     `--shards N --shard-index I` runs shard I; its replicas campaign for the
     Lease `<name>-shard-<I>` (name: `--leader-elect-resource-name` or the
@@ -84,6 +85,8 @@ class ShardedDaemonSettings(DaemonSettings):
     shards: int = Field(1, ge=1, description="shards that split the logical clusters between them, each "
                                              "electing its leader on a Lease of its own")
     shard_index: int = Field(0, ge=0, description="which of --shards this replica serves (0 .. shards-1)")
+    workers: int = Field(4, ge=1, description="objects the controller reconciles at once (SyncTargets, root "
+                                              "Deployments)")
 
     @model_validator(mode="after")
     def _index_within_shards(self) -> Self:

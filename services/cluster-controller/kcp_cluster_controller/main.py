@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Controller
-from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, run_elected
+from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, serve_controller
 from kcpcommon.errors import APIAlreadyExistsError, APIClientError
 from kcpcommon.informer import deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
@@ -64,12 +64,8 @@ async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER) -> Non
 
 
 async def serve(settings: ClusterControllerSettings) -> None:
-    registry = CollectorRegistry()
-    health = HealthServer(registry=registry, host=settings.health_address, port=settings.health_port)
-    async with health, await ClientFactory.load(settings.kubeconfig, context=settings.context, component=COMPONENT,
-                                                version=VERSION, qps=settings.qps, burst=settings.burst) as kcp:
-        await run_elected(lambda: _run(settings, kcp, health, registry), settings=settings, component=COMPONENT,
-                          api_client=kcp.api_client(settings.cluster))
+    await serve_controller(settings, component=COMPONENT, version=VERSION,
+                           lead=lambda kcp, health, registry: _run(settings, kcp, health, registry))
 
 
 async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: HealthServer,

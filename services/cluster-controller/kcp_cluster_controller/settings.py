@@ -23,7 +23,6 @@ class ClusterControllerSettings(ShardedDaemonSettings):
                                                                "a SyncTarget is not Ready")
     discovery_interval: float = Field(60.0, gt=0, description="seconds between looks at a physical cluster's "
                                                               "API types (there is no watch for them)")
-    workers: int = Field(4, ge=1, description="SyncTargets reconciled at once")
     syncer_image: str = Field("kcp-syncer:latest", description="image of the syncer Deployment (pull mode)")
     syncer_kcp_server: str = Field("", description="kcp's URL as the physical cluster reaches it (pull mode); "
                                                    "empty: the URL of --kubeconfig")

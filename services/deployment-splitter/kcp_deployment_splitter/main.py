@@ -6,7 +6,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from kcpcommon.clients import ClientFactory
-from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, run_elected
+from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, serve_controller
 from kcpcommon.version import package_version
 
 from .controller import SplitterController
@@ -19,18 +19,14 @@ log = structlog.get_logger(COMPONENT)
 
 
 async def serve(settings: SplitterSettings) -> None:
-    registry = CollectorRegistry()
-    health = HealthServer(registry=registry, host=settings.health_address, port=settings.health_port)
-    async with health, await ClientFactory.load(settings.kubeconfig, context=settings.context, component=COMPONENT,
-                                                version=VERSION, qps=settings.qps, burst=settings.burst) as kcp:
-        async def lead() -> None:
-            controller = SplitterController(kcp, settings, registry)
-            health.add_readiness_check("informers", lambda: controller.has_synced)
-            log.info("splitting Deployments in every logical cluster", grace_period=settings.grace_period,
-                     shard=settings.shard_index, shards=settings.shards)
-            await controller.run()
+    async def lead(kcp: ClientFactory, health: HealthServer, registry: CollectorRegistry) -> None:
+        controller = SplitterController(kcp, settings, registry)
+        health.add_readiness_check("informers", lambda: controller.has_synced)
+        log.info("splitting Deployments in every logical cluster", grace_period=settings.grace_period,
+                 shard=settings.shard_index, shards=settings.shards)
+        await controller.run()
 
-        await run_elected(lead, settings=settings, component=COMPONENT, api_client=kcp.api_client(settings.cluster))
+    await serve_controller(settings, component=COMPONENT, version=VERSION, lead=lead)
 
 
 def main() -> None:

@@ -21,7 +21,6 @@ class SplitterSettings(ShardedDaemonSettings):
                                                                  "counts as full and the rest move elsewhere")
     capacity_retry_period: float = Field(600.0, gt=0, description="seconds a cluster counts as full for a "
                                                                   "Deployment before replicas are tried there again")
-    workers: int = Field(4, ge=1, description="root Deployments reconciled at once")
     place_dependencies: bool = Field(True, description="place the ConfigMaps, Secrets, ServiceAccounts, PVCs and "
                                                       "Services a workload uses on every cluster that runs it")
     schedule_namespaces: bool = Field(True, description="assign each Namespace one Ready SyncTarget and label the "
