@@ -145,7 +145,7 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's TLS transport is one, not by its class
         if not self.counted:  # shed while shaking hands
-            transport.abort()
+            self.transport.abort()
             return
         self.inner = self.handler()
         self.inner.connection_made(transport)
