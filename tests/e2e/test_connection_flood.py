@@ -17,8 +17,8 @@ from kcp_process import KcpServer, apiserver_binary, free_port
 SOFT, HARD = 256, 512  # the server raises its soft limit to HARD, then has HARD - 256 descriptors for clients
 RAW, SILENT_TLS = 400, 150  # together past what HARD leaves for connections
 PATIENCE = 5.0  # seconds: "answered, not stalled"; without the bounds the client waits for the 32 s deadline
-WITH_LIMITS = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (%d, %d)); "
-               "os.execv(sys.argv[1], sys.argv[1:])" % (SOFT, HARD))
+WITH_LIMITS = (f"import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({SOFT}, {HARD})); "
+               "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 @pytest.fixture(scope="module")

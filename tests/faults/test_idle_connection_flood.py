@@ -23,8 +23,8 @@ FLOOD = 2000
 SERVED_WITHIN = 1.0  # seconds: the acceptance bound of issue 29
 SOFT = 1024
 WITH_SOFT_LIMIT = ("import os, resource, sys; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]; "
-                   "resource.setrlimit(resource.RLIMIT_NOFILE, (min(%d, hard), hard)); "
-                   "os.execv(sys.argv[1], sys.argv[1:])" % SOFT)
+                   f"resource.setrlimit(resource.RLIMIT_NOFILE, (min({SOFT}, hard), hard)); "
+                   "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 @pytest.fixture(scope="module")
