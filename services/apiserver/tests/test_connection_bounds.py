@@ -104,7 +104,16 @@ async def test_an_address_past_its_pending_bound_loses_its_oldest_pending_connec
     assert await closed(first[0])
     assert await still_open(second[0]) and await still_open(third[0])
     assert await server.get(fourth) == b"HTTP/1.1 200 OK"
-    assert server.site.connections.shed == 1
+    assert server.site.connections.shed_total == 1
+
+
+async def test_a_lone_pending_connection_per_address_is_replaced_by_the_next(serve) -> None:  # type: ignore[no-untyped-def]
+    server = await serve(ConnectionLimits(max_pending_per_client=1))
+    first = await server.tcp()
+    second = await server.tls()
+    assert await closed(first[0])
+    assert await server.get(second) == b"HTTP/1.1 200 OK"
+    assert await server.get() == b"HTTP/1.1 200 OK"  # the table still knows its addresses
 
 
 async def test_a_connection_that_sent_its_request_is_not_shed_by_later_idle_ones(serve) -> None:  # type: ignore[no-untyped-def]
@@ -131,7 +140,7 @@ async def test_when_every_connection_has_sent_a_request_a_new_one_is_refused(ser
         assert await server.get(talker) == b"HTTP/1.1 200 OK"
     reader, _ = await server.tcp()
     assert await closed(reader)
-    assert server.site.connections.refused == 1
+    assert server.site.connections.refused_total == 1
     for talker in talkers:  # the ones that talk keep being served
         assert await server.get(talker) == b"HTTP/1.1 200 OK"
 
@@ -144,7 +153,7 @@ async def test_a_closed_connection_is_no_longer_counted(serve) -> None:  # type:
         writer.close()
         await writer.wait_closed()
     assert await server.get() == b"HTTP/1.1 200 OK"
-    assert server.site.connections.refused == 0
+    assert server.site.connections.refused_total == 0
 
 
 def test_the_budget_sets_descriptors_aside_for_the_process_itself() -> None:

@@ -63,29 +63,27 @@ class Connections:
     def __init__(self, limits: ConnectionLimits) -> None:
         self.limits = limits
         self.open = 0
-        self.shed = 0  # pending connections closed to keep the bounds
-        self.refused = 0  # new connections closed at once: every open one had sent a request
+        self.shed_total = 0  # pending connections closed to keep the bounds
+        self.refused_total = 0  # new connections closed at once: every open one had sent a request
         self._pending: dict[Connection, None] = {}  # oldest first
         self._pending_by_client: dict[str, dict[Connection, None]] = {}
 
     def admit(self, conn: Connection) -> bool:
         """Count a new connection, shedding old pending ones as the bounds require; False: refuse it."""
         limits = self.limits
-        mine = self._pending_by_client.setdefault(conn.client, {})
-        if len(mine) >= limits.max_pending_per_client:
+        mine = self._pending_by_client.get(conn.client)
+        if mine and len(mine) >= limits.max_pending_per_client:
             self._shed(next(iter(mine)))
         if len(self._pending) >= limits.max_pending:
             self._shed(next(iter(self._pending)))
         if self.open >= limits.max_open:
             if not self._pending:
-                self.refused += 1
-                if not mine:
-                    del self._pending_by_client[conn.client]
+                self.refused_total += 1
                 return False
             self._shed(next(iter(self._pending)))
         self.open += 1
         self._pending[conn] = None
-        mine[conn] = None
+        self._pending_by_client.setdefault(conn.client, {})[conn] = None
         return True
 
     def proven(self, conn: Connection) -> None:
@@ -110,7 +108,7 @@ class Connections:
             conn.shed()
 
     def _shed(self, conn: Connection) -> None:
-        self.shed += 1
+        self.shed_total += 1
         self.closed(conn)
         conn.shed()
 
