@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 from typing import cast
 
@@ -41,6 +42,7 @@ log = structlog.get_logger("connections")
 HEAD_ENDS = (b"\n\n", b"\n\r\n")  # the blank line that ends a request head (CRLF or bare LF)
 FD_RESERVE_MIN = 256  # descriptors kept for the process's own files, etcd streams and logs ...
 FD_RESERVE_SHARE = 4  # ... or a quarter of the limit, whichever is more
+WARN_EVERY = 10.0  # seconds between two warnings that connections are being shed
 ACCEPT_RETRY = 0.05  # seconds before accepting again after accept() failed (asyncio's own server waits 1 s)
 
 
@@ -67,6 +69,7 @@ class Connections:
         self.refused_total = 0  # new connections closed at once: every open one had sent a request
         self._pending: dict[Connection, None] = {}  # oldest first
         self._pending_by_client: dict[str, dict[Connection, None]] = {}
+        self._last_warning = -WARN_EVERY
 
     def admit(self, conn: Connection) -> bool:
         """Count a new connection, shedding old pending ones as the bounds require; False: refuse it."""
@@ -111,6 +114,11 @@ class Connections:
         self.shed_total += 1
         self.closed(conn)
         conn.shed()
+        now = time.monotonic()
+        if now - self._last_warning >= WARN_EVERY:  # a flood sheds thousands a second: say so now and then
+            self._last_warning = now
+            log.warning("closing connections that sent no request, to keep the bounds", shed_total=self.shed_total,
+                        open=self.open, pending=len(self._pending), client=conn.client)
 
 
 class Connection(asyncio.Protocol):
