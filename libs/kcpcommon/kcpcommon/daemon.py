@@ -31,6 +31,7 @@ from .clients import ClientFactory
 from .health import HealthServer
 from .leaderelection import LeaderElector, LeadershipLost
 from .logs import configure_logging
+from .rlimits import raise_open_files_limit
 from .settings import DaemonSettings, ShardedDaemonSettings, env_var, parse_settings, settings_config
 
 __all__ = ["DaemonSettings", "HealthServer", "ShardedDaemonSettings", "configure_logging", "env_var",
@@ -48,6 +49,7 @@ def run_daemon(main: Callable[[], Coroutine[Any, Any, Any]]) -> int:
     leadership included, so the orchestrator restarts it as a fresh candidate).
     A second signal cancels again, abandoning work still draining.
     """
+    raise_open_files_limit()
     return asyncio.run(_supervise(main))
 
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from kcp_apiserver.server.connections import DeadlineSite
+from kcp_apiserver.server.connections import ConnectionLimits, DeadlineSite
 
 HEADER_TIMEOUT = 0.5
 IDLE_TIMEOUT = 2.0
@@ -26,7 +26,8 @@ async def site() -> AsyncIterator[DeadlineSite]:
     app.router.add_get("/", slow)
     runner = web.AppRunner(app, keepalive_timeout=IDLE_TIMEOUT, access_log=None)
     await runner.setup()
-    site = DeadlineSite(runner, "127.0.0.1", 0, ssl_context=None, read_header_timeout=HEADER_TIMEOUT)
+    site = DeadlineSite(runner, "127.0.0.1", 0, ssl_context=None,
+                        limits=ConnectionLimits(read_header_timeout=HEADER_TIMEOUT))
     await site.start()
     assert site.port != 0
     try:

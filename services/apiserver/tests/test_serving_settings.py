@@ -24,3 +24,16 @@ def test_limits_come_from_flags_and_env(monkeypatch: pytest.MonkeyPatch) -> None
     assert (settings.max_requests_inflight, settings.max_mutating_requests_inflight) == (1, 0)
     assert (settings.request_timeout, settings.read_header_timeout) == (5.0, 0.5)
     assert settings.token_auth_file == "/etc/kcp/tokens.csv"
+
+
+def test_the_connection_bounds_come_from_flags_env_and_the_open_files_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    from kcp_apiserver.server.cli import connection_limits
+    from kcp_apiserver.server.connections import connection_budget
+
+    monkeypatch.setenv("KCP_APISERVER_MAX_PENDING_CONNECTIONS_PER_ADDRESS", "7")
+    settings = parse_settings(APIServerSettings, ["--max-pending-connections", "100", "--read-header-timeout", "3"])
+    limits = connection_limits(settings)
+    assert (limits.max_pending, limits.max_pending_per_client, limits.read_header_timeout) == (100, 7, 3.0)
+    assert limits.max_open == connection_budget(resource.getrlimit(resource.RLIMIT_NOFILE)[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import signal
 import socket
 import ssl
@@ -21,7 +22,7 @@ from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthe
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.server.app import APIServer, RequestLimits
 from kcp_apiserver.server.config import ServerConfig
-from kcp_apiserver.server.connections import DeadlineSite
+from kcp_apiserver.server.connections import ConnectionLimits, DeadlineSite, connection_budget
 from kcp_apiserver.server.gctuning import freeze_startup_objects
 from kcp_apiserver.server.kcp import kcp_config
 from kcp_apiserver.server.pki import (
@@ -36,6 +37,7 @@ from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd
 from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcpcommon.health import Check
 from kcpcommon.logs import configure_logging
+from kcpcommon.rlimits import raise_open_files_limit
 from kcpcommon.settings import parse_settings
 
 log = structlog.get_logger("kcp-apiserver")
@@ -145,7 +147,7 @@ async def serve(args: APIServerSettings, config: ServerConfig, creds: Credential
                                keepalive_timeout=args.idle_connection_timeout)
         await runner.setup()
         site = DeadlineSite(runner, args.bind_address, args.secure_port, ssl_context=ssl_ctx,
-                            read_header_timeout=args.read_header_timeout, reuse_port=args.workers > 1)
+                            limits=connection_limits(args), reuse_port=args.workers > 1)
         await site.start()
         freeze_startup_objects()
         if on_ready is not None:
@@ -156,6 +158,14 @@ async def serve(args: APIServerSettings, config: ServerConfig, creds: Credential
         if runner is not None:
             await runner.cleanup()
         await server.stop()
+
+
+def connection_limits(args: APIServerSettings) -> ConnectionLimits:
+    """The flags' bounds, and as many connections as the open-files limit leaves room for."""
+    open_files, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return ConnectionLimits(read_header_timeout=args.read_header_timeout, max_pending=args.max_pending_connections,
+                            max_pending_per_client=args.max_pending_connections_per_address,
+                            max_open=connection_budget(open_files))
 
 
 ETCD_FLAGS = ("--etcd-servers", "--etcd-cafile", "--etcd-certfile", "--etcd-keyfile")
@@ -234,7 +244,8 @@ async def run(args: APIServerSettings, build: ConfigBuilder = kcp_server_config,
 
 
 def start_event_loop(main: Coroutine[Any, Any, None]) -> None:
-    """uvloop when installed (the `fast` extra), else asyncio's own loop."""
+    """uvloop when installed (the `fast` extra), else asyncio's own loop; the open-files limit raised first."""
+    raise_open_files_limit()
     try:
         import uvloop  # type: ignore[import-not-found]
 

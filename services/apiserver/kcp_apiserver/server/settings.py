@@ -53,6 +53,13 @@ class APIServerSettings(BaseSettings):
     read_header_timeout: float = Field(32.0, gt=0, description="seconds a new connection has to finish its TLS "
                                                                "handshake, and then its first request's headers, "
                                                                "as kube-apiserver's server")
+    max_pending_connections: int = Field(2048, ge=1, description="connections that have not yet sent a complete "
+                                                                 "request head (TLS handshake included) held at "
+                                                                 "once; past it the oldest of them is closed")
+    max_pending_connections_per_address: int = Field(512, ge=1, description="the same bound for the connections "
+                                                                            "from one remote address, so one "
+                                                                            "client's flood sheds its own "
+                                                                            "connections first")
     idle_connection_timeout: float = Field(90.0, gt=0, description="seconds a kept-alive connection may wait for "
                                                                    "its next request before it is closed, as "
                                                                    "kube-apiserver's server")
