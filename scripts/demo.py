@@ -68,6 +68,23 @@ def ready_targets(k: Kubectl) -> int:
                for t in json.loads(result.stdout)["items"])
 
 
+def preflight(kubeconfig: Path) -> None:
+    """Fail in seconds, saying why, when kcp does not answer or does not take the kubeconfig's token."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from register_sync_targets import Kcp  # beside this script
+
+    kcp = Kcp(kubeconfig, "")
+    try:
+        status, answer = kcp.request("GET", "/api", timeout=5)
+    except OSError as err:
+        raise SystemExit(f"demo: kcp is not running at {kcp.base} ({getattr(err, 'reason', err)}): start it "
+                         "with `make run` in another shell") from None
+    if status in (401, 403):
+        reason = (answer or {}).get("reason", "") if isinstance(answer, dict) else ""
+        raise SystemExit(f"demo: kcp at {kcp.base} refused the token in {kubeconfig} ({status} {reason}): that "
+                         "kubeconfig is not the running suite's (`make run` writes it under its root dir)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", type=Path, default=Path(".kcp/admin.kubeconfig"))
@@ -76,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.kubeconfig.exists():
         raise SystemExit(f"{args.kubeconfig} not found: start the suite first (`make run` in another shell)")
+    preflight(args.kubeconfig)
     k = Kubectl(args.kubeconfig, args.kubectl)
     wait(lambda: ready_targets(k) >= 2, "two Ready SyncTargets", args.timeout)
     k.show("get", "synctargets")

@@ -1,19 +1,26 @@
 """scripts/run_suite.py (`make run`): the whole suite started for real, seed 004's Deployment split over
 the two simulated clusters it registers, Ctrl-C stopping every process it started; a port in use
-named, with nothing left running; SIM=0 starting no simulated cluster."""
+named, with nothing left running; SIM=0 starting no simulated cluster; closing its terminal stopping
+it all; one suite per root dir (a second says what runs); `make stop`; a restart on other ports
+moving the SyncTargets along; `make demo` failing fast without a kcp to talk to."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import queue
 import re
+import select
 import signal
 import socket
 import subprocess
 import sys
+import termios
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +29,9 @@ from repo_layout import REPO
 from kcp_process import free_port, free_port_block
 
 SCRIPT = REPO / "scripts" / "run_suite.py"
+DEMO = REPO / "scripts" / "demo.py"
+
+
 def service_env() -> dict[str, str]:
     """Every service's package importable, installed or not (the suite falls back to `python -m`)."""
     paths = [str(REPO / d) for d in ("services/apiserver", "libs/kcpcommon", "services/sim-cluster",
@@ -161,3 +171,138 @@ def test_sim_0_starts_no_simulated_cluster(tmp_path: Path) -> None:
         assert not [pid for pid in pids if alive(pid)]
     finally:
         suite.kill()
+
+
+def in_terminal(*make_args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`make ARGS` as a user's shell runs it: in a session of its own whose controlling terminal is a pty."""
+    master, slave = pty.openpty()
+
+    def take_terminal() -> None:  # after setsid: the pty becomes this session's controlling terminal
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen(["make", "--no-print-directory", "-C", str(REPO), *make_args], stdin=slave,
+                               stdout=slave, stderr=slave, start_new_session=True, preexec_fn=take_terminal,
+                               env=service_env())
+    os.close(slave)
+    return process, master
+
+
+def read_until(master: int, text: str, timeout: float = 180.0) -> str:
+    said = b""
+    deadline = time.monotonic() + timeout
+    while text.encode() not in said:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} not said in {timeout}s:\n{said.decode(errors='replace')}")
+        if select.select([master], [], [], 1)[0]:
+            said += os.read(master, 65536)
+    return said.decode(errors="replace")
+
+
+def processes_under(root: Path) -> list[str]:
+    """Every process whose command line or working directory is under `root` (this test's suite only)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").replace("\0", " ")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if str(root) in argv or cwd.startswith(str(root)):
+            found.append(f"{proc.name}: {argv}")
+    return found
+
+
+def suite_pids(root: Path) -> list[int]:
+    state = json.loads((root / "suite.json").read_text())
+    return [state["pid"], *[p["pid"] for p in state["processes"]]]
+
+
+def ready_since(kubeconfig: Path, name: str, since: datetime) -> str:
+    """The SyncTarget's kubeconfig server, once it has turned Ready at or after `since` (else '')."""
+    target = json.loads(kubectl(kubeconfig, "get", "synctarget", name, "-o", "json"))
+    ready = [c for c in target.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+    if not ready or ready[0]["status"] != "True":
+        return ""
+    if datetime.fromisoformat(ready[0]["lastTransitionTime"].replace("Z", "+00:00")) < since:
+        return ""
+    return str(re.search(r"server: (\S+)", target["spec"]["kubeconfig"]).group(1))  # type: ignore[union-attr]
+
+
+def test_closing_the_terminal_stops_it_all_and_a_restart_on_other_ports_moves_the_sync_targets(
+        tmp_path: Path) -> None:
+    root = tmp_path / "kcp"
+    make, master = in_terminal("run", f"KCP_ROOT={root}", f"PORT={free_port()}", f"SIM_PORT={free_port_block(1)}",
+                               "SIM=1")
+    try:
+        read_until(master, "kcp is running")
+        pids = suite_pids(root)
+        assert len(pids) == 5 and all(alive(pid) for pid in pids)
+    finally:
+        os.close(master)  # the terminal is closed: SIGHUP to its session
+    deadline = time.monotonic() + 10
+    while ([pid for pid in pids if alive(pid)] or processes_under(root)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in pids if alive(pid)], processes_under(root)
+    assert not processes_under(root)
+    make.wait(10)
+    assert not (root / "suite.json").exists()
+
+    port, sim_port = free_port(), free_port_block(1)
+    since = datetime.now(UTC).replace(microsecond=0)
+    suite = Running("--root-dir", str(root), "--port", str(port), "--sim-port", str(sim_port), "--sims", "1")
+    try:
+        suite.wait_for("kcp is running")
+        assert "synctarget.workload.kcp.io/sim-1 configured" in suite.seen
+        kubeconfig = root / "admin.kubeconfig"
+        assert eventually(lambda: ready_since(kubeconfig, "sim-1", since), "sim-1 Ready again") == \
+            f"https://127.0.0.1:{sim_port}"
+
+        again = Running("--root-dir", str(root), "--port", str(free_port()), "--sim-port", str(free_port_block(1)))
+        assert again.finish(30) == 1
+        said = "\n".join(again.seen)
+        assert f"kcp is already running under {root} (make run pid {suite.process.pid}: kcp-apiserver pid " in said
+        assert f"port {port}," in said and f"port {sim_port}," in said
+        assert not again.pids()
+
+        elsewhere = Running("--root-dir", str(tmp_path / "other"), "--port", str(port), "--sims", "0")
+        assert elsewhere.finish(30) == 1
+        apiserver = suite.pids()[0]
+        assert (f"port {port} is in use (kcp-apiserver would serve on it) by pid {apiserver} of the kcp suite "
+                f"under {root}: stop it (make stop KCP_ROOT={root})") in "\n".join(elsewhere.seen)
+
+        stranger = tmp_path / "stranger.kubeconfig"
+        stranger.write_text(re.sub(r"token: \S+", "token: not-the-admin-token", kubeconfig.read_text()))
+        demo = subprocess.run([sys.executable, str(DEMO), "--kubeconfig", str(stranger)], capture_output=True,
+                              text=True, timeout=30)
+        assert demo.returncode == 1
+        assert f"kcp at https://127.0.0.1:{port} refused the token in {stranger} (401 Unauthorized)" in demo.stderr
+
+        pids = suite_pids(root)
+        stop = subprocess.run(["make", "--no-print-directory", "-C", str(REPO), "stop", f"KCP_ROOT={root}"],
+                              capture_output=True, text=True, timeout=90)
+        assert stop.returncode == 0, stop.stderr
+        assert f"stopped kcp under {root}" in stop.stdout
+        assert suite.finish() == 0
+        assert not [pid for pid in pids if alive(pid)]
+        assert not processes_under(root)
+    finally:
+        suite.kill()
+
+
+def test_make_demo_fails_in_seconds_when_kcp_is_not_running(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    kubeconfig = tmp_path / "admin.kubeconfig"
+    kubeconfig.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: kcp, cluster: {{server: "https://127.0.0.1:{port}"}}}}]
+users: [{{name: admin, user: {{token: t}}}}]
+contexts: [{{name: admin, context: {{cluster: kcp, user: admin}}}}]
+current-context: admin
+""")
+    demo = subprocess.run([sys.executable, str(DEMO), "--kubeconfig", str(kubeconfig)], capture_output=True,
+                          text=True, timeout=30)
+    assert demo.returncode == 1
+    assert f"kcp is not running at https://127.0.0.1:{port}" in demo.stderr
+    missing = subprocess.run([sys.executable, str(DEMO), "--kubeconfig", str(tmp_path / "none")],
+                             capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 1 and "start the suite first (`make run` in another shell)" in missing.stderr
