@@ -87,7 +87,7 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def started_at(pid: int) -> str | None:
-    """The process's start time (clock ticks since boot), so a reused pid is not taken for it; None: gone.
+    """The process's start time (clock ticks since boot), so a reused pid is not taken for it; None: exited.
     Without /proc (not Linux) a live pid is trusted as is."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -103,7 +103,8 @@ def started_at(pid: int) -> str | None:
         return ""
     except OSError:
         return None
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else fields[19]  # a zombie has exited (its parent has not reaped it yet)
 
 
 def alive(entry: dict[str, Any]) -> bool:
