@@ -173,18 +173,19 @@ def test_sim_0_starts_no_simulated_cluster(tmp_path: Path) -> None:
         suite.kill()
 
 
-def in_terminal(*make_args: str) -> tuple[subprocess.Popen[bytes], int]:
-    """`make ARGS` as a user's shell runs it: in a session of its own whose controlling terminal is a pty."""
+def in_terminal(command: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`command` typed into an interactive shell whose controlling terminal is a pty, as a user runs it:
+    closing the terminal hangs up the shell, which passes SIGHUP on to its jobs."""
     master, slave = pty.openpty()
 
     def take_terminal() -> None:  # after setsid: the pty becomes this session's controlling terminal
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    process = subprocess.Popen(["make", "--no-print-directory", "-C", str(REPO), *make_args], stdin=slave,
-                               stdout=slave, stderr=slave, start_new_session=True, preexec_fn=take_terminal,
-                               env=service_env())
+    shell = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], stdin=slave, stdout=slave, stderr=slave,
+                             start_new_session=True, preexec_fn=take_terminal, env=service_env(), cwd=REPO)
     os.close(slave)
-    return process, master
+    os.write(master, command.encode() + b"\n")
+    return shell, master
 
 
 def read_until(master: int, text: str, timeout: float = 180.0) -> str:
@@ -231,8 +232,7 @@ def ready_since(kubeconfig: Path, name: str, since: datetime) -> str:
 def test_closing_the_terminal_stops_it_all_and_a_restart_on_other_ports_moves_the_sync_targets(
         tmp_path: Path) -> None:
     root = tmp_path / "kcp"
-    make, master = in_terminal("run", f"KCP_ROOT={root}", f"PORT={free_port()}", f"SIM_PORT={free_port_block(1)}",
-                               "SIM=1")
+    shell, master = in_terminal(f"make run KCP_ROOT={root} PORT={free_port()} SIM_PORT={free_port_block(1)} SIM=1")
     try:
         read_until(master, "kcp is running")
         pids = suite_pids(root)
@@ -244,7 +244,7 @@ def test_closing_the_terminal_stops_it_all_and_a_restart_on_other_ports_moves_th
         time.sleep(0.2)
     assert not [pid for pid in pids if alive(pid)], processes_under(root)
     assert not processes_under(root)
-    make.wait(10)
+    shell.wait(10)
     assert not (root / "suite.json").exists()
 
     port, sim_port = free_port(), free_port_block(1)
