@@ -274,8 +274,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=6443, help="kcp-apiserver's --secure-port")
     parser.add_argument("--sims", type=int, default=2, help="simulated clusters registered as SyncTargets (0: none)")
     parser.add_argument("--sim-port", type=int, default=7443, help="first sim cluster's port; the next count up")
-    parser.add_argument("--ready-delay", type=float, default=3.0,
-                        help="the sims' seconds from a pod starting to Ready (the demo's partial figures)")
+    parser.add_argument("--ready-delay", type=float, default=2.0,
+                        help="sim-1's seconds from a pod starting to Ready; sim-N's is N times it, so `make demo` "
+                             "shows clusters at different stages (partial figures, as seed 004)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds for each server to become ready")
     parser.add_argument("--stop", action="store_true", help="stop the suite running under --root-dir, and exit")
     return parser.parse_args(argv)
@@ -291,9 +292,9 @@ def run(args: argparse.Namespace, suite: Suite) -> None:
     suite.ports = {owner: port for owner, port in wanted}
     suite.start("kcp-apiserver", [*console_script("kcp-apiserver"), "--root-dir", str(root),
                                   "--secure-port", str(args.port)])
-    for name, port in sims:
+    for number, (name, port) in enumerate(sims, start=1):
         suite.start(name, [*console_script("kcp-sim-cluster"), "--root-dir", str(root / name), "--name", name,
-                           "--secure-port", str(port), "--nodes", "3", "--ready-delay", str(args.ready_delay)])
+                           "--secure-port", str(port), "--nodes", "3", "--ready-delay", str(args.ready_delay * number)])
     wait_ready(suite, "kcp-apiserver", f"https://127.0.0.1:{args.port}/readyz", root / "ca.crt", args.timeout)
     kubeconfig = root / "admin.kubeconfig"
     suite.start("kcp-cluster-controller", [*console_script("kcp-cluster-controller"), "--kubeconfig", str(kubeconfig),
