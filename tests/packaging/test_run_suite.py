@@ -107,7 +107,15 @@ def eventually(check, what: str, timeout: float = 180.0):  # type: ignore[no-unt
     raise AssertionError(f"{what}: not within {timeout}s ({last!r})")
 
 
+def between(text: str, start: str, end: str | None = None) -> str:
+    """The demo's transcript from the heading that starts with `start` to the next `end` (or the end)."""
+    part = text.split(start, 1)[1]
+    return part.split(end, 1)[0] if end else part
+
+
 def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: Path) -> None:
+    """`make demo`'s whole story against `make run`; about 100 s on 2 cores (the lost cluster is noticed
+    after the cluster controller's heartbeat threshold)."""
     root = tmp_path / "kcp"
     first_sim = free_port_block(2)  # sim-2 binds first_sim + 1
     suite = Running("--root-dir", str(root), "--port", str(free_port()), "--sim-port", str(first_sim))
@@ -122,13 +130,43 @@ def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: P
                 c["type"] == "Ready" and c["status"] == "True" for c in t.get("status", {}).get("conditions", [])))
 
         assert eventually(lambda: ready_targets() == ["sim-1", "sim-2"], "both sim clusters Ready")
-        demo = subprocess.run([sys.executable, str(REPO / "scripts" / "demo.py"), "--kubeconfig", str(kubeconfig)],
-                              capture_output=True, text=True, timeout=300)
-        assert demo.returncode == 0, demo.stdout + demo.stderr
-        assert "$ kubectl create -f deployment.yaml\ndeployment.apps/my-deployment created" in demo.stdout
-        final = demo.stdout.rsplit("$ kubectl get deployments", 1)[1]  # the demo ends on the aggregated status
-        assert re.search(r"^my-deployment +15/15 ", final, re.M), demo.stdout
-        names = kubectl(kubeconfig, "get", "deployments", "-o", "name").split()
+        demo = subprocess.run([sys.executable, str(DEMO), "--kubeconfig", str(kubeconfig), "--pause", "0"],
+                              capture_output=True, text=True, timeout=400)
+        said = demo.stdout
+        assert demo.returncode == 0, said + demo.stderr
+        assert "deployments" not in between(said, "# 1. ", "# 2. ")  # a fresh logical cluster: no Deployments
+        assert "synctarget.workload.kcp.io/sim-1 created\nsynctarget.workload.kcp.io/sim-2 created" in said
+        assert re.search(r"^deployments +deploy +apps/v1 +true +Deployment$", between(said, "# 3. ", "# 4. "), re.M)
+
+        rollout = between(said, "# 4. ", "# 5. ")
+        assert "$ kubectl create -f deployment.yaml\ndeployment.apps/my-deployment created" in rollout
+        figures = [int(n) for n in re.findall(r"^my-deployment +(\d+)/15 ", rollout, re.M)]
+        assert any(0 < n < 15 for n in figures), rollout  # partial progress was shown
+        assert figures[-1] == 15
+
+        views = between(said, "# 5. ", "# 6. ")
+        for name, replicas in (("sim-1", 8), ("sim-2", 7)):
+            view = between(views, f"$ kubectl --kubeconfig {root / name / 'admin.kubeconfig'} get pods -A\n", "$ ")
+            assert len(re.findall(rf"^kcp-\S+ +my-deployment--{name}-\S+ +1/1 +Running ", view, re.M)) == replicas
+
+        lost = between(said, "# 6. ", "# 7. ")
+        assert re.search(r"^sim-2 +False ", lost, re.M)
+        assert re.search(r"^my-deployment--sim-1 +15/15 ", lost.rsplit("$ kubectl get deployments", 1)[1], re.M)
+        back = between(said, "# 7. ", "# 8. ")
+        assert re.search(r"^sim-2 +True ", back, re.M)
+        final = back.rsplit("$ kubectl get deployments", 1)[1]
+        for name, figure in (("my-deployment", "15/15"), ("my-deployment--sim-1", "8/8"),
+                             ("my-deployment--sim-2", "7/7")):
+            assert re.search(rf"^{name} +{figure} ", final, re.M), final
+
+        older = between(said, "# 8. ")
+        assert '"gitVersion":"v1.25.' in older
+        assert "APIsImported=False IncompatibleSchema" in older
+        assert re.search(r"names the \d+ fields of deployments.apps that Kubernetes 1.25 lacks", older)
+        assert not [p for p in processes_under(root) if "sim-old" in p]  # the demo stopped its own cluster
+
+        demo_kubeconfig = root / "demo.kubeconfig"
+        names = kubectl(demo_kubeconfig, "get", "deployments", "-o", "name").split()
         assert sorted(names) == ["deployment.apps/my-deployment", "deployment.apps/my-deployment--sim-1",
                                  "deployment.apps/my-deployment--sim-2"]
         pids = suite.pids()
