@@ -213,7 +213,7 @@ class Suite:
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             say(f"stopped {name} (pid {process.pid})")
-        if self.processes:
+        if self.lock is not None:  # this suite's state, not that of one already running here
             with contextlib.suppress(FileNotFoundError):
                 (self.root / STATE).unlink()
 
@@ -243,8 +243,8 @@ def lock(root: Path) -> IO[str]:
         state = read_state(root) or {}
         raise Stop(f"kcp is already running under {root} (make run pid {state.get('pid', '?')}: "
                    f"{describe(state)}); `{stop_hint(root)}` stops it") from None
-    state = read_state(root)
-    left = [p for p in (state or {}).get("processes", []) if alive(p)]
+    earlier = read_state(root) or {}
+    left = [p for p in earlier.get("processes", []) if alive(p)]
     if left:  # the last `make run` was killed before it could stop them
         raise Stop(f"processes of an earlier `make run` under {root} are still running "
                    f"({describe({'processes': left})}); `{stop_hint(root)}` stops them")
@@ -364,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     try:
         suite.lock = lock(root)
+        suite.record()  # at once: a second start in the meantime names this one
         run(args, suite)
     except Stop as stop:
         say(str(stop), sys.stderr if stop.code else sys.stdout)
