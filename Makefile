@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
-.PHONY: install tools run stop demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
+.PHONY: install tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
         bench-sync bench-split lint images docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
@@ -42,6 +42,7 @@ run: install
 	$(BIN)/python scripts/run_suite.py --root-dir $(KCP_ROOT) --port $(PORT) --sims $(SIM) --sim-port $(SIM_PORT)
 
 ## stop: stop the suite `make run` started under KCP_ROOT (from another shell)
+.PHONY: stop
 stop:
 	$(PYTHON) scripts/run_suite.py --stop --root-dir $(KCP_ROOT)
 
