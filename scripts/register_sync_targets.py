@@ -127,7 +127,7 @@ def wait_for_file(path: Path, deadline: float) -> None:
         time.sleep(0.5)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", type=Path, required=True, help="kcp's admin kubeconfig")
     parser.add_argument("--cluster", default="", help="logical cluster of the SyncTargets (default: the "
@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         wait_for_file(path, deadline)
         outcome = register(kcp, name, with_server(load(path), server), deadline)
         print(f"synctarget.workload.kcp.io/{name} {outcome}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

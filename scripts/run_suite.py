@@ -9,7 +9,7 @@ Every port is checked before anything starts: one in use is named (with the suit
 is one) and nothing is left running. One suite per root dir: `<root>/suite.lock` is held while it
 runs and `<root>/suite.json` names its processes and ports, so a second start says what runs instead
 of waiting on etcd's data lock, and --stop finds what to stop. If any process exits, or on
-SIGINT/SIGTERM/SIGHUP (the terminal closed), every process started is stopped (SIGTERM, then SIGKILL
+SIGINT/SIGTERM/SIGHUP or a hangup of its terminal (closed), every process started is stopped (SIGTERM, then SIGKILL
 after a grace period), last started first. Logs go to <root-dir>/logs/<name>.log.
 """
 
@@ -22,6 +22,7 @@ import fcntl
 import importlib.util
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -154,6 +155,13 @@ def port_taken(port: int, owner: str) -> Stop:
                 "another port (make run PORT=... SIM_PORT=...)")
 
 
+def hung_up(fd: int) -> bool:
+    """The terminal behind `fd` was closed (a hung-up tty polls as POLLHUP)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP)
+    return any(events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
+
+
 def die_with_parent() -> None:
     """In a child, before exec: SIGTERM when this script dies, even by SIGKILL (Linux only)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -166,6 +174,9 @@ class Suite:
     processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     ports: dict[str, int] = field(default_factory=dict)
     lock: IO[str] | None = None  # suite.lock, held while this suite runs
+    # the terminal this runs in, watched for a hangup: when make is the session's leader (`ssh -t host make
+    # run`), closing the terminal signals make alone, and make waits for its children
+    terminal: int | None = field(default_factory=lambda: sys.stdout.fileno() if sys.stdout.isatty() else None)
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         logs = self.root / "logs"
@@ -190,6 +201,8 @@ class Suite:
         temp.replace(self.root / STATE)
 
     def check(self) -> None:
+        if self.terminal is not None and hung_up(self.terminal):
+            raise Stop("the terminal hung up: stopping", code=0)
         for name, process in self.processes:
             if process.poll() is not None:
                 raise Stop(f"{name} exited with status {process.returncode}; its log:\n{self.tail(name)}")

@@ -211,19 +211,20 @@ def test_sim_0_starts_no_simulated_cluster(tmp_path: Path) -> None:
         suite.kill()
 
 
-def in_terminal(command: str) -> tuple[subprocess.Popen[bytes], int]:
-    """`command` typed into an interactive shell whose controlling terminal is a pty, as a user runs it:
-    closing the terminal hangs up the shell, which passes SIGHUP on to its jobs."""
+def in_terminal(argv: list[str], typed: str = "") -> tuple[subprocess.Popen[bytes], int]:
+    """`argv` as the leader of a session whose controlling terminal is a pty; `typed` is then written to
+    it (a command line, when argv is an interactive shell)."""
     master, slave = pty.openpty()
 
     def take_terminal() -> None:  # after setsid: the pty becomes this session's controlling terminal
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    shell = subprocess.Popen(["bash", "--norc", "--noprofile", "-i"], stdin=slave, stdout=slave, stderr=slave,
-                             start_new_session=True, preexec_fn=take_terminal, env=service_env(), cwd=REPO)
+    leader = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                              preexec_fn=take_terminal, env=service_env(), cwd=REPO)
     os.close(slave)
-    os.write(master, command.encode() + b"\n")
-    return shell, master
+    if typed:
+        os.write(master, typed.encode() + b"\n")
+    return leader, master
 
 
 def read_until(master: int, text: str, timeout: float = 180.0) -> str:
@@ -267,21 +268,42 @@ def ready_since(kubeconfig: Path, name: str, since: datetime) -> str:
     return str(re.search(r"server: (\S+)", target["spec"]["kubeconfig"]).group(1))  # type: ignore[union-attr]
 
 
+def all_gone_within_10_s(pids: list[int], root: Path) -> None:
+    deadline = time.monotonic() + 10
+    while ([pid for pid in pids if alive(pid)] or processes_under(root)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in pids if alive(pid)], processes_under(root)
+    assert not processes_under(root)
+
+
+def test_closing_the_terminal_stops_it_all_when_make_leads_the_session(tmp_path: Path) -> None:
+    """`ssh -t host make run`: the hangup signals make alone (which waits for its children); the suite sees
+    its terminal hang up and stops."""
+    root = tmp_path / "kcp"
+    make, master = in_terminal(["make", "--no-print-directory", "run", f"KCP_ROOT={root}", f"PORT={free_port()}",
+                                "SIM=0"])
+    try:
+        read_until(master, "kcp is running")
+        pids = suite_pids(root)
+    finally:
+        os.close(master)
+    all_gone_within_10_s(pids, root)
+    make.wait(10)
+
+
 def test_closing_the_terminal_stops_it_all_and_a_restart_on_other_ports_moves_the_sync_targets(
         tmp_path: Path) -> None:
     root = tmp_path / "kcp"
-    shell, master = in_terminal(f"make run KCP_ROOT={root} PORT={free_port()} SIM_PORT={free_port_block(1)} SIM=1")
+    # an interactive shell, hung up, passes SIGHUP on to its jobs (make and run_suite.py)
+    shell, master = in_terminal(["bash", "--norc", "--noprofile", "-i"],
+                                f"make run KCP_ROOT={root} PORT={free_port()} SIM_PORT={free_port_block(1)} SIM=1")
     try:
         read_until(master, "kcp is running")
         pids = suite_pids(root)
         assert len(pids) == 5 and all(alive(pid) for pid in pids)
     finally:
         os.close(master)  # the terminal is closed: SIGHUP to its session
-    deadline = time.monotonic() + 10
-    while ([pid for pid in pids if alive(pid)] or processes_under(root)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in pids if alive(pid)], processes_under(root)
-    assert not processes_under(root)
+    all_gone_within_10_s(pids, root)
     shell.wait(10)
     assert not (root / "suite.json").exists()
 
