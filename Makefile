@@ -8,8 +8,9 @@ SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-clust
 .PHONY: install lock deps-check tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
         bench-sync bench-split lint images docs helm-lint clean
 
-# make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none
+# make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
+KCP_ROOT ?= .kcp
 SIM      ?= 2
 SIM_PORT ?= 7443
 # every service with a Dockerfile is an image: kcp-apiserver, kcp-cluster-controller, ...
@@ -46,13 +47,19 @@ $(TOOLS)/kubectl: scripts/fetch_kube_tools.py | $(BIN)/python
 	$(BIN)/python scripts/fetch_kube_tools.py $(TOOLS)
 
 ## run: the whole suite under .kcp: apiserver (embedded etcd), cluster controller, deployment splitter and
-##      two simulated clusters registered as SyncTargets (SIM=0: none); Ctrl-C stops all of it
+##      two simulated clusters registered as SyncTargets (SIM=0: none); Ctrl-C, closing the terminal or
+##      `make stop` stops all of it
 run: install
-	$(BIN)/python scripts/run_suite.py --root-dir .kcp --port $(PORT) --sims $(SIM) --sim-port $(SIM_PORT)
+	$(BIN)/python scripts/run_suite.py --root-dir $(KCP_ROOT) --port $(PORT) --sims $(SIM) --sim-port $(SIM_PORT)
+
+## stop: stop the suite `make run` started under KCP_ROOT (from another shell)
+.PHONY: stop
+stop:
+	$(PYTHON) scripts/run_suite.py --stop --root-dir $(KCP_ROOT)
 
 ## demo: seed 004's demo against `make run` (in another shell): kubectl commands and their real output
 demo: install
-	$(BIN)/python scripts/demo.py --kubeconfig .kcp/admin.kubeconfig
+	$(BIN)/python scripts/demo.py --kubeconfig $(KCP_ROOT)/admin.kubeconfig
 
 ## test: install what the tests need, then run every test
 test: install tools

@@ -8,7 +8,9 @@
 Each target's kubeconfig goes into `spec.kubeconfig`, its server replaced by the URL after `@` (how
 the cluster controller reaches it, which may differ from how this host does). The SyncTarget CRD is
 installed by kcp-cluster-controller at start: creation is retried until the type is served.
-Idempotent: an existing SyncTarget is left as it is. Only the standard library and PyYAML.
+Idempotent, as `kubectl apply`: an existing SyncTarget whose kubeconfig differs (its cluster came back
+on another port) gets the new one ("configured"); an equal one is left as it is ("unchanged").
+Only the standard library and PyYAML.
 """
 
 from __future__ import annotations
@@ -68,13 +70,14 @@ class Kcp:
                 ca.flush()
                 self.context.load_verify_locations(ca.name)
 
-    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+                timeout: float = 10) -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.base + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
+            "Authorization": f"Bearer {self.token}", "Content-Type": content_type,
             "Accept": "application/json"})
         try:
-            with urllib.request.urlopen(req, context=self.context, timeout=10) as resp:
+            with urllib.request.urlopen(req, context=self.context, timeout=timeout) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read() or b"null")
@@ -91,10 +94,22 @@ def register(kcp: Kcp, name: str, kubeconfig_text: str, deadline: float) -> str:
         if status == 201:
             return "created"
         if status == 409:
-            return "unchanged"
+            return update(kcp, name, kubeconfig_text)
         if time.monotonic() > deadline:
             raise SystemExit(f"SyncTarget {name}: kcp answered {status}: {answer}")
         time.sleep(1)  # 404 until kcp-cluster-controller has installed the CRD
+
+
+def update(kcp: Kcp, name: str, kubeconfig_text: str) -> str:
+    """An existing SyncTarget: its kubeconfig replaced when it differs (a merge patch touches nothing else)."""
+    status, existing = kcp.request("GET", f"{PATH}/{name}")
+    if status == 200 and existing.get("spec", {}).get("kubeconfig") == kubeconfig_text:
+        return "unchanged"
+    status, answer = kcp.request("PATCH", f"{PATH}/{name}", {"spec": {"kubeconfig": kubeconfig_text}},
+                                 content_type="application/merge-patch+json")
+    if status != 200:
+        raise SystemExit(f"SyncTarget {name}: updating its kubeconfig, kcp answered {status}: {answer}")
+    return "configured"
 
 
 def parse_target(text: str) -> tuple[str, Path, str | None]:
@@ -112,7 +127,7 @@ def wait_for_file(path: Path, deadline: float) -> None:
         time.sleep(0.5)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", type=Path, required=True, help="kcp's admin kubeconfig")
     parser.add_argument("--cluster", default="", help="logical cluster of the SyncTargets (default: the "
@@ -129,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         wait_for_file(path, deadline)
         outcome = register(kcp, name, with_server(load(path), server), deadline)
         print(f"synctarget.workload.kcp.io/{name} {outcome}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from repo_layout import REPO
 
-TARGETS = ["install", "run", "demo", "test", "e2e", "bench", "lint", "images", "helm-lint", "clean", "e2e-k3s"]
+TARGETS = ["install", "run", "stop", "demo", "test", "e2e", "bench", "lint", "images", "helm-lint", "clean", "e2e-k3s"]
 
 
 def make(*args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:

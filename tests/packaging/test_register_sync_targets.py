@@ -1,7 +1,7 @@
 """scripts/register_sync_targets.py, the one-shot of `docker compose up` and `make run`, against a real
 kcp-apiserver: it waits for the SyncTarget type (installed later, as kcp-cluster-controller does),
-creates each SyncTarget with the cluster's kubeconfig pointed at the given server, and leaves an
-existing one alone on a second run."""
+creates each SyncTarget with the cluster's kubeconfig pointed at the given server, leaves an
+existing one alone on a second run, and gives it the new kubeconfig when its cluster moved."""
 
 from __future__ import annotations
 
@@ -55,6 +55,14 @@ def test_registers_once_the_type_is_served_then_leaves_it(kcp: KcpServer, tmp_pa
     again = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert "phys-1 unchanged" in again.stdout and "phys-2 unchanged" in again.stdout
+
+    moved = subprocess.run([*args[:-4], "--target", f"phys-1={physical}@https://phys-1:7444", *args[-2:]],
+                           capture_output=True, text=True, timeout=120)
+    assert moved.returncode == 0, moved.stderr
+    assert moved.stdout.splitlines() == ["synctarget.workload.kcp.io/phys-1 configured",
+                                         "synctarget.workload.kcp.io/phys-2 unchanged"]
+    stored = yaml.safe_load(run_kubectl(kcp, "get", "synctarget", "phys-1", "-o", "yaml").stdout)
+    assert yaml.safe_load(stored["spec"]["kubeconfig"])["clusters"][0]["cluster"]["server"] == "https://phys-1:7444"
 
 
 def test_a_missing_kubeconfig_fails_naming_it(kcp: KcpServer, tmp_path: Path) -> None:

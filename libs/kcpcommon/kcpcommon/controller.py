@@ -12,6 +12,9 @@ queue calls and metrics:
 | raises `TerminalError`          | forget (no retry), logged  | terminal                  |
 | raises anything else            | add_rate_limited (backoff) | error                     |
 
+A 409 (Conflict, AlreadyExists) or 404 is an expected race with another writer: it is retried the
+same way but logged at info, without a traceback; anything else is logged as an error.
+
 An exception never kills a worker. Each work item runs with structlog context
 `controller`, `key`, `cluster`, `namespace`, `name` bound, so every line the
 reconciler logs says what it was working on.
@@ -30,11 +33,15 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .clock import Clock, RealClock
+from .errors import APIAlreadyExistsError, APIConflictError, APINotFoundError
 from .metrics import PrometheusQueueMetrics, get_or_create
 from .tasks import cancel_and_wait, spawn
 from .workqueue import ShutDown, WorkQueue
 
 K = TypeVar("K", bound=Hashable)
+
+# what a reconcile meets when another writer got there first: retried, but no error in the log
+EXPECTED_RACES = (APIConflictError, APIAlreadyExistsError, APINotFoundError)
 
 # log field names, the same in every controller
 CONTROLLER = "controller"
@@ -164,6 +171,11 @@ class Controller(Generic[K]):
                 result = "terminal"
                 self._log.error("reconcile failed terminally, not retrying", error=str(exc))
                 self.queue.forget(key)
+            except EXPECTED_RACES as exc:
+                result = "error"
+                self._log.info("reconcile raced another writer, retrying with backoff", error=str(exc),
+                               requeues=self.queue.num_requeues(key))
+                self.queue.add_rate_limited(key)
             except Exception:
                 result = "error"
                 self._log.exception("reconcile failed, retrying with backoff",

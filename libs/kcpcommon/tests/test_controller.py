@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 
 from kcpcommon.clock import FakeClock
 from kcpcommon.controller import SYNC_POLL_PERIOD, Controller, Result, TerminalError
+from kcpcommon.errors import APIConflictError, APINotFoundError
 from kcpcommon.keys import ObjectKey
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
@@ -80,6 +81,30 @@ async def test_a_failing_reconcile_is_retried_with_growing_backoff(
     assert total(registry, "error") == 4 and total(registry, "success") == 1
     assert controller.queue.num_requeues("a") == 0  # success forgets the failures
     assert [e["event"] for e in logs if e["log_level"] == "error"] == ["reconcile failed, retrying with backoff"] * 4
+
+
+@pytest.mark.parametrize("error", [APIConflictError("the object has been modified", status=409, reason="Conflict"),
+                                   APINotFoundError("not found", status=404, reason="NotFound")])
+async def test_a_conflict_or_not_found_is_retried_and_logged_below_error(
+        clock: FakeClock, registry: CollectorRegistry, error: Exception) -> None:
+    calls = 0
+
+    async def reconcile(key: str) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise error
+
+    controller = Controller("test", reconcile, clock=clock, registry=registry, component="kcp-test")
+    async with running(controller):
+        with capture_logs() as logs:
+            controller.enqueue("a")
+            await settle()
+            await advance(clock, 0.01)
+    assert calls == 2 and total(registry, "error") == 1
+    assert not [e for e in logs if e["log_level"] == "error"]
+    assert [e["event"] for e in logs if e["log_level"] == "info"] == ["reconcile raced another writer, retrying "
+                                                                      "with backoff"]
 
 
 async def test_a_terminal_error_is_logged_and_counted_but_never_retried(
