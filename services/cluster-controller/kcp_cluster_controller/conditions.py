@@ -83,6 +83,10 @@ def ready(details: Sequence[Mapping[str, Any]]) -> Condition:
     return condition(READY, UNKNOWN, "Pending", "")
 
 
-def not_ready(reason: str, message: str) -> Condition:
-    """Ready=False for a cluster that cannot be reached at all (kubeconfig, network, credentials)."""
-    return condition(READY, FALSE, reason, message)
+def not_ready(reason: str, message: str) -> list[Condition]:
+    """For a cluster that cannot be reached at all (kubeconfig, network, credentials): Ready=False, and the
+    syncer's conditions with it (a syncer cannot be ready, nor its heartbeat healthy, without its cluster),
+    so no condition on the object still reads True from before."""
+    return [condition(READY, FALSE, reason, message),
+            condition(SYNCER_READY, FALSE, reason, "the syncer cannot work while its cluster cannot be reached"),
+            condition(HEARTBEAT_HEALTHY, FALSE, reason, "the syncer cannot work while its cluster cannot be reached")]

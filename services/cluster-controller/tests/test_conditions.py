@@ -50,3 +50,16 @@ def test_transition_time_moves_only_when_the_status_changes() -> None:
     assert later[0]["lastTransitionTime"] == "2026-11-25T12:00:00Z"
     flipped = cond.merge(later, [cond.condition(cond.READY, cond.FALSE, "HeartbeatStale")], T0 + timedelta(minutes=2))
     assert flipped[0]["lastTransitionTime"] == "2026-11-25T12:02:00Z"
+
+
+def test_an_unreachable_cluster_takes_the_syncer_conditions_down_with_ready() -> None:
+    """No condition keeps reading True from before: Ready, SyncerReady and HeartbeatHealthy go False together."""
+    healthy = cond.merge(None, [cond.condition(cond.READY, cond.TRUE, "SyncerHeartbeating"),
+                                cond.condition(cond.SYNCER_READY, cond.TRUE, cond.SYNCER_HEALTHY),
+                                cond.condition(cond.HEARTBEAT_HEALTHY, cond.TRUE, cond.HEARTBEAT_OK)], T0)
+    lost = cond.merge(healthy, cond.not_ready(cond.UNREACHABLE, "cannot reach the cluster: refused"),
+                      T0 + timedelta(minutes=1))
+    assert {c["type"]: (c["status"], c["reason"]) for c in lost} == {
+        cond.READY: ("False", cond.UNREACHABLE), cond.SYNCER_READY: ("False", cond.UNREACHABLE),
+        cond.HEARTBEAT_HEALTHY: ("False", cond.UNREACHABLE)}
+    assert all(c["lastTransitionTime"] == "2026-11-25T12:01:00Z" for c in lost)

@@ -38,7 +38,7 @@ from .names import (
 )
 from .placement import InvalidPlacement, Plan, parse_placement, plan, step
 from .status import Child, aggregate, with_times
-from .targets import TargetView, view
+from .targets import TargetView, usable_for, view
 
 log = structlog.get_logger(COMPONENT)
 
@@ -94,7 +94,7 @@ class Splitter:
             placement, problem = None, _failure("InvalidPlacement", f"annotation {PLACEMENT_ANNOTATION}: {exc}")
         settled = False
         if problem is None:
-            usable = tuple(t for t in targets.usable if placement is None or placement.get(t, 0) > 0)
+            usable = tuple(t for t in usable_for(targets, children) if placement is None or placement.get(t, 0) > 0)
             if not usable:
                 problem = _failure("NoSchedulableSyncTarget", _no_target_message(key.cluster, targets, children))
             else:
@@ -105,7 +105,7 @@ class Splitter:
                 children, settled = await self._place(key, root, children, terminating, chosen, targets, caps,
                                                       gone={t for t in children if t not in known}
                                                       | {t for t, why in targets.lost.items() if why == "deleted"})
-        await self._write_status(key, root, children, settled=settled, problem=problem)
+        await self._write_status(key, root, children, settled=settled, problem=problem, targets=targets)
         later = [w for w in waits if w is not None]
         return Result(requeue_after=min(later) + 0.1) if later else None
 
@@ -205,8 +205,8 @@ class Splitter:
 
     async def _write_status(self, key: ObjectKey, root: Mapping[str, Any],
                             children: Mapping[str, Mapping[str, Any]], *, settled: bool,
-                            problem: dict[str, str] | None) -> None:
-        kids = [Child(t, children[t]) for t in sorted(children)]
+                            problem: dict[str, str] | None, targets: TargetView) -> None:
+        kids = [Child(t, children[t], stale=targets.not_ready.get(t, "")) for t in sorted(children)]
         extra = [problem] if problem else []
         new = aggregate(root, kids, settled=settled, extra_conditions=extra)
         old = dict(root.get("status") or {})
@@ -246,7 +246,8 @@ def _failure(reason: str, message: str) -> dict[str, str]:
 
 
 def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str, Any]) -> str:
-    lost = ", ".join(f"{t}: {why}" for t, why in sorted(targets.lost.items())) or "none registered"
+    lost = ", ".join(f"{t}: {why}" for t, why in sorted({**targets.lost, **targets.grace}.items())) or \
+        "none registered"
     keep = f"; replicas stay on {', '.join(sorted(children))}" if children else ""
     return f"no Ready, schedulable SyncTarget in logical cluster {cluster} ({lost}){keep}"
 

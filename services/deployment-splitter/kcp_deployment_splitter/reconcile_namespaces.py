@@ -18,7 +18,7 @@ from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, Indexer, clu
 from .dependencies import KINDS
 from .names import ASSIGNMENT_LABEL, COMPONENT, NAMESPACE_SCHEDULED
 from .namespaces import WORKLOAD_KINDS, choose, follows_namespace, object_patch, opted_out
-from .targets import view
+from .targets import usable_for, view
 
 log = structlog.get_logger(COMPONENT)
 
@@ -58,8 +58,9 @@ class NamespaceScheduler:
         targets = view(registered, now=self._now(), grace_period=self.grace_period)
         meta = namespace.get("metadata") or {}
         current = (meta.get("labels") or {}).get(ASSIGNMENT_LABEL)
-        target = choose(key.name, current, targets.usable)
-        why = "no Ready, schedulable SyncTarget: " + ", ".join(f"{t} {r}" for t, r in sorted(targets.lost.items()))
+        target = choose(key.name, current, usable_for(targets, [current] if current else []))
+        why = "no Ready, schedulable SyncTarget: " + ", ".join(
+            f"{t} {r}" for t, r in sorted({**targets.lost, **targets.grace}.items()))
         await self._namespace(key, namespace, target, why)
         if target is not None:
             await self._objects(key, target)

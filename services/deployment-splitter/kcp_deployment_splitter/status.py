@@ -5,6 +5,10 @@ every child was written from that generation and has itself observed its latest 
 keeps its old value, so `kubectl rollout status` (which first waits for observedGeneration) cannot
 finish on the children's stale counts. Available and Progressing are derived from the children's own
 conditions, and their messages name the clusters that lag.
+
+A child on a cluster that is not Ready shows the last status its syncer copied up, which nobody can
+confirm: like the pods of a lost node, its replicas count as neither ready nor available, and the
+Available condition names the cluster and why.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ class Child:
 
     target: str
     obj: Mapping[str, Any]
+    stale: str = ""  # why its status cannot be trusted now ("NotReady for 12s"); "" while its cluster is Ready
 
     @property
     def status(self) -> Mapping[str, Any]:
@@ -34,6 +39,10 @@ class Child:
         return int((self.obj.get("spec") or {}).get("replicas") or 0)
 
     def count(self, field: str) -> int:
+        if self.stale and field in ("readyReplicas", "availableReplicas"):
+            return 0
+        if self.stale and field == "unavailableReplicas":
+            return int(self.status.get("replicas") or 0)
         return int(self.status.get(field) or 0)
 
     def observed_latest(self, root_generation: int) -> bool:
@@ -61,13 +70,19 @@ def available_condition(children: Sequence[Child], want: int) -> dict[str, str]:
         if want == 0:
             return _cond("Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.")
         return _cond("Available", "False", "MinimumReplicasUnavailable", "No replicas are placed on any cluster.")
-    lagging = [c for c in children if (c.condition("Available") or {}).get("status") != "True"]
+    lagging = [c for c in children if c.stale or (c.condition("Available") or {}).get("status") != "True"]
     if not lagging:
         return _cond("Available", "True", "MinimumReplicasAvailable",
                      f"Deployment has minimum availability in all {len(children)} clusters.")
-    named = ", ".join(f"{c.target} ({c.count('availableReplicas')} of {c.spec_replicas} available)" for c in lagging)
+    named = ", ".join(f"{c.target} ({_availability(c)})" for c in lagging)
     return _cond("Available", "False", "MinimumReplicasUnavailable",
                  f"Deployment does not have minimum availability in {named}.")
+
+
+def _availability(child: Child) -> str:
+    if child.stale:
+        return f"cluster {child.stale}, status unknown"
+    return f"{child.count('availableReplicas')} of {child.spec_replicas} available"
 
 
 def progressing_condition(children: Sequence[Child], generation: int) -> dict[str, str]:

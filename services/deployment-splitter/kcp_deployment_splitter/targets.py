@@ -1,9 +1,10 @@
 """Which SyncTargets may run replicas now, which are lost (and why), and when that next changes.
 
 kcp's scheduler rules are the anchor: a target is a home for replicas while it is Ready, schedulable
-and not past `spec.evictAfter`. A target that stops being Ready keeps its share for a grace period
-(a blip must not move workloads about); after that, and at once when it is unschedulable, evicted or
-deleted, its replicas go to the others. `TargetView` says all of it for one moment, so the decision
+and not past `spec.evictAfter`. A target that stops being Ready keeps the replicas it holds for a grace
+period (a blip must not move workloads about) but is given no new ones; after that, and at once when it
+is unschedulable, evicted or deleted, its replicas go to the others. A target that has never been Ready
+holds nothing, so it gets nothing. `TargetView` says all of it for one moment, so the decision
 is a pure function of what the informers hold and the clock.
 """
 
@@ -33,12 +34,19 @@ class TargetView:
     lost: Mapping[str, str]  # target name -> why its replicas leave ("NotReady for 30s", "unschedulable", ...)
     allocatable: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     recheck_after: float | None = None  # seconds until a grace period or evictAfter changes the answer
+    # usable targets inside their grace period -> why ("NotReady for 12s"): they keep what they hold, no more
+    grace: Mapping[str, str] = field(default_factory=dict)
+    # every target whose Ready is not True (in its grace period or lost): its syncer copies no status up, so
+    # what its objects show is old. Without a duration, so a status naming it stays the same while it lasts.
+    not_ready: Mapping[str, str] = field(default_factory=dict)
 
 
 def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: float) -> TargetView:
     """Sort `targets` (SyncTarget objects) into usable and lost, as of `now`."""
     usable: list[str] = []
     lost: dict[str, str] = {}
+    grace: dict[str, str] = {}
+    not_ready: dict[str, str] = {}
     allocatable: dict[str, Mapping[str, Any]] = {}
     waits: list[float] = []
     for target in targets:
@@ -75,8 +83,17 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
             lost[name] = "not Ready yet"  # a new target earns replicas by becoming Ready, not by waiting
         else:
             usable.append(name)
+            grace[name] = f"NotReady for {int(down_for)}s"
             waits.append(grace_period - down_for)
-    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None)
+        not_ready[name] = "NotReady" if cond is not None else "not Ready yet"
+    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None, grace, not_ready)
+
+
+def usable_for(targets: TargetView, holding: Iterable[str]) -> tuple[str, ...]:
+    """The targets one workload may be placed on: the Ready ones, and those in their grace period that
+    already hold some of it (a NotReady cluster keeps its share through a blip, but earns none)."""
+    held = set(holding)
+    return tuple(t for t in targets.usable if t not in targets.grace or t in held)
 
 
 def placement_facts(target: Mapping[str, Any]) -> tuple[Any, ...]:

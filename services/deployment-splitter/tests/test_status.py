@@ -98,3 +98,24 @@ def test_a_hand_edited_child_is_repaired_keeping_its_finalizers() -> None:
     fixed = repaired(edited, wanted)
     assert matches(fixed, wanted)
     assert fixed["metadata"]["finalizers"] == ["syncer"] and fixed["metadata"]["resourceVersion"] == "9"
+
+
+def test_a_child_on_a_cluster_that_is_not_ready_counts_as_unavailable_and_is_named() -> None:
+    """Its last copied status (10/10) is not current: like a lost node's pods, neither ready nor available."""
+    root = {"metadata": {"generation": 1}, "spec": {"replicas": 15}}
+
+    def child(target: str, n: int) -> dict:  # type: ignore[type-arg]
+        return {"metadata": {"generation": 1, "annotations": {ROOT_GENERATION_ANNOTATION: "1"}},
+                "spec": {"replicas": n},
+                "status": {"observedGeneration": 1, "replicas": n, "updatedReplicas": n, "readyReplicas": n,
+                           "availableReplicas": n,
+                           "conditions": [{"type": "Available", "status": "True"}]}}
+
+    fresh = aggregate(root, [Child("east", child("east", 5)), Child("west", child("west", 10))], settled=True)
+    assert fresh["readyReplicas"] == 15 and fresh["conditions"][0]["status"] == "True"
+    lost = aggregate(root, [Child("east", child("east", 5)), Child("west", child("west", 10), stale="NotReady")],
+                     settled=True)
+    assert (lost["readyReplicas"], lost["availableReplicas"], lost["unavailableReplicas"]) == (5, 5, 10)
+    assert lost["replicas"] == 15
+    assert lost["conditions"][0]["status"] == "False"
+    assert "west (cluster NotReady, status unknown)" in lost["conditions"][0]["message"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kcp_deployment_splitter.targets import room_for, view
+from kcp_deployment_splitter.targets import room_for, usable_for, view
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
@@ -30,8 +30,18 @@ def test_ready_targets_are_usable_sorted_by_name() -> None:
 
 def test_a_target_not_ready_within_the_grace_period_keeps_its_share_and_is_looked_at_again_when_it_ends() -> None:
     seen = view([target("east"), target("west", "False", NOW - timedelta(seconds=10))], now=NOW, grace_period=30)
-    assert seen.usable == ("east", "west")
+    assert seen.usable == ("east", "west") and seen.grace == {"west": "NotReady for 10s"}
     assert seen.recheck_after == 20
+    assert usable_for(seen, holding=["west"]) == ("east", "west")
+    assert seen.not_ready == {"west": "NotReady"}
+
+
+def test_a_target_not_ready_since_it_came_is_given_nothing_though_inside_the_grace_period() -> None:
+    """Never Ready (Ready=False from the start, as the cluster controller reports while it connects): a
+    workload that holds nothing there gets nothing there, a new one included."""
+    seen = view([target("east"), target("west", "False", NOW - timedelta(seconds=5))], now=NOW, grace_period=30)
+    assert usable_for(seen, holding=[]) == ("east",)
+    assert usable_for(seen, holding=["east"]) == ("east",)
 
 
 def test_a_target_not_ready_past_the_grace_period_is_lost_with_the_reason() -> None:
