@@ -321,10 +321,9 @@ def play(demo: Demo, root: Path, tmp: Path) -> None:
         demo.show("get", "synctargets")
         demo.show("get", "synctarget", "sim-old", "-o",
                   "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}{\"\\n\"}{end}")
-        imported = condition(next(t for t in demo.get("synctargets") if t["metadata"]["name"] == "sim-old"),
-                             "APIsImported")
-        resource, _, fields = imported.get("message", "").partition(": this cluster lacks fields the other clusters have: ")
-        lacking = fields.split(", ")
+        old_target = next(t for t in demo.get("synctargets") if t["metadata"]["name"] == "sim-old")
+        resource, lacking = next(iter(((old_target.get("status") or {}).get("incompatibleFields") or
+                                       {"(none)": []}).items()))
         demo.say(f"APIsImported's message names the {len(lacking)} fields of {resource} that Kubernetes "
                  f"{OLD_RELEASE} lacks, e.g. {', '.join(lacking[:2])}")
         demo.say("sim-old leaves: its SyncTarget is deleted and the demo stops its process")

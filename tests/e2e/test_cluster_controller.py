@@ -143,6 +143,9 @@ def test_unauthorized_credentials_are_reported_with_the_servers_answer(env: Env)
     ready = eventually(lambda: (c := condition(rest, "stranger", "Ready")).get("reason") and c, "Ready reported")
     assert (ready["status"], ready["reason"]) == ("False", "ClusterUnreachable")
     assert "401" in ready["message"] and "Unauthorized" in ready["message"]
+    for detail in ("SyncerReady", "HeartbeatHealthy"):  # none reads True while Ready says the cluster is away
+        assert (condition(rest, "stranger", detail).get("status"), condition(rest, "stranger", detail).get(
+            "reason")) == ("False", "ClusterUnreachable"), detail
 
 
 def test_negotiation_names_what_the_older_cluster_lacks_and_forgets_it_when_it_leaves(env: Env) -> None:
@@ -156,7 +159,10 @@ def test_negotiation_names_what_the_older_cluster_lacks_and_forgets_it_when_it_l
     older = eventually(lambda: (c := condition(rest, "older", "APIsImported")).get("status") == "False" and c,
                        "the older cluster reported incompatible")
     assert older["reason"] == "IncompatibleSchema"
-    assert "deployments.apps" in older["message"] and "spec.template.spec.containers[*].resizePolicy" in older["message"]
+    assert "deployments.apps: this cluster lacks" in older["message"] and len(older["message"]) < 1000, older
+    lacking = eventually(lambda: Rest(env.kcp).at("cc-neg").get("/apis/workload.kcp.io/v1alpha1/synctargets/older")
+                         .get("status", {}).get("incompatibleFields"), "status.incompatibleFields")
+    assert "spec.template.spec.containers[*].resizePolicy" in lacking["deployments.apps"]
     newest = eventually(lambda: (c := condition(rest, "newest", "APIsImported")).get("status") and c, "newest")
     assert newest["status"] == "True", newest
 

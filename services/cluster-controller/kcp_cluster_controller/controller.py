@@ -38,6 +38,7 @@ log = structlog.get_logger("kcp-cluster-controller")
 API_VERSION = "workload.kcp.io/v1alpha1"
 PLURAL = "synctargets"
 FINALIZER = "workload.kcp.io/cluster-controller"
+MESSAGE_FIELDS = 3  # fields an IncompatibleSchema message names; status.incompatibleFields has them all
 KEEP_DOWNSTREAM = "workload.kcp.io/keep-downstream"  # "true": deleting the SyncTarget leaves what we installed
 DEFAULT_RESOURCES = ("deployments.apps", "statefulsets.apps", "services", "configmaps", "secrets",
                      "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io")
@@ -111,13 +112,13 @@ class SyncTargetReconciler:
             downstream = await self._factory(key, str(spec.get("kubeconfig") or ""))
         except InvalidKubeconfigError as exc:
             await self._syncer_remove(key, st)
-            await self._write(key, st, [cond.not_ready(cond.INVALID_KUBECONFIG, str(exc))], now)
+            await self._write(key, st, cond.not_ready(cond.INVALID_KUBECONFIG, str(exc)), now)
             return None  # nothing to retry until the kubeconfig changes (an update requeues us)
         resources = tuple(spec.get("resources") or DEFAULT_RESOURCES)
         try:
             capacity, allocatable = await node_resources(downstream.factory.dynamic())
         except APIClientError as exc:
-            await self._write(key, st, [cond.not_ready(cond.UNREACHABLE, f"cannot reach the cluster: {exc}")], now)
+            await self._write(key, st, cond.not_ready(cond.UNREACHABLE, f"cannot reach the cluster: {exc}"), now)
             raise Unreachable(str(exc)) from exc
         imported = await self._import(key, downstream, resources)
         syncer = await self.syncers.ensure(key, st, downstream.factory, resources)
@@ -126,7 +127,8 @@ class SyncTargetReconciler:
         details = [syncer, beat, imported]
         await self._write(key, st, [cond.ready(details), *details], now,
                           extra={"capacity": capacity, "allocatable": allocatable,
-                                 "importedResources": sorted(self._verdicts.get(key, {}))})
+                                 "importedResources": sorted(self._verdicts.get(key, {})),
+                                 "incompatibleFields": self.incompatible_fields(key)})
         wait = self.heartbeat_interval if fresh_for is None else min(self.heartbeat_interval, fresh_for + 0.5)
         return Result(requeue_after=wait)
 
@@ -186,6 +188,10 @@ class SyncTargetReconciler:
                 if other != exclude and before != mine.get(resource):
                     self.enqueue(other)
 
+    def incompatible_fields(self, key: ObjectKey) -> dict[str, list[str]]:
+        """Per resource, the published fields this cluster lacks (status.incompatibleFields)."""
+        return {r: list(v.missing) for r, v in sorted((self._verdicts.get(key) or {}).items()) if v.missing}
+
     def _imports_condition(self, key: ObjectKey) -> cond.Condition:
         errors = self._import_errors.get(key) or {}
         incompatible = {r: v for r, v in (self._verdicts.get(key) or {}).items() if v.missing}
@@ -193,8 +199,10 @@ class SyncTargetReconciler:
             parts = []
             for resource, verdict in sorted(incompatible.items()):
                 against = "the hand-made CRD" if verdict.hand_made else "the other clusters"
-                parts.append(f"{resource}: this cluster lacks fields {against} have: {describe(list(verdict.missing))}")
-            return cond.condition(cond.APIS_IMPORTED, cond.FALSE, "IncompatibleSchema", "; ".join(parts)[:30000])
+                parts.append(f"{resource}: this cluster lacks fields {against} have: "
+                             f"{describe(list(verdict.missing), limit=MESSAGE_FIELDS)}")
+            return cond.condition(cond.APIS_IMPORTED, cond.FALSE, "IncompatibleSchema",
+                                  "; ".join(parts) + " (every field: status.incompatibleFields)")
         if errors:
             text = "; ".join(f"{r}: {e}" for r, e in sorted(errors.items()))
             return cond.condition(cond.APIS_IMPORTED, cond.FALSE, "ImportFailed", text[:30000])
