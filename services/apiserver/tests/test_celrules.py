@@ -124,3 +124,11 @@ def test_a_macro_body_naming_only_a_scalar_of_self_is_not_a_rescan() -> None:
     tree = compile_rules(schema(properties={"name": {"type": "string"}, "items": {"type": "array", "items": {
         "type": "string"}}}, **{"x-kubernetes-validations": [{"rule": "self.items.all(x, x != self.name)"}]}))
     assert messages(tree, {"spec": {"name": "n", "items": [f"i{i}" for i in range(3000)]}}) == []
+
+
+def test_a_message_expression_over_the_cost_limit_falls_back_to_the_message() -> None:
+    rule = {"rule": NO_RESCAN, "message": "negative", "messageExpression": "string(self.map(x, self).size())"}
+    tree = compile_rules(schema(properties={"l": {"type": "array", "items": {"type": "integer"},
+                                                  "x-kubernetes-validations": [rule]}}))
+    assert messages(tree, {"spec": {"l": [-1, *range(5000)]}}) == [
+        ("spec.l", "FieldValueInvalid", 'Invalid value: "array": negative')]

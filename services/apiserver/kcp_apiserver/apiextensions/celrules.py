@@ -82,6 +82,7 @@ class _Rule:
     field_path: str
     transition: bool
     rescans: tuple[tuple[str, tuple[str, ...]], ...]  # (variable, field path) each macro body names
+    message_rescans: tuple[tuple[str, tuple[str, ...]], ...]  # the same for messageExpression
 
 
 @dataclass(slots=True)
@@ -105,7 +106,7 @@ def compile_rules(schema: Any) -> _Node | None:
         _Rule(text=r["rule"], message=(r.get("message") or "").strip(),
               message_expression=r.get("messageExpression") or "", reason=r.get("reason") or "FieldValueInvalid",
               field_path=r.get("fieldPath") or "", transition=bool(OLD_SELF.search(r["rule"])),
-              rescans=_rescans(r["rule"]))
+              rescans=_rescans(r["rule"]), message_rescans=_rescans(r.get("messageExpression") or ""))
         for r in schema.get("x-kubernetes-validations") or [] if isinstance(r, dict) and r.get("rule"))
     props = {}
     for name, sub in (schema.get("properties") or {}).items():
@@ -183,10 +184,10 @@ def _cost_size(value: Any) -> int:
     return size
 
 
-def _estimated_cost(rule: _Rule, data: dict[str, Any]) -> int:
+def _estimated_cost(rescans: tuple[tuple[str, tuple[str, ...]], ...], data: dict[str, Any]) -> int:
     """Iterations (the size of self) times the size of what each iteration reads again."""
     per_iteration = 0
-    for variable, fields in rule.rescans:
+    for variable, fields in rescans:
         named = data.get(variable)
         for field in fields:
             if not isinstance(named, dict) or field not in named:
@@ -203,7 +204,7 @@ def _check(node: _Node, value: Any, old: Any, path: str, causes: list[Cause]) ->
         if rule.transition and old is _MISSING:
             continue
         data = {"self": value, "oldSelf": old} if rule.transition else {"self": value}
-        if rule.rescans and _estimated_cost(rule, data) > PER_CALL_LIMIT:
+        if rule.rescans and _estimated_cost(rule.rescans, data) > PER_CALL_LIMIT:
             causes.append(invalid(path, node.type_name, _OUT_OF_COST.format(rule.message or rule.text.strip())))
             raise _OutOfCost
         outcome, is_error = _run(rule.text, data)
@@ -250,8 +251,10 @@ def _run(expression: str, data: dict[str, Any]) -> tuple[Any, bool]:
 
 
 def _message(rule: _Rule, data: dict[str, Any]) -> str:
-    """messageExpression's string if it yields one (not an error), else message, else kube's default."""
-    if rule.message_expression:
+    """messageExpression's string if it yields one (not an error, within the cost limit), else message, else
+    kube's default."""
+    too_costly = rule.message_rescans and _estimated_cost(rule.message_rescans, data) > PER_CALL_LIMIT
+    if rule.message_expression and not too_costly:
         value, is_error = _run(rule.message_expression, data)
         if not is_error and isinstance(value, str) and value.strip():
             return value.strip()
