@@ -323,26 +323,30 @@ def _merge_map_list(current: list[Any], patch: list[Any], key: str | None,
         raise st.bad_request("cannot merge a list of objects without a patch merge key")
     plain: list[dict[str, Any]] = []
     replace = False
-    result = list(current)
+    gone: set[Any] = set()
     for element in patch:
         directive = element.get(_PATCH)
         if directive is None:
             plain.append(element)
         elif directive == "delete":
-            gone = _ident_by_key(element, key)
-            result = [e for e in result if _ident(e, key) != gone]
+            gone.add(_ident_by_key(element, key))
         elif directive == "replace":
             replace = True
         else:
             raise st.bad_request(f"unknown patch type {directive!r} in list element {element}")
     if replace:
         return _fresh_list(plain, items)
+    result = [e for e in current if _ident(e, key) not in gone] if gone else list(current)
     server_order = list(result)
+    positions = _positions(result, key)  # by identity, not a scan per element: a patch list may be 100k long
     for element in plain:
         wanted = _ident_by_key(element, key)
-        at = next((i for i, e in enumerate(result) if _ident(e, key) == wanted), None)
+        at = positions.get(wanted)
         if at is None:
-            result.extend(_fresh_list([element], items))
+            fresh = _fresh_list([element], items)
+            if fresh:
+                positions[wanted] = len(result)
+                result.extend(fresh)
         else:
             result[at] = _smp_map(result[at], element, items)
     return _ordered(result, plain, server_order, key)
