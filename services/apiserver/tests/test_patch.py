@@ -508,3 +508,16 @@ def test_strategic_merge_of_long_lists_finds_each_element_by_key_not_by_scanning
     assert names(result["spec"]["containers"]) == [f"c{i}" for i in range(1, n)]
     assert {c["image"] for c in result["spec"]["containers"]} == {"new"}
     assert identities < 20 * n
+
+
+def test_json_patch_copies_stop_at_kube_accumulated_copy_limit() -> None:
+    """Each copy of /data into itself doubles the document: 20 of them are 100 MiB, 30 would be 100 GiB."""
+    ops = [{"op": "copy", "from": "/data", "path": f"/data/c{i}"} for i in range(20)]
+    with pytest.raises(APIError) as caught:
+        apply_json_patch({"data": {"a": "x" * 100}}, ops)
+    assert caught.value.code == 422
+    [cause] = caught.value.details["causes"]
+    assert cause["message"].startswith("Unable to complete the copy, the accumulated size increase of copy is ")
+    assert cause["message"].endswith(", exceeding the limit 3145728")
+    small = apply_json_patch({"data": {"a": "x"}}, ops[:3])
+    assert len(small["data"]) == 4

@@ -23,6 +23,9 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _KINDS = {JSON_PATCH: "JSON", MERGE_PATCH: "merge", STRATEGIC_MERGE_PATCH: "strategic merge"}
 MAX_JSON_PATCH_OPERATIONS = 10000  # kube's limit; more is 413
+# kube's JSONPatchMaxCopyBytes (its request body limit): `copy` ops may add at most this much, else each
+# copy of the document into itself doubles it (30 ops: gigabytes).
+MAX_COPY_BYTES = 3 * 1024 * 1024
 
 _PATCH = "$patch"
 _RETAIN_KEYS = "$retainKeys"
@@ -86,8 +89,14 @@ def apply_json_patch(doc: dict[str, Any], patch_body: Any) -> dict[str, Any]:
     if not isinstance(patch_body, list):
         raise st.bad_request("a JSON patch must be a JSON array of operation objects")
     result: Any = json_copy(doc)
+    copied = 0
     for op in patch_body:
         try:
+            if isinstance(op, dict) and op.get("op") == "copy":
+                copied += len(json.dumps(_get(result, _pointer(op, "from")), separators=(",", ":")).encode())
+                if copied > MAX_COPY_BYTES:
+                    raise _OpFailed(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                                    f"exceeding the limit {MAX_COPY_BYTES}")
             result = _apply_op(result, op)
         except _OpFailed as err:
             raise _rejected(str(err), op.get("path", "") if isinstance(op, dict) else "") from None
