@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -373,3 +374,22 @@ def test_matching_costs_the_labels_not_the_selector_terms(monkeypatch) -> None: 
     assert not selector.matches({"app": "web", "k7": "1"})
     assert not selector.matches({"tier": "front"})
     assert checks <= 6
+
+
+def test_field_selector_reads_each_field_once_whatever_the_number_of_terms() -> None:
+    """400 `metadata.name!=` terms read the name 400 times per object: 9.8 s for a 10,000-object LIST."""
+    reads = 0
+
+    def name(obj: dict[str, Any]) -> Any:
+        nonlocal reads
+        reads += 1
+        return obj["metadata"]["name"]
+
+    text = ",".join(f"metadata.name!=n{i}" for i in range(400))
+    selector = FieldSelector.parse(text, {"metadata.name": name})
+    assert selector.matches({"metadata": {"name": "web"}})
+    assert not selector.matches({"metadata": {"name": "n7"}})
+    assert reads == 2
+    pinned = FieldSelector.parse("metadata.name=a,metadata.name=b", ALLOWED)
+    assert not pinned.matches({"metadata": {"name": "a"}})
+    assert FieldSelector.parse("metadata.name=a,metadata.name==a", ALLOWED).matches({"metadata": {"name": "a"}})

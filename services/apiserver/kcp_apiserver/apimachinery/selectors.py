@@ -495,6 +495,11 @@ class FieldSelector:
 
     def __init__(self, requirements: Iterable[FieldRequirement] = ()) -> None:
         self.requirements = tuple(requirements)
+        # folded per field, so matching reads each field once whatever the number of terms
+        self._fields: dict[str, tuple[FieldGetter | None, set[str], set[str]]] = {}
+        for r in self.requirements:
+            _, wanted, unwanted = self._fields.setdefault(r.field, (r.getter, set(), set()))
+            (unwanted if r.operator == NOT_EQUALS else wanted).add(r.value)
 
     @classmethod
     def parse(cls, text: str, allowed: Iterable[str] | Mapping[str, FieldGetter | None]) -> FieldSelector:
@@ -528,7 +533,11 @@ class FieldSelector:
         return not self.requirements
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        return all(r.matches(obj) for r in self.requirements)
+        for field, (getter, wanted, unwanted) in self._fields.items():
+            text = _field_text(getter(obj) if getter is not None else lookup_field(obj, field))
+            if (wanted and (len(wanted) > 1 or text not in wanted)) or text in unwanted:
+                return False
+        return True
 
     def exact(self, field: str) -> str | None:
         """The value the selector pins field to with = or ==, used to narrow a list to one name."""
