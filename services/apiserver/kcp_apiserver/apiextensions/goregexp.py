@@ -11,9 +11,10 @@ Where C++ RE2 and Go's regexp/syntax differ, Go wins:
   than 1000 levels; C++ RE2 accepts them.
 * Since Go 1.22 `(?<` opens a named capture, so a lookbehind `(?<=x)` is an invalid named capture in Go
   (C++ RE2 calls it an invalid Perl operator).
-* One deliberate difference: RE2 compiles to byte-level programs within 8 MiB (its default max_mem): a pattern beyond that
-  (`\\pL{1000}`, which Go accepts) is refused as "expression too large" rather than costing a tenant's
-  CRD write a second of CPU and hundreds of MiB.
+* One deliberate difference: RE2 compiles to byte-level programs, which counted repetition of large
+  classes makes big and slow to build; a pattern past 2 MiB (`\\pL{200}`, which Go accepts) or a CRD
+  whose patterns pass PATTERN_BUDGET instructions is refused as "expression too large" rather than
+  costing the server seconds of CPU and hundreds of MiB.
 Shared: `$` is the end of text unless `(?m)`; `\\z` is accepted and `\\Z` refused; `\\d \\w \\s \\b` are
 ASCII; `\\pL`, `\\Q..\\E`, flags mid-pattern, POSIX classes; counted repetition at most 1000.
 
@@ -30,6 +31,11 @@ import re2
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a tenant's bad pattern is a 422, not a line on stderr
+# RE2 compiles counted repetition into copies, byte by byte: `\p{L}{1,63}` is 75,000 instructions and
+# a tenth of a second. One pattern may use 2 MiB (Go: 128 MiB, as runes); one CRD's patterns together
+# PATTERN_BUDGET instructions, so that a CRD of many such patterns cannot hold the event loop for long.
+_OPTIONS.max_mem = 2 << 20
+PATTERN_BUDGET = 500_000
 
 # C++ RE2's error codes, worded as Go's regexp/syntax words the same error.
 _GO_WORDING = {
@@ -60,11 +66,12 @@ class GoRegexpError(ValueError):
 class GoRegexp:
     """One compiled pattern; `search` is Go's MatchString."""
 
-    __slots__ = ("_compiled", "pattern")
+    __slots__ = ("_compiled", "pattern", "program_size")
 
     def __init__(self, pattern: str, compiled: re2._Regexp) -> None:
         self.pattern = pattern
         self._compiled = compiled
+        self.program_size: int = compiled.programsize
 
     def search(self, value: str) -> bool:
         """Whether the pattern matches anywhere in the value, in time linear in its length."""
@@ -95,6 +102,23 @@ def go_regexp_error(pattern: str) -> str:
     except GoRegexpError as exc:
         return str(exc)
     return ""
+
+
+class PatternBudget:
+    """The RE2 instructions one CRD's patterns may still compile to; past it they are refused as too large."""
+
+    def __init__(self, instructions: int = PATTERN_BUDGET) -> None:
+        self.left = instructions
+
+    def error(self, pattern: str) -> str:
+        """go_regexp_error, and "expression too large" once the CRD's patterns have used the budget."""
+        if self.left < 0:
+            return _error("expression too large", pattern)
+        try:
+            self.left -= compile_go_regexp(pattern).program_size
+        except GoRegexpError as exc:
+            return str(exc)
+        return _error("expression too large", pattern) if self.left < 0 else ""
 
 
 def go_regexp(pattern: str) -> GoRegexp | None:
