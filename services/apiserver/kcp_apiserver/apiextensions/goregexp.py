@@ -12,8 +12,8 @@ Where C++ RE2 and Go's regexp/syntax differ, Go wins:
 * Since Go 1.22 `(?<` opens a named capture, so a lookbehind `(?<=x)` is an invalid named capture in Go
   (C++ RE2 calls it an invalid Perl operator).
 * One deliberate difference: RE2 compiles to byte-level programs, which counted repetition of large
-  classes makes big and slow to build; a pattern past 2 MiB (`\\pL{200}`, which Go accepts) or a CRD
-  whose patterns pass PATTERN_BUDGET instructions is refused as "expression too large" rather than
+  classes makes big and slow to build; a pattern past MAX_PROGRAM instructions (`\\pL{200}`, which Go
+  accepts) or a CRD whose patterns pass PATTERN_BUDGET instructions is refused as "expression too large" rather than
   costing the server seconds of CPU and hundreds of MiB.
 Shared: `$` is the end of text unless `(?m)`; `\\z` is accepted and `\\Z` refused; `\\d \\w \\s \\b` are
 ASCII; `\\pL`, `\\Q..\\E`, flags mid-pattern, POSIX classes; counted repetition at most 1000.
@@ -32,9 +32,11 @@ import re2
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a tenant's bad pattern is a 422, not a line on stderr
 # RE2 compiles counted repetition into copies, byte by byte: `\p{L}{1,63}` is 75,000 instructions and
-# a tenth of a second. One pattern may use 2 MiB (Go: 128 MiB, as runes); one CRD's patterns together
-# PATTERN_BUDGET instructions, so that a CRD of many such patterns cannot hold the event loop for long.
-_OPTIONS.max_mem = 2 << 20
+# a tenth of a second to build. One pattern may compile to MAX_PROGRAM instructions (Go allows 3.3 million
+# runes' worth) and one CRD's patterns to PATTERN_BUDGET together, so that a CRD of many such patterns
+# cannot hold the event loop for long. RE2's own memory stays at its default 8 MiB: below that its DFA
+# no longer fits `\w{1000}` and matching 300 KB took 5 s instead of 17 ms.
+MAX_PROGRAM = 100_000
 PATTERN_BUDGET = 500_000
 
 # C++ RE2's error codes, worded as Go's regexp/syntax words the same error.
@@ -92,6 +94,8 @@ def compile_go_regexp(pattern: str) -> GoRegexp:
         raise GoRegexpError(_go_error(text, _re2_message(exc))) from None
     if problem := _go_only_problem(text):
         raise GoRegexpError(problem)
+    if compiled.programsize > MAX_PROGRAM:
+        raise GoRegexpError(_error("expression too large", pattern))
     return GoRegexp(pattern, compiled)
 
 
@@ -117,6 +121,7 @@ class PatternBudget:
         try:
             self.left -= compile_go_regexp(pattern).program_size
         except GoRegexpError as exc:
+            self.left -= MAX_PROGRAM  # a refused pattern may have cost a whole program to find out
             return str(exc)
         return _error("expression too large", pattern) if self.left < 0 else ""
 
