@@ -10,6 +10,10 @@
    GET/LIST latency at each count against a second server holding 1 logical
    cluster, measured in the same moments (target <= 1.2 at 10,000): on this
    shared machine, latencies taken minutes apart differ by more than that.
+3. A hostile tenant: 100 writes of a custom resource whose `pattern: "^(a+)+$"` a backtracking engine
+   needs ~2^40 steps for, while another logical cluster GETs a ConfigMap in a loop: that tenant's GET
+   p50/p99 against the same GETs with no hostile writes, in one run (target p99 < 50 ms).
+   `--hostile-only` runs only this phase.
 
 Prints a summary and writes bench/results/crds-<time>.json.
 """
@@ -132,6 +136,60 @@ def schema_costs(n: int) -> dict[str, Any]:
             "object_meta_us": round(meta_us, 1), "ratio": round(custom_us / configmap_us, 2)}
 
 
+CATASTROPHIC = "^(a+)+$"
+
+
+def hostile_crd() -> dict[str, Any]:
+    crd = thirty_field_crd()
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema["properties"]["spec"]["properties"]["value"] = {"type": "string", "pattern": CATASTROPHIC}
+    return crd
+
+
+async def hostile_tenant(bench: Bench, writes: int) -> dict[str, Any]:
+    """Another tenant's GET latency with and without `writes` catastrophic-pattern writes going on."""
+    hostile, calm = "/clusters/hostile", "/clusters/calm"
+    await post_retrying(bench, f"{hostile}{CRD_PATH}", hostile_crd())
+    things = f"{hostile}/apis/{GROUP}/v1/namespaces/default/things"
+    await post_retrying(bench, things, thing("warmup"))
+    await post_retrying(bench, f"{calm}/api/v1/namespaces/default/configmaps", configmap("steady"))
+    steady = f"{calm}/api/v1/namespaces/default/configmaps/steady"
+    bad = dict(thing("bad"), spec={"value": "a" * 40 + "!"})
+    refused = 0
+
+    async def write_all() -> None:
+        nonlocal refused
+        for i in range(writes):
+            body = dict(bad, metadata={"name": f"bad-{i}"})
+            async with bench.session.post(bench.server.url + things, data=orjson.dumps(body),
+                                          headers=bench.headers, ssl=bench.ssl) as resp:
+                text = await resp.text()
+                if resp.status == 422 and f"should match '{CATASTROPHIC}'" in text:
+                    refused += 1
+
+    async def read_while(work: asyncio.Task[None] | None, count: int) -> list[float]:
+        times: list[float] = []
+        while (work is not None and not work.done()) or (work is None and len(times) < count):
+            started = time.perf_counter()
+            await bench.get(steady)
+            times.append(time.perf_counter() - started)
+        return times
+
+    for _ in range(50):  # warm up
+        await bench.get(steady)
+    started = time.perf_counter()
+    writing = asyncio.create_task(write_all())
+    under_attack = await read_while(writing, 0)
+    await writing
+    attack_s = time.perf_counter() - started
+    quiet = await read_while(None, max(len(under_attack), 200))
+    hostile_q, quiet_q = quantiles(under_attack), quantiles(quiet)
+    return {"writes": writes, "refused_422": refused, "attack_s": round(attack_s, 2),
+            "gets_during_attack": len(under_attack), "during_attack": hostile_q, "quiet": quiet_q,
+            "p50_ratio": round(hostile_q["p50_ms"] / quiet_q["p50_ms"], 3),
+            "p99_ratio": round(hostile_q["p99_ms"] / quiet_q["p99_ms"], 3)}
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -248,6 +306,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             bench = Bench(server, session)
             base_bench = Bench(baseline, session)
             assert server.process is not None and baseline.process is not None
+            results["hostile"] = await hostile_tenant(bench, args.hostile_writes)
+            if args.hostile_only:
+                return results
             await populate(base_bench, 0, 1)
             await base_bench.post("/api/v1/namespaces/default/configmaps", configmap("r0-0"))
             await ensure_crd(bench, "")
@@ -305,6 +366,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--schema-objects", type=int, default=3000, help="objects for the in-process figure")
     parser.add_argument("--schema-only", action="store_true", help="only the in-process figure, no servers")
+    parser.add_argument("--hostile-writes", type=int, default=100)
+    parser.add_argument("--hostile-only", action="store_true", help="only the hostile-tenant phase")
     parser.add_argument("--log-level", default="warning")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
@@ -317,6 +380,14 @@ def main() -> None:
           f"ConfigMap decode+validate {v['configmap_us']} us (ratio {v['ratio']}); ObjectMeta validation, "
           f"shared by both: {v['object_meta_us']} us")
     if args.schema_only:
+        print(f"written to {out}")
+        return
+    h = results["hostile"]
+    print(f"hostile tenant: {h['refused_422']}/{h['writes']} catastrophic-pattern writes refused (422) in "
+          f"{h['attack_s']} s; another tenant's GET p50/p99 {h['during_attack']['p50_ms']}/"
+          f"{h['during_attack']['p99_ms']} ms during them, {h['quiet']['p50_ms']}/{h['quiet']['p99_ms']} ms "
+          f"without (ratio {h['p50_ratio']}/{h['p99_ratio']}; target p99 < 50 ms)")
+    if args.hostile_only:
         print(f"written to {out}")
         return
     c = results["create"]

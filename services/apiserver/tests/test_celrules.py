@@ -94,3 +94,41 @@ def test_a_message_expression_that_fails_falls_back_to_the_message() -> None:
     tree = compile_rules(schema(**{"x-kubernetes-validations": [
         {"rule": "self.n > 5", "message": "n is too small", "messageExpression": "self.missing"}]}))
     assert messages(tree, {"spec": {"n": 1}}) == [("spec", "FieldValueInvalid", 'Invalid value: "object": n is too small')]
+
+
+RESCAN = "self.all(x, !(x + 1000000000 in self))"  # each iteration reads the whole list again
+NO_RESCAN = "self.all(x, x >= 0)"
+
+
+def list_rules(*rules: str) -> dict[str, Any]:
+    return schema(properties={"l": {"type": "array", "items": {"type": "integer"},
+                                    "x-kubernetes-validations": [{"rule": r} for r in rules]}})
+
+
+def test_a_rule_that_rereads_its_value_per_iteration_stops_at_kube_per_call_cost_limit() -> None:
+    """20,000 integers made this rule hold the event loop for 10 s; kube refuses it past 1,000,000."""
+    tree = compile_rules(list_rules(RESCAN, "self.size() > 100000"))
+    assert messages(tree, {"spec": {"l": list(range(20_000))}}) == [
+        ("spec.l", "FieldValueInvalid", "Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': "
+         f"no further validation rules will be run due to call cost exceeds limit for rule: {RESCAN}")]
+
+
+def test_rules_within_the_cost_limit_still_run() -> None:
+    tree = compile_rules(list_rules(RESCAN, NO_RESCAN))
+    assert messages(tree, {"spec": {"l": list(range(900))}}) == []
+    assert messages(tree, {"spec": {"l": [-1]}}) == [
+        ("spec.l", "FieldValueInvalid", f'Invalid value: "array": failed rule: {NO_RESCAN}')]
+
+
+def test_a_macro_body_naming_only_a_scalar_of_self_is_not_a_rescan() -> None:
+    tree = compile_rules(schema(properties={"name": {"type": "string"}, "items": {"type": "array", "items": {
+        "type": "string"}}}, **{"x-kubernetes-validations": [{"rule": "self.items.all(x, x != self.name)"}]}))
+    assert messages(tree, {"spec": {"name": "n", "items": [f"i{i}" for i in range(3000)]}}) == []
+
+
+def test_a_message_expression_over_the_cost_limit_falls_back_to_the_message() -> None:
+    rule = {"rule": NO_RESCAN, "message": "negative", "messageExpression": "string(self.map(x, self).size())"}
+    tree = compile_rules(schema(properties={"l": {"type": "array", "items": {"type": "integer"},
+                                                  "x-kubernetes-validations": [rule]}}))
+    assert messages(tree, {"spec": {"l": [-1, *range(5000)]}}) == [
+        ("spec.l", "FieldValueInvalid", 'Invalid value: "array": negative')]

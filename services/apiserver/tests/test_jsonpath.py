@@ -89,3 +89,24 @@ def test_compile_once_find_many() -> None:
 def test_invalid_expressions_raise_value_error(expr: str) -> None:
     with pytest.raises(ValueError):
         compile_jsonpath(expr)
+
+
+def nested(depth: int) -> dict[str, Any]:
+    root: dict[str, Any] = {}
+    current = root
+    for _ in range(depth):
+        current["a"] = {}
+        current = current["a"]
+    return root
+
+
+def test_recursive_descent_still_finds_every_match_in_ordinary_objects() -> None:
+    assert compile_jsonpath("{..a..a}").find(nested(5)) != []
+    assert len(compile_jsonpath("{..a}").find(nested(240))) == 240
+
+
+def test_expressions_that_multiply_values_stop_at_a_budget_proportional_to_the_object() -> None:
+    """`..a..a..a` over 240 nested maps selects 2.3 million values (`..a..a..a..a`: minutes); the budget
+    fails the evaluation instead, as kube's failed evaluations do: no result."""
+    assert compile_jsonpath("{..a..a..a}").find(nested(240)) == []
+    assert compile_jsonpath("{.a.a.a}").find(nested(240)) == [nested(237)]

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
 from kcp_apiserver.apimachinery.selectors import (
+    DOES_NOT_EXIST,
+    EQUALS,
+    EXISTS,
+    GREATER_THAN,
+    IN,
+    LESS_THAN,
+    NOT_EQUALS,
+    NOT_IN,
     FieldSelector,
     LabelSelector,
     Requirement,
@@ -329,3 +340,56 @@ def test_escaping_round_trips_through_the_string_form() -> None:
     parsed = FieldSelector.parse("metadata.name=" + escape_field_value(value), ALLOWED)
     assert parsed.exact("metadata.name") == value
     assert FieldSelector.parse(str(parsed), ALLOWED).exact("metadata.name") == value
+
+
+def test_folded_matching_agrees_with_every_requirement_holding() -> None:
+    rng = random.Random(7)
+    keys, values = ["a", "b", "c"], ["1", "2", "x"]
+    for _ in range(3000):
+        reqs = []
+        for _ in range(rng.randint(0, 4)):
+            op = rng.choice([IN, NOT_IN, EQUALS, NOT_EQUALS, EXISTS, DOES_NOT_EXIST, GREATER_THAN, LESS_THAN])
+            vals = ([] if op in (EXISTS, DOES_NOT_EXIST) else [rng.choice(values[:2])]
+                    if op in (GREATER_THAN, LESS_THAN, EQUALS, NOT_EQUALS) else rng.sample(values, rng.randint(1, 3)))
+            reqs.append(Requirement.new(rng.choice(keys), op, vals))
+        labels = {k: rng.choice(values) for k in rng.sample(keys, rng.randint(0, 3))}
+        assert LabelSelector(reqs).matches(labels) == all(r.matches(labels) for r in reqs), (reqs, labels)
+
+
+def test_matching_costs_the_labels_not_the_selector_terms(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A URL holds ~1,300 `!k` terms; checked one by one against 10,000 objects that was 6.6 s of one LIST."""
+    from kcp_apiserver.apimachinery import selectors
+
+    checks = 0
+    real_holds = selectors._KeyCheck.holds
+
+    def counting_holds(self, value):  # type: ignore[no-untyped-def]
+        nonlocal checks
+        checks += 1
+        return real_holds(self, value)
+
+    monkeypatch.setattr(selectors._KeyCheck, "holds", counting_holds)
+    selector = LabelSelector.parse(",".join(f"!k{i}" for i in range(1300)) + ",app=web")
+    assert selector.matches({"app": "web", "tier": "front", "k5x": "1"})
+    assert not selector.matches({"app": "web", "k7": "1"})
+    assert not selector.matches({"tier": "front"})
+    assert checks <= 6
+
+
+def test_field_selector_reads_each_field_once_whatever_the_number_of_terms() -> None:
+    """400 `metadata.name!=` terms read the name 400 times per object: 9.8 s for a 10,000-object LIST."""
+    reads = 0
+
+    def name(obj: dict[str, Any]) -> Any:
+        nonlocal reads
+        reads += 1
+        return obj["metadata"]["name"]
+
+    text = ",".join(f"metadata.name!=n{i}" for i in range(400))
+    selector = FieldSelector.parse(text, {"metadata.name": name})
+    assert selector.matches({"metadata": {"name": "web"}})
+    assert not selector.matches({"metadata": {"name": "n7"}})
+    assert reads == 2
+    pinned = FieldSelector.parse("metadata.name=a,metadata.name=b", ALLOWED)
+    assert not pinned.matches({"metadata": {"name": "a"}})
+    assert FieldSelector.parse("metadata.name=a,metadata.name==a", ALLOWED).matches({"metadata": {"name": "a"}})

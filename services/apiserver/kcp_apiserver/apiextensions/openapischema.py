@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcp_apiserver.apiextensions.celrules import rule_errors
 from kcp_apiserver.apiextensions.fields import META_FIELDS, Obj, get, get_str, not_supported, schema_has
+from kcp_apiserver.apiextensions.goregexp import PatternBudget
 from kcp_apiserver.apiextensions.schemadefaults import has_unpruned_defaults, validate_defaults
 from kcp_apiserver.apiextensions.structural import GO_FIELDS, go_zero, structural_init_error, validate_structural
 from kcp_apiserver.apimachinery.status import Cause
@@ -29,6 +30,8 @@ class SchemaOptions:
     require_pruned_defaults: bool = True
     require_atomic_set_type: bool = True
     require_map_list_keys_map_set: bool = True
+    # what compiling this CRD's patterns may still cost; one per validation, shared by its versions
+    pattern_budget: PatternBudget = field(default_factory=PatternBudget, compare=False)
 
 
 def schema_options(old_schemas: list[Obj]) -> SchemaOptions:
@@ -96,7 +99,7 @@ def validate_validation(validation: Obj | None, status_enabled: bool, opts: Sche
     init_errs: list[Cause] = []
     if (err := structural_init_error(schema)) is not None:
         init_errs.append(invalid(spath, "", err))
-    elif structural := validate_structural(schema, spath):
+    elif structural := validate_structural(schema, spath, opts.pattern_budget):
         causes += structural
     else:
         causes += validate_defaults(schema, spath, opts.require_pruned_defaults)

@@ -19,7 +19,7 @@ from kcp_apiserver.apiextensions.fields import (
     too_long,
     too_many,
 )
-from kcp_apiserver.apiextensions.goregexp import python_regex
+from kcp_apiserver.apiextensions.goregexp import go_regexp
 from kcp_apiserver.apiextensions.structural import structural_init_error, validate_structural
 from kcp_apiserver.apimachinery.jsonvalues import json_equal, json_type
 from kcp_apiserver.apimachinery.status import Cause
@@ -163,8 +163,8 @@ def _check(value: Any, s: Obj, name: str, out: list[_Problem]) -> None:
         if isinstance(get(s, "minLength"), (int, float)) and length < s["minLength"]:
             out.append(_Problem("invalid", name, value, f"{where} should be at least {int(s['minLength'])} chars long"))
         pattern = get_str(s, "pattern")
-        compiled = python_regex(pattern) if pattern else None
-        if compiled is not None and compiled.search(value) is None:
+        compiled = go_regexp(pattern) if pattern else None
+        if compiled is not None and not compiled.search(value):
             out.append(_Problem("invalid", name, value, f"{where} should match '{pattern}'"))
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _check_number(value, s, name, out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kcp_apiserver.apiextensions.fields import Obj, get, get_str
-from kcp_apiserver.apiextensions.goregexp import go_regexp_error
+from kcp_apiserver.apiextensions.goregexp import PatternBudget
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.apimachinery.validation import forbidden, invalid, required
 
@@ -78,9 +78,10 @@ _EMPTY_TYPE = {_ROOT: "must not be empty at the root", _ITEM: "must not be empty
 _INT_OR_STRING_ANY_OF = [{"type": "integer"}, {"type": "string"}]
 
 
-def validate_structural(schema: Obj, path: str) -> list[Cause]:
-    """schema.ValidateStructural: the NonStructuralSchema rules, sorted as kube sorts them."""
-    causes = _structural_invariants(schema, _ROOT, path)
+def validate_structural(schema: Obj, path: str, budget: PatternBudget | None = None) -> list[Cause]:
+    """schema.ValidateStructural: the NonStructuralSchema rules, sorted as kube sorts them. `budget` is
+    shared by every schema of one CRD, which bounds what compiling their patterns costs."""
+    causes = _structural_invariants(schema, _ROOT, path, budget or PatternBudget())
     causes += _vv_completeness(schema, schema, path, path)
     return sorted(causes, key=lambda c: f"{c.field}: {c.message}")
 
@@ -96,7 +97,7 @@ def _is_int_or_string_any_of(any_of: Any) -> bool:
         _INT_OR_STRING_ANY_OF and len(any_of) == 2
 
 
-def _structural_invariants(s: Obj, lvl: str, path: str) -> list[Cause]:
+def _structural_invariants(s: Obj, lvl: str, path: str, budget: PatternBudget) -> list[Cause]:
     causes: list[Cause] = []
     kind = get_str(s, "type")
     items = get(s, "items")
@@ -108,14 +109,14 @@ def _structural_invariants(s: Obj, lvl: str, path: str) -> list[Cause]:
     if kind == "array" and items is None:
         causes.append(required(f"{path}.items", "must be specified"))
     if isinstance(items, dict):
-        causes += _structural_invariants(items, _ITEM, f"{path}.items")
+        causes += _structural_invariants(items, _ITEM, f"{path}.items", budget)
     for name, sub in props.items():
-        causes += _structural_invariants(sub, _FIELD, f"{path}.properties[{name}]")
+        causes += _structural_invariants(sub, _FIELD, f"{path}.properties[{name}]", budget)
     if extra is not None:
         if lvl == _ROOT:
             causes.append(forbidden(f"{path}.additionalProperties", "must not be used at the root"))
         if isinstance(extra, dict):
-            causes += _structural_invariants(extra, _FIELD, f"{path}.additionalProperties")
+            causes += _structural_invariants(extra, _FIELD, f"{path}.additionalProperties", budget)
     if int_or_string and preserve:
         causes.append(invalid(f"{path}.x-kubernetes-preserve-unknown-fields", True,
                               "must be false if x-kubernetes-int-or-string is true"))
@@ -124,7 +125,7 @@ def _structural_invariants(s: Obj, lvl: str, path: str) -> list[Cause]:
                               "must be false if x-kubernetes-int-or-string is true"))
     all_of = get(s, "allOf") or []
     skip_first = bool(all_of) and isinstance(all_of[0], dict) and _is_int_or_string_any_of(get(all_of[0], "anyOf"))
-    causes += _value_validation(s, _is_int_or_string_any_of(get(s, "anyOf")), skip_first, lvl, path)
+    causes += _value_validation(s, _is_int_or_string_any_of(get(s, "anyOf")), skip_first, lvl, path, budget)
     if embedded and kind != "object":
         detail = "must be object if x-kubernetes-embedded-resource is true"
         causes.append(required(f"{path}.type", detail) if not kind else invalid(f"{path}.type", kind, detail))
@@ -170,19 +171,19 @@ def _metadata_invariants(m: Obj, check_meta: bool, lvl: str, path: str) -> list[
 
 
 def _value_validation(v: Obj, skip_any_of: bool, skip_first_all_of_any_of: bool, lvl: str,
-                      path: str) -> list[Cause]:
+                      path: str, budget: PatternBudget) -> list[Cause]:
     causes: list[Cause] = []
     if not skip_any_of:
         for i, sub in enumerate(get(v, "anyOf") or []):
-            causes += _nested(sub, False, False, lvl, f"{path}.anyOf[{i}]")
+            causes += _nested(sub, False, False, lvl, f"{path}.anyOf[{i}]", budget)
     for i, sub in enumerate(get(v, "allOf") or []):
-        causes += _nested(sub, skip_first_all_of_any_of and i == 0, False, lvl, f"{path}.allOf[{i}]")
+        causes += _nested(sub, skip_first_all_of_any_of and i == 0, False, lvl, f"{path}.allOf[{i}]", budget)
     for i, sub in enumerate(get(v, "oneOf") or []):
-        causes += _nested(sub, False, False, lvl, f"{path}.oneOf[{i}]")
+        causes += _nested(sub, False, False, lvl, f"{path}.oneOf[{i}]", budget)
     if isinstance(get(v, "not"), dict):
-        causes += _nested(v["not"], False, False, lvl, f"{path}.not")
+        causes += _nested(v["not"], False, False, lvl, f"{path}.not", budget)
     pattern = get_str(v, "pattern")
-    if pattern and (err := go_regexp_error(pattern)):
+    if pattern and (err := budget.error(pattern)):
         causes.append(invalid(f"{path}.pattern", pattern, f"must be a valid regular expression, but isn't: {err}"))
     return causes
 
@@ -205,13 +206,14 @@ _NESTED_FORBIDDEN = (
 )
 
 
-def _nested(v: Obj, skip_any_of: bool, skip_all_of_any_of: bool, lvl: str, path: str) -> list[Cause]:
+def _nested(v: Obj, skip_any_of: bool, skip_all_of_any_of: bool, lvl: str, path: str,
+            budget: PatternBudget) -> list[Cause]:
     """Inside allOf/anyOf/oneOf/not only value validations are allowed: nothing that shapes the object."""
-    causes = _value_validation(v, skip_any_of, skip_all_of_any_of, lvl, path)
+    causes = _value_validation(v, skip_any_of, skip_all_of_any_of, lvl, path, budget)
     if isinstance(get(v, "items"), dict):
-        causes += _nested(v["items"], False, False, lvl, f"{path}.items")
+        causes += _nested(v["items"], False, False, lvl, f"{path}.items", budget)
     for name, sub in (get(v, "properties") or {}).items():
-        causes += _nested(sub, False, False, _FIELD, f"{path}.properties[{name}]")
+        causes += _nested(sub, False, False, _FIELD, f"{path}.properties[{name}]", budget)
     for key, kind, detail in _NESTED_FORBIDDEN:
         value = v.get(key)
         if kind == "list":

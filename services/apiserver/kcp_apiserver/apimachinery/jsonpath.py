@@ -6,6 +6,13 @@ and `\\.` escapes in field names (`.metadata.labels.app\\.kubernetes\\.io/name`)
 nothing, as printer columns evaluate with AllowMissingKeys. Where kube would fail the evaluation (an
 index out of range, filtering a non-list), `find` returns no results, which is how a column or a wait
 condition sees a failed evaluation. A malformed expression raises ValueError when compiled.
+
+A CRD's author writes its printer columns and its objects, and each `..` can multiply the values the
+next step starts from by the object's depth: `{..a..a..a..a}` over an object nested 240 deep selects
+~10^8 values, minutes of a single-threaded server (kube spends them on one goroutine). So an expression
+that can select more than one value per step (`..`, `*`, filters, unions, slices) has a budget of
+values, proportional to the object's size; past it the evaluation fails as kube's failed evaluations
+do (no result), and a table of N objects costs at most a constant times their size.
 """
 
 from __future__ import annotations
@@ -14,15 +21,34 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kcp_apiserver.apimachinery.jsonvalues import count_nodes
+
 _TERMINATORS = frozenset(" \t\r\n.,[]$@{}")
 _ARRAY = re.compile(r"(-?\d*)(:-?\d*)?(:-?\d*)?")
 _FILTER = re.compile(r"([^!<>=]+)([!<>=]+)(.+?)")
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _OPS = ("==", "!=", "<", ">", "<=", ">=")
+_VALUES_PER_NODE = 8  # budget: values an expanding expression may select per JSON node of the object
+_MIN_BUDGET = 1024
 
 
 class _EvalError(Exception):
     """kube's evaluation error: the whole expression yields nothing."""
+
+
+class _Budget:
+    """How many more values one evaluation may select; None for expressions that select one per step."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int | None) -> None:
+        self.left = left
+
+    def take(self, n: int) -> None:
+        if self.left is not None:
+            self.left -= n
+            if self.left < 0:
+                raise _EvalError("jsonpath selects too many values")
 
 
 @dataclass(frozen=True)
@@ -75,15 +101,17 @@ Operand = Steps | _Literal  # a path from @ or $, or a literal
 class JSONPath:
     """A compiled expression; `find(obj)` returns every value it selects, in kube's order."""
 
-    __slots__ = ("_steps", "expr")
+    __slots__ = ("_expands", "_steps", "expr")
 
     def __init__(self, expr: str, steps: Steps) -> None:
         self.expr = expr
         self._steps = steps
+        self._expands = any(not (isinstance(s, _Field) or (isinstance(s, _Slice) and s.single)) for s in steps)
 
     def find(self, obj: Any) -> list[Any]:
+        budget = _Budget(max(count_nodes(obj) * _VALUES_PER_NODE, _MIN_BUDGET) if self._expands else None)
         try:
-            return _eval(self._steps, [obj], obj)
+            return _eval(self._steps, [obj], obj, budget)
         except _EvalError:
             return []
 
@@ -254,15 +282,15 @@ def _operand(text: str, expr: str) -> tuple[Operand, bool]:
 
 # -- evaluation --------------------------------------------------------------------------------------
 
-def _eval(steps: Steps, values: list[Any], root: Any) -> list[Any]:
+def _eval(steps: Steps, values: list[Any], root: Any, budget: _Budget) -> list[Any]:
     for step in steps:
         if not values:
             return values
-        values = _apply(step, values, root)
+        values = _apply(step, values, root, budget)
     return values
 
 
-def _apply(step: Step, values: list[Any], root: Any) -> list[Any]:
+def _apply(step: Step, values: list[Any], root: Any, budget: _Budget) -> list[Any]:
     out: list[Any] = []
     if isinstance(step, _Field):
         name = step.name
@@ -272,33 +300,39 @@ def _apply(step: Step, values: list[Any], root: Any) -> list[Any]:
     elif isinstance(step, _Wildcard):
         for v in values:
             if isinstance(v, dict):
+                budget.take(len(v))
                 out.extend(v[k] for k in sorted(v))
             elif isinstance(v, list):
+                budget.take(len(v))
                 out.extend(v)
     elif isinstance(step, _Recursive):
         for v in values:
-            _descend(v, out)
+            _descend(v, out, budget)
     elif isinstance(step, _Slice):
         for v in values:
-            out.extend(_slice(v, step))
+            selected = _slice(v, step)
+            budget.take(len(selected))
+            out.extend(selected)
     elif isinstance(step, _Union):
         for branch in step.branches:
-            out.extend(_eval(branch, values, root))
+            out.extend(_eval(branch, values, root, budget))
     elif isinstance(step, _Filter):
         for v in values:
             if not isinstance(v, list):
                 raise _EvalError(f"{type(v).__name__} is not array or slice and cannot be filtered")
-            out.extend(item for item in v if _passes(step, item, root))
+            budget.take(len(v))
+            out.extend(item for item in v if _passes(step, item, root, budget))
     return out
 
 
-def _descend(v: Any, out: list[Any]) -> None:
+def _descend(v: Any, out: list[Any], budget: _Budget) -> None:
     """kube's `..`: each non-empty container, then its children's containers, depth first."""
     children = [v[k] for k in sorted(v)] if isinstance(v, dict) else v if isinstance(v, list) else []
     if children:
+        budget.take(1)
         out.append(v)
         for child in children:
-            _descend(child, out)
+            _descend(child, out, budget)
 
 
 def _slice(v: Any, s: _Slice) -> list[Any]:
@@ -322,17 +356,17 @@ def _slice(v: Any, s: _Slice) -> list[Any]:
     return v[start:end:step]
 
 
-def _operand_values(operand: Operand, from_root: bool, item: Any, root: Any) -> list[Any]:
+def _operand_values(operand: Operand, from_root: bool, item: Any, root: Any, budget: _Budget) -> list[Any]:
     if isinstance(operand, _Literal):
         return [operand.value]
-    return _eval(operand, [root if from_root else item], root)
+    return _eval(operand, [root if from_root else item], root, budget)
 
 
-def _passes(f: _Filter, item: Any, root: Any) -> bool:
-    lefts = _operand_values(f.left, f.left_root, item, root)
+def _passes(f: _Filter, item: Any, root: Any, budget: _Budget) -> bool:
+    lefts = _operand_values(f.left, f.left_root, item, root, budget)
     if f.op == "exists" or f.right is None:  # right is None exactly for "exists"
         return bool(lefts)
-    rights = _operand_values(f.right, f.right_root, item, root)
+    rights = _operand_values(f.right, f.right_root, item, root, budget)
     if not lefts or not rights:
         return False
     a, b = lefts[0], rights[0]

@@ -71,3 +71,16 @@ def exceeds_depth(value: Any, limit: int = MAX_DEPTH) -> bool:
             return True
         stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
     return False
+
+
+def count_nodes(value: Any) -> int:
+    """How many JSON values `value` holds, itself included: the size that evaluation budgets scale with."""
+    count, stack = 0, [value]
+    while stack:
+        current = stack.pop()
+        count += 1
+        if isinstance(current, dict):
+            stack.extend(current.values())
+        elif isinstance(current, list):
+            stack.extend(current)
+    return count

@@ -274,6 +274,54 @@ class _Parser:
 _METAV1_OPERATORS = {"In": IN, "NotIn": NOT_IN, "Exists": EXISTS, "DoesNotExist": DOES_NOT_EXIST}
 
 
+@dataclass
+class _KeyCheck:
+    """Every requirement on one key folded into one test, so matching costs O(labels), not O(terms)."""
+
+    needed: bool = False  # in, =, ==, exists, gt, lt need the key
+    absent: bool = False  # !key
+    allowed: frozenset[str] | None = None  # intersection of in/=/== values
+    forbidden: frozenset[str] = frozenset()  # union of notin/!= values
+    above: int | None = None  # greatest gt bound
+    below: int | None = None  # least lt bound
+    never: bool = False  # a gt/lt bound that is not an integer: kube's Matches is then false
+
+    def add(self, r: Requirement) -> None:
+        if r.operator in (IN, EQUALS, DOUBLE_EQUALS):
+            self.needed = True
+            values = frozenset(r.values)
+            self.allowed = values if self.allowed is None else self.allowed & values
+        elif r.operator in (NOT_IN, NOT_EQUALS):
+            self.forbidden |= frozenset(r.values)
+        elif r.operator == EXISTS:
+            self.needed = True
+        elif r.operator == DOES_NOT_EXIST:
+            self.absent = True
+        elif r.operator in (GREATER_THAN, LESS_THAN):
+            self.needed = True
+            bound = _parse_int64(r.values[0]) if len(r.values) == 1 else None
+            if bound is None:
+                self.never = True
+            elif r.operator == GREATER_THAN:
+                self.above = bound if self.above is None else max(self.above, bound)
+            else:
+                self.below = bound if self.below is None else min(self.below, bound)
+
+    def holds(self, value: str | None) -> bool:
+        if value is None:
+            return not self.needed
+        if self.absent or self.never or value in self.forbidden:
+            return False
+        if self.allowed is not None and value not in self.allowed:
+            return False
+        if self.above is not None or self.below is not None:
+            number = _parse_int64(value)
+            if number is None or (self.above is not None and number <= self.above) or (
+                    self.below is not None and number >= self.below):
+                return False
+        return True
+
+
 class LabelSelector:
     """A parsed label selector: all requirements must hold (logical AND)."""
 
@@ -281,6 +329,11 @@ class LabelSelector:
         # Sorted by key like kube, so String() and error order are deterministic.
         self.requirements: tuple[Requirement, ...] = tuple(sorted(requirements, key=lambda r: r.key))
         self.nothing = nothing
+        checks: dict[str, _KeyCheck] = {}
+        for r in self.requirements:
+            checks.setdefault(r.key, _KeyCheck()).add(r)
+        self._needed = {k: c for k, c in checks.items() if c.needed}
+        self._optional = {k: c for k, c in checks.items() if not c.needed}
 
     @classmethod
     def parse(cls, text: str) -> LabelSelector:
@@ -315,10 +368,19 @@ class LabelSelector:
         return not self.requirements and not self.nothing
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
+        """Whether the labels satisfy every requirement, in time bounded by the labels, not the selector:
+        a selector may carry a thousand terms and be matched against every object of a list."""
         if self.nothing:
             return False
         labels = labels or {}
-        return all(r.matches(labels) for r in self.requirements)
+        if len(self._needed) > len(labels):  # each needed key must be among the labels
+            return False
+        if not all(check.holds(labels.get(key)) for key, check in self._needed.items()):
+            return False
+        optional = self._optional
+        if len(optional) <= len(labels):
+            return all(check.holds(labels.get(key)) for key, check in optional.items())
+        return all(check.holds(value) for key, value in labels.items() if (check := optional.get(key)) is not None)
 
     def exact(self, key: str) -> str | None:
         """The single value the selector requires for key (via =, == or a one-value in), else None."""
@@ -433,6 +495,11 @@ class FieldSelector:
 
     def __init__(self, requirements: Iterable[FieldRequirement] = ()) -> None:
         self.requirements = tuple(requirements)
+        # folded per field, so matching reads each field once whatever the number of terms
+        self._fields: dict[str, tuple[FieldGetter | None, set[str], set[str]]] = {}
+        for r in self.requirements:
+            _, wanted, unwanted = self._fields.setdefault(r.field, (r.getter, set(), set()))
+            (unwanted if r.operator == NOT_EQUALS else wanted).add(r.value)
 
     @classmethod
     def parse(cls, text: str, allowed: Iterable[str] | Mapping[str, FieldGetter | None]) -> FieldSelector:
@@ -466,7 +533,11 @@ class FieldSelector:
         return not self.requirements
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        return all(r.matches(obj) for r in self.requirements)
+        for field, (getter, wanted, unwanted) in self._fields.items():
+            text = _field_text(getter(obj) if getter is not None else lookup_field(obj, field))
+            if (wanted and (len(wanted) > 1 or text not in wanted)) or text in unwanted:
+                return False
+        return True
 
     def exact(self, field: str) -> str | None:
         """The value the selector pins field to with = or ==, used to narrow a list to one name."""

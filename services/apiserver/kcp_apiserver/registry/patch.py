@@ -23,6 +23,9 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 _KINDS = {JSON_PATCH: "JSON", MERGE_PATCH: "merge", STRATEGIC_MERGE_PATCH: "strategic merge"}
 MAX_JSON_PATCH_OPERATIONS = 10000  # kube's limit; more is 413
+# kube's JSONPatchMaxCopyBytes (its request body limit): `copy` ops may add at most this much, else each
+# copy of the document into itself doubles it (30 ops: gigabytes).
+MAX_COPY_BYTES = 3 * 1024 * 1024
 
 _PATCH = "$patch"
 _RETAIN_KEYS = "$retainKeys"
@@ -86,8 +89,14 @@ def apply_json_patch(doc: dict[str, Any], patch_body: Any) -> dict[str, Any]:
     if not isinstance(patch_body, list):
         raise st.bad_request("a JSON patch must be a JSON array of operation objects")
     result: Any = json_copy(doc)
+    copied = 0
     for op in patch_body:
         try:
+            if isinstance(op, dict) and op.get("op") == "copy":
+                copied += len(json.dumps(_get(result, _pointer(op, "from")), separators=(",", ":")).encode())
+                if copied > MAX_COPY_BYTES:
+                    raise _OpFailed(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                                    f"exceeding the limit {MAX_COPY_BYTES}")
             result = _apply_op(result, op)
         except _OpFailed as err:
             raise _rejected(str(err), op.get("path", "") if isinstance(op, dict) else "") from None
@@ -323,26 +332,30 @@ def _merge_map_list(current: list[Any], patch: list[Any], key: str | None,
         raise st.bad_request("cannot merge a list of objects without a patch merge key")
     plain: list[dict[str, Any]] = []
     replace = False
-    result = list(current)
+    gone: set[Any] = set()
     for element in patch:
         directive = element.get(_PATCH)
         if directive is None:
             plain.append(element)
         elif directive == "delete":
-            gone = _ident_by_key(element, key)
-            result = [e for e in result if _ident(e, key) != gone]
+            gone.add(_ident_by_key(element, key))
         elif directive == "replace":
             replace = True
         else:
             raise st.bad_request(f"unknown patch type {directive!r} in list element {element}")
     if replace:
         return _fresh_list(plain, items)
+    result = [e for e in current if _ident(e, key) not in gone] if gone else list(current)
     server_order = list(result)
+    positions = _positions(result, key)  # by identity, not a scan per element: a patch list may be 100k long
     for element in plain:
         wanted = _ident_by_key(element, key)
-        at = next((i for i, e in enumerate(result) if _ident(e, key) == wanted), None)
+        at = positions.get(wanted)
         if at is None:
-            result.extend(_fresh_list([element], items))
+            fresh = _fresh_list([element], items)
+            if fresh:
+                positions[wanted] = len(result)
+                result.extend(fresh)
         else:
             result[at] = _smp_map(result[at], element, items)
     return _ordered(result, plain, server_order, key)
