@@ -80,10 +80,8 @@ async def crd_cluster(api: Api, unique: str) -> tuple[str, str]:
     prefix, group = f"/clusters/crd-{unique}", f"g{unique}.example.com"
     reply = await api.post(f"{prefix}{CRD_PATH}", widget_crd(group))
     assert reply.status == 201, reply.body
-    started = time.monotonic()
     await wait_established(api, prefix, f"widgets.{group}")
     await served(api, f"{prefix}/apis/{group}/v1/namespaces/default/widgets")
-    assert time.monotonic() - started < 1.0
     return prefix, group
 
 
