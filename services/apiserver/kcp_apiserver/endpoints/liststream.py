@@ -14,12 +14,20 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from kcp_apiserver.endpoints.wire import indented, wants_pretty
+
 CHUNK = 256 * 1024
 
 
 async def stream_list(request: web.Request, head: dict[str, Any], items: Iterable[bytes],
                       headers: dict[str, str] | None = None) -> web.StreamResponse:
-    """`head` (kind, apiVersion, metadata) and then `items` (each one object's JSON) as one JSON list."""
+    """`head` (kind, apiVersion, metadata) and then `items` (each one object's JSON) as one JSON list.
+
+    A pretty request (wants_pretty) gets the list built whole and indented: people ask for those, not
+    controllers listing 50,000 objects."""
+    if wants_pretty(request):
+        body = orjson.dumps({**head, "items": [orjson.Fragment(item) for item in items]})
+        return web.Response(body=indented(body), content_type="application/json", headers=headers)
     response = web.StreamResponse(headers=headers)
     response.content_type = "application/json"
     await response.prepare(request)

@@ -43,6 +43,23 @@ def dumps(data: Any) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+HUMAN_AGENTS = ("curl", "Wget", "Mozilla/5.0")  # kube indents for these (browsers and command-line tools)
+_GO_TRUE, _GO_FALSE = {"1", "t", "T", "TRUE", "true", "True"}, {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def wants_pretty(request: web.Request) -> bool:
+    """kube's isPrettyPrint: `?pretty=` as Go's ParseBool reads it (unreadable: no), else a human's User-Agent."""
+    value = request.query.get("pretty", "")
+    if value:
+        return value in _GO_TRUE
+    return request.headers.get("User-Agent", "").startswith(HUMAN_AGENTS)
+
+
+def indented(body: bytes) -> bytes:
+    """JSON indented as Go's json.Indent with two spaces (what kube answers a pretty request with)."""
+    return orjson.dumps(orjson.loads(body), option=orjson.OPT_INDENT_2)
+
+
 def raw_json_response(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type="application/json")
 

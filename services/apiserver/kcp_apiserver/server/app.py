@@ -21,6 +21,7 @@ from kcp_apiserver.filters.errors import errors_to_status
 from kcp_apiserver.filters.impersonation import impersonation
 from kcp_apiserver.filters.inflight import max_inflight
 from kcp_apiserver.filters.observability import Metrics, observe
+from kcp_apiserver.filters.pretty import pretty
 from kcp_apiserver.filters.requestinfo import request_info
 from kcp_apiserver.filters.timeout import request_timeout
 from kcp_apiserver.registry.admission import AdmissionChain
@@ -141,11 +142,11 @@ class APIServer:
     # -- HTTP -------------------------------------------------------------------------------
 
     def app(self, limits: RequestLimits | None = None) -> web.Application:
-        """Filters outermost first, in kube's order: observe, errors as Status, request info, audit, the
+        """Filters outermost first, in kube's order: observe, pretty JSON, errors as Status, request info, audit, the
         request timeout, authentication, impersonation, the in-flight limits, authorization."""
         limits = limits or RequestLimits()
         audited = [audit(self.audit)] if self.audit is not None else []
-        app = web.Application(middlewares=[observe(self.metrics), errors_to_status, request_info, *audited,
+        app = web.Application(middlewares=[observe(self.metrics), pretty, errors_to_status, request_info, *audited,
                                            request_timeout(limits.request_timeout),
                                            authentication(self.config.authenticators),
                                            impersonation(self.config.authorizer),
