@@ -1,8 +1,14 @@
 """The syncer engine: spec down, status up, for one SyncTarget of one logical cluster.
 
-It lives in kcpcommon, not in the `kcp-syncer` service, because the cluster
+A library of its own, not part of the `kcp-syncer` service, because the cluster
 controller runs syncers inside its own process (push mode) and services never
-import each other. `kcp-syncer` is a thin daemon around `run_syncer`.
+import each other; not part of kcpcommon either, which keeps only what every
+daemon shares. `kcp-syncer` is a thin daemon around `run_syncer`.
+
+Modules: `engine` wires informers, queue and workers; `down` applies specs,
+`up` writes status, `remove` deletes (on positive evidence only),
+`namespaces` maps and cleans downstream namespaces, `heartbeat` beats;
+`discovery`, `names`, `transform` and `metrics` are what they say.
 
     upstream, downstream = await connect(from_kubeconfig, to_kubeconfig, sync_target="east")
     await run_syncer(SyncerOptions(upstream=upstream, downstream=downstream, sync_target="east",
@@ -21,7 +27,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from ..clients import ClientFactory, KubeClientFactory
+from kcpcommon.clients import ClientFactory, KubeClientFactory
+
 from .names import (
     ASSIGNMENT_LABEL,
     DEFAULT_RESOURCES,
