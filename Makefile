@@ -103,11 +103,14 @@ bench-sync: install
 bench: install
 	@set -e; for b in bench/bench_*.py bench/fanout_*.py; do echo "== $$b"; PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python $$b; done
 
-## lint: ruff on the tree, mypy on every package (with its own pyproject's settings)
+## lint: ruff on the tree, mypy on every package (with its own pyproject's settings), and the import contracts
+##       of every package that declares some
 lint: install
 	$(BIN)/ruff check .
 	@set -e; for s in $(SERVICES); do pkg=$$(cd $$s && ls -d kcp*/ | grep -v egg-info | head -1); echo "mypy $$s/$$pkg"; \
-	  (cd $$s && $(CURDIR)/$(BIN)/python -m mypy --config-file pyproject.toml $$pkg); done
+	  (cd $$s && $(CURDIR)/$(BIN)/python -m mypy --config-file pyproject.toml $$pkg); \
+	  if grep -q '^\[tool.importlinter\]' $$s/pyproject.toml; then echo "lint-imports $$s"; \
+	    (cd $$s && $(CURDIR)/$(BIN)/lint-imports --no-cache pyproject.toml); fi; done
 
 ## images: one image per service (kcp-<service>:latest), where a container engine exists
 images:

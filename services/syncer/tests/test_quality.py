@@ -39,3 +39,11 @@ def test_the_daemon_imports_with_the_libraries_alone_and_answers_help() -> None:
     for flag in ("--from-kubeconfig", "--to-kubeconfig", "--sync-target", "--logical-cluster", "--resources",
                  "--health-port"):
         assert flag in result.stdout
+
+
+def test_the_daemon_imports_no_other_service() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint_imports), "--no-cache", str(SERVICE / "pyproject.toml")], capture_output=True,
+                            text=True, timeout=120, cwd=SERVICE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
