@@ -8,7 +8,8 @@ daemon shares. `kcp-syncer` is a thin daemon around `run_syncer`.
 Modules: `engine` wires informers, queue and workers; `down` applies specs,
 `up` writes status, `remove` deletes (on positive evidence only),
 `namespaces` maps and cleans downstream namespaces, `heartbeat` beats;
-`discovery`, `names`, `transform` and `metrics` are what they say.
+`synced` holds the queued key and each type's caches, `objects` reads
+metadata; `discovery`, `names`, `transform` and `metrics` are what they say.
 
     upstream, downstream = await connect(from_kubeconfig, to_kubeconfig, sync_target="east")
     await run_syncer(SyncerOptions(upstream=upstream, downstream=downstream, sync_target="east",
