@@ -29,6 +29,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from kcpcommon.clients import ClientFactory, KubeClientFactory
+from kcpcommon.version import package_version
 
 from .names import (
     ASSIGNMENT_LABEL,
@@ -44,7 +45,7 @@ __all__ = ["ASSIGNMENT_LABEL", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_
            "syncer_finalizer"]
 
 COMPONENT = "kcp-syncer"
-VERSION = "0.1.0"
+VERSION = package_version("kcp-syncer-lib")  # in the User-Agent: kcp-syncer/<version>
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,12 @@ from structlog.typing import FilteringBoundLogger
 from kcpcommon.controller import TerminalError
 from kcpcommon.dynamic import DynamicClient, DynamicResource
 from kcpcommon.errors import APIClientError, APINotFoundError
+from kcpcommon.kubetime import format_time
 
 from .metrics import DOWN, SyncerMetrics
 from .names import FIELD_MANAGER, SPEC_HASH_ANNOTATION, syncer_finalizer
 from .namespaces import DownstreamNamespaces
-from .objects import Obj, finalizers, meta, rfc3339_now
+from .objects import Obj, finalizers, meta
 from .synced import SyncedType, SyncKey
 from .transform import downstream_object, scaled_downstream, up_to_date
 
@@ -118,7 +119,7 @@ class SpecDown:
             return
         self._reported[key] = exc.message
         up_meta = meta(up)
-        now = rfc3339_now()
+        now = format_time()
         event = {
             "apiVersion": "v1", "kind": "Event",
             # named as client-go's recorder names events: the object's name and a unique suffix

@@ -14,10 +14,10 @@ from structlog.typing import FilteringBoundLogger
 
 from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APIClientError
+from kcpcommon.kubetime import format_time
 
 from .metrics import SyncerMetrics
 from .names import HEARTBEAT_GROUP_VERSION
-from .objects import rfc3339_now
 
 
 async def heartbeat_loop(*, up: DynamicClient, down: DynamicClient, sync_target: str, interval: float,
@@ -35,7 +35,7 @@ async def heartbeat_loop(*, up: DynamicClient, down: DynamicClient, sync_target:
         else:
             try:
                 await synctargets.patch(sync_target, {"status": {
-                    "lastSyncerHeartbeatTime": rfc3339_now(), "syncedResources": synced_resources()}},
+                    "lastSyncerHeartbeatTime": format_time(), "syncedResources": synced_resources()}},
                     subresource="status")
                 metrics.heartbeat(time.time())
             except APIClientError as exc:

@@ -1,9 +1,8 @@
-"""Reading objects as the API returns them (plain mappings, any of whose fields may be missing), and kube's time."""
+"""Reading objects as the API returns them: plain mappings, any of whose fields may be missing."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -21,6 +20,3 @@ def finalizers(obj: Obj) -> list[str]:
 def deleting(obj: Obj) -> bool:
     return bool(meta(obj).get("deletionTimestamp"))
 
-
-def rfc3339_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
