@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
-SERVICES := libs/kcpcommon services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
+SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
         bench-sync bench-split lint images docs helm-lint clean
@@ -103,11 +103,14 @@ bench-sync: install
 bench: install
 	@set -e; for b in bench/bench_*.py bench/fanout_*.py; do echo "== $$b"; PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python $$b; done
 
-## lint: ruff on the tree, mypy on every package (with its own pyproject's settings)
+## lint: ruff on the tree, mypy on every package (with its own pyproject's settings), and the import contracts
+##       of every package that declares some
 lint: install
 	$(BIN)/ruff check .
 	@set -e; for s in $(SERVICES); do pkg=$$(cd $$s && ls -d kcp*/ | grep -v egg-info | head -1); echo "mypy $$s/$$pkg"; \
-	  (cd $$s && $(CURDIR)/$(BIN)/python -m mypy --config-file pyproject.toml $$pkg); done
+	  (cd $$s && $(CURDIR)/$(BIN)/python -m mypy --config-file pyproject.toml $$pkg); \
+	  if grep -q '^\[tool.importlinter\]' $$s/pyproject.toml; then echo "lint-imports $$s"; \
+	    (cd $$s && $(CURDIR)/$(BIN)/lint-imports --no-cache pyproject.toml); fi; done
 
 ## images: one image per service (kcp-<service>:latest), where a container engine exists
 images:

@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "libs" / "kcpcommon"))
+sys.path.insert(0, str(REPO / "libs" / "kcpsyncer"))
 
 from bench_apiserver import percentile, rss_kib, server_children  # noqa: E402
 from syncer_fixtures import (  # noqa: E402
@@ -46,7 +47,7 @@ from syncer_fixtures import (  # noqa: E402
 )
 
 from kcp_process import KcpServer, free_port  # noqa: E402
-from kcpcommon.sync import downstream_namespace  # noqa: E402
+from kcpsyncer import downstream_namespace  # noqa: E402
 
 LC, TARGET = "bench-sync", "east"
 Seen = dict[str, float]

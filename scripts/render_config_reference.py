@@ -19,7 +19,7 @@ from pathlib import Path
 from pydantic_core import PydanticUndefined
 
 REPO = Path(__file__).resolve().parents[1]
-for package_dir in ("libs/kcpcommon", "services/apiserver", "services/sim-cluster", "services/cluster-controller",
+for package_dir in ("libs/kcpcommon", "libs/kcpsyncer", "services/apiserver", "services/sim-cluster", "services/cluster-controller",
                     "services/deployment-splitter", "services/syncer"):
     sys.path.insert(0, str(REPO / package_dir))
 

@@ -22,8 +22,9 @@ STOP_TIMEOUT = 30.0  # seconds a daemon gets to stop on SIGTERM before it is kil
 
 
 def package_env(*services: str) -> dict[str, str]:
-    """The environment to run `python -m` on these services' packages from the source tree (with kcpcommon)."""
-    path = [*(str(REPO / "services" / s) for s in services), str(REPO / "libs" / "kcpcommon"),
+    """The environment to run `python -m` on these services' packages from the source tree (with the libraries)."""
+    path = [*(str(REPO / "services" / s) for s in services),
+            *(str(REPO / "libs" / lib) for lib in ("kcpcommon", "kcpsyncer")),
             *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 

@@ -27,7 +27,7 @@ from syncer_fixtures import ASSIGNMENT_LABEL, Rest, SyncerProcess, eventually, s
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
 from kcpcommon.sharding import owns
-from kcpcommon.sync import downstream_namespace
+from kcpsyncer import downstream_namespace
 
 PATIENCE = 60.0
 THRESHOLD = 8  # seconds without a heartbeat before NotReady (the flag; 30 s by default)

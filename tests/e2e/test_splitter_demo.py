@@ -27,7 +27,7 @@ from kcp_process import (
     sim_cluster_command,
     sim_cluster_env,
 )
-from kcpcommon.sync import downstream_namespace
+from kcpsyncer import downstream_namespace
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 

@@ -27,8 +27,8 @@ from syncer_fixtures import (
 )
 
 from kcp_process import KcpServer, free_port
-from kcpcommon.sync import NAMESPACE_LOCATOR_ANNOTATION, downstream_namespace, syncer_finalizer
-from kcpcommon.sync.names import SPEC_HASH_ANNOTATION
+from kcpsyncer import NAMESPACE_LOCATOR_ANNOTATION, downstream_namespace, syncer_finalizer
+from kcpsyncer.names import SPEC_HASH_ANNOTATION
 
 LC_A = "syncer-a"
 LC_B = "syncer-b"

@@ -34,7 +34,7 @@ DEMO = REPO / "scripts" / "demo.py"
 
 def service_env() -> dict[str, str]:
     """Every service's package importable, installed or not (the suite falls back to `python -m`)."""
-    paths = [str(REPO / d) for d in ("services/apiserver", "libs/kcpcommon", "services/sim-cluster",
+    paths = [str(REPO / d) for d in ("services/apiserver", "libs/kcpcommon", "libs/kcpsyncer", "services/sim-cluster",
                                      "services/cluster-controller", "services/deployment-splitter", "services/syncer")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, os.environ.get("PYTHONPATH", "")])}
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"
+# on a workload object: the SyncTarget (physical cluster) it goes to. The splitter writes it, the syncer
+# and the cluster controller read it: a contract between daemons, so it lives here.
+ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"
 WILDCARD_CLUSTER = "*"
 
 

@@ -73,7 +73,7 @@ class PushSyncers:
         await cancel_and_wait(*tasks)
 
     async def _supervise(self, key: ObjectKey, kubeconfig: str, resources: tuple[str, ...], state: _Running) -> None:
-        from kcpcommon.sync import SyncerOptions, run_syncer
+        from kcpsyncer import SyncerOptions, run_syncer
 
         delays = Backoff(initial=1.0, cap=30.0)
         while True:

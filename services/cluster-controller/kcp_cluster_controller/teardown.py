@@ -13,8 +13,8 @@ import structlog
 
 from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APIClientError, APINotFoundError
-from kcpcommon.sync import ASSIGNMENT_LABEL, syncer_finalizer
-from kcpcommon.sync.names import OWNER_LABEL, owner
+from kcpsyncer import ASSIGNMENT_LABEL, syncer_finalizer
+from kcpsyncer.names import OWNER_LABEL, owner
 
 from .physical import preferred_version, split_resource
 

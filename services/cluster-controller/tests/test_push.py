@@ -11,7 +11,7 @@ import pytest
 from kcp_cluster_controller import push
 from prometheus_client import CollectorRegistry
 
-import kcpcommon.sync
+import kcpsyncer
 from kcpcommon.clients import KubeClientFactory
 from kcpcommon.keys import ObjectKey
 
@@ -36,7 +36,7 @@ async def test_a_failed_syncer_is_reported_then_restarted_with_backoff(monkeypat
     async def from_text(*_: Any, **__: Any) -> Any:
         return no_connection()
 
-    monkeypatch.setattr(kcpcommon.sync, "run_syncer", run_syncer)
+    monkeypatch.setattr(kcpsyncer, "run_syncer", run_syncer)
     monkeypatch.setattr(KubeClientFactory, "from_text", from_text)
     changes: list[ObjectKey] = []
     syncers = push.PushSyncers(None, heartbeat_interval=10.0, registry=CollectorRegistry(),  # type: ignore[arg-type]

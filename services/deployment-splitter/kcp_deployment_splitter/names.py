@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcpcommon.sync.names import ASSIGNMENT_LABEL
+from kcpcommon.keys import ASSIGNMENT_LABEL
 
 __all__ = ["ASSIGNMENT_LABEL", "CAPACITY_ANNOTATION", "COMPONENT", "PLACEMENT_ANNOTATION", "ROOT_GENERATION_ANNOTATION",
            "ROOT_LABEL", "child_name"]

@@ -1,1 +1,1 @@
-"""kcp-syncer: the daemon around kcpcommon.sync (the engine the cluster controller also runs in push mode)."""
+"""kcp-syncer: the daemon around the kcpsyncer library (the engine the cluster controller also runs in push mode)."""

@@ -9,7 +9,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon
-from kcpcommon.sync import SyncerOptions, connect, run_syncer
+from kcpsyncer import SyncerOptions, connect, run_syncer
 
 from .settings import SyncerSettings
 

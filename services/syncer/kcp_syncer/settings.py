@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from kcpcommon.settings import settings_config
-from kcpcommon.sync import DEFAULT_RESOURCES
+from kcpsyncer import DEFAULT_RESOURCES
 
 
 class SyncerSettings(BaseSettings):

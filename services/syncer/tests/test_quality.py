@@ -12,8 +12,8 @@ REPO = SERVICE.parents[1]
 
 
 def _env() -> dict[str, str]:
-    """Only kcpcommon beside the package: importing another service would fail here."""
-    paths = [str(SERVICE), str(REPO / "libs" / "kcpcommon")]
+    """Only the libraries beside the package: importing another service would fail here."""
+    paths = [str(SERVICE), str(REPO / "libs" / "kcpcommon"), str(REPO / "libs" / "kcpsyncer")]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
@@ -30,11 +30,20 @@ def test_the_package_and_its_tests_are_ruff_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_daemon_imports_with_kcpcommon_alone_and_answers_help() -> None:
-    """Services never import each other: with only kcpcommon on the path, the CLI loads and prints its flags."""
+def test_the_daemon_imports_with_the_libraries_alone_and_answers_help() -> None:
+    """Services never import each other: with only the libraries (kcpcommon, kcpsyncer) on the path, the CLI
+    loads and prints its flags."""
     result = subprocess.run([sys.executable, "-m", "kcp_syncer", "--help"], capture_output=True, text=True,
                             timeout=60, env=_env())
     assert result.returncode == 0, result.stderr
     for flag in ("--from-kubeconfig", "--to-kubeconfig", "--sync-target", "--logical-cluster", "--resources",
                  "--health-port"):
         assert flag in result.stdout
+
+
+def test_the_daemon_imports_no_other_service() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run([str(lint_imports), "--no-cache", str(SERVICE / "pyproject.toml")], capture_output=True,
+                            text=True, timeout=120, cwd=SERVICE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout

@@ -6,7 +6,7 @@ import pytest
 from kcp_syncer.settings import SyncerSettings
 
 from kcpcommon.settings import parse_settings
-from kcpcommon.sync import DEFAULT_RESOURCES, SyncerOptions
+from kcpsyncer import DEFAULT_RESOURCES, SyncerOptions
 
 REQUIRED = ["--to-kubeconfig", "phys.kubeconfig", "--sync-target", "east"]
 

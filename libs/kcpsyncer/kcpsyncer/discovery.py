@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dynamic import DynamicClient, DynamicResource
-from ..errors import APINotFoundError
+from kcpcommon.dynamic import DynamicClient, DynamicResource
+from kcpcommon.errors import APINotFoundError
 
 
 @dataclass(frozen=True)

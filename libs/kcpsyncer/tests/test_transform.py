@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from kcpcommon.sync import downstream_namespace, syncer_finalizer
-from kcpcommon.sync.discovery import split
-from kcpcommon.sync.names import SPEC_HASH_ANNOTATION, namespace_locator, owner
-from kcpcommon.sync.transform import (
+from kcpsyncer import downstream_namespace, syncer_finalizer
+from kcpsyncer.discovery import split
+from kcpsyncer.names import SPEC_HASH_ANNOTATION, namespace_locator, owner
+from kcpsyncer.transform import (
     contains,
     downstream_object,
     keep_scale_owners,
@@ -139,7 +139,7 @@ def test_resource_names_split_into_plural_and_group() -> None:
 def test_the_client_library_never_logs_response_bodies_even_at_debug() -> None:
     import logging
 
-    from kcpcommon.sync import keep_bodies_out_of_logs
+    from kcpsyncer import keep_bodies_out_of_logs
 
     logging.getLogger("kubernetes_asyncio").setLevel(logging.DEBUG)
     keep_bodies_out_of_logs()

@@ -15,7 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"  # upstream: this object goes to that SyncTarget
+from kcpcommon.keys import ASSIGNMENT_LABEL as ASSIGNMENT_LABEL  # upstream: this object goes to that SyncTarget
+
 # upstream, one label per SyncTarget: `state.workload.kcp.io/<target>: Sync` assigns an object to several
 STATE_LABEL_PREFIX = "state.workload.kcp.io/"
 STATE_SYNC = "Sync"

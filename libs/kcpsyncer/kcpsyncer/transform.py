@@ -21,8 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..informer import strip_managed_fields
-from ..keys import CLUSTER_ANNOTATION
+from kcpcommon.informer import strip_managed_fields
+from kcpcommon.keys import CLUSTER_ANNOTATION
+
 from .names import (
     FIELD_MANAGER,
     OWNER_LABEL,

@@ -1,8 +1,15 @@
 """The syncer engine: spec down, status up, for one SyncTarget of one logical cluster.
 
-It lives in kcpcommon, not in the `kcp-syncer` service, because the cluster
+A library of its own, not part of the `kcp-syncer` service, because the cluster
 controller runs syncers inside its own process (push mode) and services never
-import each other. `kcp-syncer` is a thin daemon around `run_syncer`.
+import each other; not part of kcpcommon either, which keeps only what every
+daemon shares. `kcp-syncer` is a thin daemon around `run_syncer`.
+
+Modules: `engine` wires informers, queue and workers; `down` applies specs,
+`up` writes status, `remove` deletes (on positive evidence only),
+`namespaces` maps and cleans downstream namespaces, `heartbeat` beats;
+`synced` holds the queued key and each type's caches, `objects` reads
+metadata; `discovery`, `names`, `transform` and `metrics` are what they say.
 
     upstream, downstream = await connect(from_kubeconfig, to_kubeconfig, sync_target="east")
     await run_syncer(SyncerOptions(upstream=upstream, downstream=downstream, sync_target="east",
@@ -21,7 +28,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from ..clients import ClientFactory, KubeClientFactory
+from kcpcommon.clients import ClientFactory, KubeClientFactory
+from kcpcommon.version import package_version
+
 from .names import (
     ASSIGNMENT_LABEL,
     DEFAULT_RESOURCES,
@@ -36,7 +45,7 @@ __all__ = ["ASSIGNMENT_LABEL", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_
            "syncer_finalizer"]
 
 COMPONENT = "kcp-syncer"
-VERSION = "0.1.0"
+VERSION = package_version("kcp-syncer-lib")  # in the User-Agent: kcp-syncer/<version>
 
 
 @dataclass(frozen=True)

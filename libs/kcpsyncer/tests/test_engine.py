@@ -16,11 +16,12 @@ import pytest
 from kcpcommon.controller import Result, TerminalError
 from kcpcommon.errors import APIConflictError, APIInvalidError, APINotFoundError, APITransportError
 from kcpcommon.informer import SharedInformer
-from kcpcommon.sync import SyncerOptions, downstream_namespace, syncer_finalizer
-from kcpcommon.sync.discovery import APIType
-from kcpcommon.sync.engine import SyncedType, Syncer, SyncKey
-from kcpcommon.sync.transform import downstream_object
 from kcpcommon.tasks import cancel_and_wait
+from kcpsyncer import SyncerOptions, downstream_namespace, syncer_finalizer
+from kcpsyncer.discovery import APIType
+from kcpsyncer.engine import Syncer
+from kcpsyncer.synced import SyncedType, SyncKey
+from kcpsyncer.transform import downstream_object
 
 LC, TARGET = "root:org", "east"
 FINALIZER = syncer_finalizer(TARGET)
@@ -103,7 +104,7 @@ class Harness:
         self.down_informer = SharedInformer(self.down, cluster=TARGET)  # type: ignore[arg-type]
         self.syncer.types[api.plural] = SyncedType(api.plural, api, api, self.up, self.down,  # type: ignore[arg-type]
                                                    self.up_informer, self.down_informer)
-        self.syncer._namespaces.add(MAPPED)  # exists already
+        self.syncer.namespaces.known.add(MAPPED)  # exists already
         self.api = api
 
     def caches(self, up: list[dict[str, Any]], down: list[dict[str, Any]]) -> None:
@@ -286,7 +287,7 @@ async def test_a_missing_mapped_namespace_is_recreated_without_an_event_for_the_
     h.down.patch = refused  # type: ignore[method-assign]
     with pytest.raises(APINotFoundError):
         await h.reconcile()
-    assert MAPPED not in h.syncer._namespaces  # ensured again on the retry
+    assert MAPPED not in h.syncer.namespaces.known  # ensured again on the retry
     assert "events" not in h.up_clients.resources
 
     async def invalid(*_args: Any, **_kw: Any) -> Any:

@@ -17,8 +17,8 @@ from prometheus_client import CollectorRegistry
 from kcp_process import KcpServer
 from kcpcommon.clients import ClientFactory, KubeClientFactory
 from kcpcommon.dynamic import DynamicResource
-from kcpcommon.sync import ASSIGNMENT_LABEL, SyncerOptions, downstream_namespace, run_syncer
 from kcpcommon.tasks import cancel_and_wait, spawn
+from kcpsyncer import ASSIGNMENT_LABEL, SyncerOptions, downstream_namespace, run_syncer
 
 OPTIONS: dict[str, Any] = {"component": "sync-tests", "version": "0.1.0", "qps": 0, "burst": 0}
 PATIENCE = 60.0

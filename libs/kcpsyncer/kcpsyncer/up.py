@@ -1,0 +1,54 @@
+"""Status up: the downstream object's status, patched into the upstream object's status subresource."""
+
+from __future__ import annotations
+
+import time
+
+from kcpcommon.errors import APIClientError, APIConflictError
+
+from .metrics import UP, SyncerMetrics
+from .objects import Obj
+from .synced import SyncedType, SyncKey
+from .transform import status_patch
+
+
+class StatusUp:
+    """Writes status up and times it: from the downstream status change seen to the upstream write."""
+
+    def __init__(self, *, metrics: SyncerMetrics) -> None:
+        self._metrics = metrics
+        self._seen: dict[SyncKey, float] = {}  # first unsynced downstream status change
+
+    def downstream_changed(self, key: SyncKey, old: Obj | None, new: Obj) -> None:
+        """Start the latency clock if the downstream status changed."""
+        if new.get("status") is not None and (old is None or old.get("status") != new.get("status")):
+            self._seen.setdefault(key, time.monotonic())
+
+    def forget(self, key: SyncKey) -> None:
+        self._seen.pop(key, None)
+
+    async def sync(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, applied_hash: str) -> None:
+        """The downstream status, as a merge patch of the status subresource, without a precondition.
+
+        The syncer is the only writer of a synced object's status, and the patch is recomputed
+        against the cache on every upstream change: a patch made from a stale copy is corrected by
+        the reconcile its own event triggers. A precondition would only turn the cache's lag
+        behind our own finalizer patch into conflicts and retries.
+        """
+        seen = self._seen.pop(key, None)
+        if down is None or not typ.status_up:
+            return
+        patch = status_patch(up, down, applied_hash)
+        if patch is None:
+            return
+        try:
+            await typ.up_resource.patch(key.name, patch, namespace=key.namespace or None, subresource="status")
+        except APIClientError as exc:
+            if not isinstance(exc, APIConflictError):
+                self._metrics.error(exc.reason or f"HTTP{exc.status}")
+            if seen is not None:
+                self._seen.setdefault(key, seen)
+            raise
+        self._metrics.synced(UP, typ.name)
+        if seen is not None:
+            self._metrics.latency(UP, time.monotonic() - seen)
