@@ -6,9 +6,10 @@ key's mod_revision becomes the resourceVersion, as kube-apiserver does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import grpc
 import orjson
@@ -23,6 +24,7 @@ FIRST_PAGE_KEYS = 100  # keys the first read of a scan asks for, before the obje
 PAGE_BYTES = 2 * 1024 * 1024  # about how many bytes of values one range read aims at
 RECENT_KEYS = 65_536  # keys whose newest revision known from this process's own writes Storage remembers
 TOO_LARGE = "etcdserver: request is too large"  # etcd's answer to a write over --max-request-bytes
+UPDATE_PATIENCE = 60.0  # seconds a write given no deadline retries conflicts: kube's default --request-timeout
 
 
 class StorageError(Exception):
@@ -48,6 +50,10 @@ class RevisionConflict(StorageError):
         self.current = current
 
 
+class PreconditionFailed(StorageError):
+    """The object is not the one the write was meant for (its uid or resourceVersion differ): kube's 409."""
+
+
 class Compacted(StorageError):
     """The requested revision is older than etcd's compaction."""
 
@@ -71,6 +77,45 @@ class Stored:
     key: str
     obj: dict[str, Any]
     mod_revision: int
+    deleted: bool = False  # a guaranteed_update's last state, when what it did was delete the key
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    """kube's storage.Preconditions: which object a write is for ("" = any); checked on every attempt."""
+
+    uid: str = ""
+    resource_version: str = ""
+
+    def check(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if self.uid and self.uid != meta.get("uid"):
+            raise PreconditionFailed(f"Precondition failed: UID in precondition: {self.uid}, UID in object meta: "
+                                     f"{meta.get('uid')}")
+        if self.resource_version and self.resource_version != meta.get("resourceVersion"):
+            raise PreconditionFailed(f"Precondition failed: ResourceVersion in precondition: {self.resource_version}, "
+                                     f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """A try_update's answer that the key goes (at the revision it was read at); `obj` is what the caller gets
+    back as the object's last state."""
+
+    obj: dict[str, Any]
+
+
+class Copy(Protocol):
+    """A copy of a key's value kept elsewhere (the watch cache's `Cached`): etcd's bytes and their revision."""
+
+    @property
+    def raw(self) -> bytes: ...
+
+    @property
+    def revision(self) -> int: ...
+
+
+TryUpdate = Callable[[Stored], Awaitable[dict[str, Any] | Delete | None]]
 
 
 class Page(NamedTuple):
@@ -231,25 +276,76 @@ class Storage:
     async def guaranteed_update(
         self,
         key: str,
-        mutate: Callable[[Stored], Awaitable[dict[str, Any] | None]],
+        try_update: TryUpdate,
         *,
-        attempts: int = 16,
+        preconditions: Preconditions | None = None,
+        deadline: float | None = None,
+        suggestion: Copy | None = None,
+        if_absent: Callable[[], dict[str, Any] | None] | None = None,
+        dry_run: bool = False,
     ) -> Stored:
-        """Read-modify-write with retry on conflict; `mutate` returning None leaves it as is.
+        """kube's GuaranteedUpdate: read-modify-write of one key, retried on conflict until `deadline` (the
+        event loop's clock; none: UPDATE_PATIENCE from now), then RevisionConflict.
 
-        A conflict retries from the state the failed transaction returned, without another read."""
-        current: Stored | None = None
-        for _ in range(attempts):
-            if current is None:
-                current = await self.get(key)
-            updated = await mutate(current)
-            if updated is None:
-                return current
+        `try_update` gets the current state and answers the new object, `Delete`, or None (leave it as it
+        is); it may raise. Each attempt checks `preconditions` first: a write meant for another object
+        fails at once, never retried. The state starts as `suggestion` (the watch cache's copy: no read)
+        unless this process has seen the key at a newer revision; a stale copy must not decide alone, so
+        an error or a no-op decided on it is checked against etcd's state before it stands. After a
+        conflict, the next attempt starts from the state the failed txn returned. A missing key reads as
+        `if_absent()` (a logical cluster's view of a shared object, written with the compare on revision
+        0 that an absent key passes) or raises KeyNotFound. `dry_run` decides without writing.
+        """
+        deadline = asyncio.get_running_loop().time() + UPDATE_PATIENCE if deadline is None else deadline
+        if suggestion is not None and suggestion.revision >= self.known_revision(key):
+            current, is_current = Stored(key, decode(suggestion.raw, suggestion.revision), suggestion.revision), False
+        else:
+            current, is_current = await self._read_state(key, if_absent), True
+        while True:
             try:
+                if preconditions is not None:
+                    preconditions.check(current.obj)
+                updated = await try_update(current)
+            except Exception:
+                if is_current:
+                    raise
+                latest = await self._read_state(key, if_absent)
+                if latest.mod_revision == current.mod_revision:
+                    raise  # the copy was current: the error stands
+                current, is_current = latest, True
+                continue
+            if updated is None:
+                if is_current:
+                    return current
+                latest = await self._read_state(key, if_absent)
+                if latest.mod_revision == current.mod_revision:
+                    return current
+                current, is_current = latest, True
+                continue
+            if dry_run:
+                if isinstance(updated, Delete):
+                    return Stored(key, updated.obj, current.mod_revision, deleted=True)
+                return Stored(key, updated, current.mod_revision)
+            try:
+                if isinstance(updated, Delete):
+                    return Stored(key, updated.obj, await self.delete(key, current.mod_revision), deleted=True)
                 return await self.update(key, updated, current.mod_revision)
             except RevisionConflict as exc:
-                current = exc.current
-        raise RevisionConflict(key)
+                current = exc.current if exc.current is not None else await self._read_state(key, if_absent)
+            except KeyNotFound:
+                current = await self._read_state(key, if_absent)  # gone: KeyNotFound, or what absence shows
+            is_current = True
+            if asyncio.get_running_loop().time() >= deadline:
+                raise RevisionConflict(key, current)
+
+    async def _read_state(self, key: str, if_absent: Callable[[], dict[str, Any] | None] | None) -> Stored:
+        try:
+            return await self.get(key)
+        except KeyNotFound:
+            shown = if_absent() if if_absent is not None else None
+            if shown is None:
+                raise
+            return Stored(key, shown, 0)
 
     async def list_raw(
         self,

@@ -75,6 +75,8 @@ class MemoryStorage(Storage):
 
     async def update(self, key: str, obj: dict[str, Any], expected_revision: int) -> Stored:
         if key not in self._data:
+            if expected_revision == 0:  # etcd's compare: an absent key's mod_revision is 0
+                return self._put(key, obj)
             raise KeyNotFound(key)
         if self._data[key][1] != expected_revision:
             raise RevisionConflict(key, self._seen(key))

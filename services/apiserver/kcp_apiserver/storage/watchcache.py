@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -328,6 +330,8 @@ class WatchCache:
         self._flush_interval = FLUSH_INTERVAL  # stretched by what flushes cost (see FLUSH_DUTY)
         self._batch_bytes = 0  # encoded bytes in the current batch, over every group and watcher
         self.ready = asyncio.Event()
+        self._reaching: list[tuple[int, int, asyncio.Future[None]]] = []  # heap: (revision awaited, order, waiter)
+        self._order = itertools.count()
         self.restarts = 0  # etcd watches opened after the first (for tests and metrics)
         self._task: asyncio.Task[None] | None = None
 
@@ -344,6 +348,30 @@ class WatchCache:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def reached(self, revision: int, patience: float) -> bool:
+        """Whether the cache reaches revision within patience (seconds): woken by its own progress, no polling."""
+        if self.revision >= revision:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (revision, next(self._order), waiter)
+        heapq.heappush(self._reaching, entry)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, patience)
+        finally:
+            if entry in self._reaching:  # given up (timed out, cancelled): a revision never reached must not stay
+                self._reaching.remove(entry)
+                heapq.heapify(self._reaching)
+        return self.revision >= revision
+
+    def _wake(self) -> None:
+        """Release the waiters whose revision the cache has reached."""
+        reaching = self._reaching
+        while reaching and reaching[0][0] <= self.revision:
+            waiter = heapq.heappop(reaching)[2]
+            if not waiter.done():
+                waiter.set_result(None)
 
     def snapshot(self, prefix: str) -> tuple[list[tuple[str, Cached]], int]:
         """The objects under prefix and the revision they are the state at.
@@ -430,6 +458,7 @@ class WatchCache:
         self.events.clear()
         self.state = state
         self.window_start = self.revision = revision
+        self._wake()
 
     async def _run(self) -> None:
         await self._reset("")
@@ -471,6 +500,8 @@ class WatchCache:
                 self.revision = int(resp.header.revision)
                 if not self._dirty:
                     self.delivered_revision = self.revision
+                if self._reaching:
+                    self._wake()
             return
         for ev in resp.events:
             kv = ev.kv
@@ -501,6 +532,8 @@ class WatchCache:
             self._append(event)
             self._fan_out(event)
             event.compact()
+        if self._reaching:
+            self._wake()
         if self._dirty and self._batch_bytes > FLUSH_BYTES:  # big enough: what a slow client's connection holds
             if self._flush_handle is not None:
                 self._flush_handle.cancel()
