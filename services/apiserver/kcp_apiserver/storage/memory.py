@@ -27,6 +27,7 @@ class MemoryStorage(Storage):
 
         self.revision = 1
         self.recent: dict[str, int] = {}
+        self.turns = {}
         self.compacted = 0
         self._data: dict[str, tuple[bytes, int]] = {}  # key -> (value, mod_revision)
         self._keys: list[str] = []  # sorted, for range reads
