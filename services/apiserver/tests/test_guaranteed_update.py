@@ -19,6 +19,7 @@ from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.cachestate import Cached
 from kcp_apiserver.storage.etcd import PreconditionFailed, Preconditions, RevisionConflict, Storage, Stored
 from kcp_apiserver.storage.memory import MemoryStorage
+from kcp_apiserver.storage.turns import Turns, Written
 
 CONFIGMAP = next(r for r in BUILTINS if r.kind == "ConfigMap")
 CLIENTS = 32  # more concurrent writers of one object than the 16 attempts writes used to get
@@ -207,3 +208,18 @@ async def test_a_revision_never_reached_is_too_large_and_leaves_no_waiter(cached
         await registry.wait_for_revision(CONFIGMAP, wanted, patience=0.2)
     assert exc.value.code == 504 and "Too large resource version" in exc.value.message
     assert not cache._reaching
+
+
+async def test_a_writer_that_stops_waiting_for_its_turn_leaves_the_key_to_the_next() -> None:
+    turns = Turns()
+    loop = asyncio.get_running_loop()
+    assert await turns.take("/k", loop.time() + 1) is None  # free: taken at once
+    with pytest.raises(TimeoutError):
+        await turns.take("/k", loop.time() + 0.05)
+    next_writer = asyncio.create_task(turns.take("/k", loop.time() + 5))
+    while not turns.wanted("/k"):
+        await asyncio.sleep(0)
+    turns.give("/k", Written(b"{}", 7))
+    assert await next_writer == Written(b"{}", 7)  # the one that gave up was skipped
+    turns.give("/k", None)
+    assert not turns.wanted("/k") and await turns.take("/k", loop.time() + 1) is None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 import grpc
@@ -17,6 +17,8 @@ from etcd3aio import Etcd3Client
 from etcd3aio._protobuf import Compare
 from etcd3aio.errors import EtcdError
 from etcd3aio.kv import KVService, prefix_range_end
+
+from kcp_apiserver.storage.turns import Turns, Written
 
 RPC_TIMEOUT = 5.0
 PAGE_KEYS = 1000  # most keys one range read asks for
@@ -115,24 +117,6 @@ class Copy(Protocol):
     def revision(self) -> int: ...
 
 
-class Written(NamedTuple):
-    """A key's value as a write of this process left it."""
-
-    raw: bytes
-    revision: int
-
-
-@dataclass(slots=True)
-class Turns:
-    """This process's writers of one key, one at a time. Together, each would compute its update from the
-    same state and all but one would conflict and compute again: with 32 clients patching one object, 16
-    attempts each were not enough. One at a time, each starts from the state the one before left."""
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    waiting: int = 0
-    written: Written | None = None
-
-
 TryUpdate = Callable[[Stored], Awaitable[dict[str, Any] | Delete | None]]
 
 
@@ -202,7 +186,7 @@ class Storage:
     def __init__(self, client: Etcd3Client) -> None:
         self.client = client
         self.recent: dict[str, int] = {}  # key -> newest revision its writes here saw (oldest first)
-        self.turns: dict[str, Turns] = {}  # keys being written through guaranteed_update, by their writers here
+        self.turns = Turns()  # this process's writers of one key, one at a time (guaranteed_update)
 
     def known_revision(self, key: str) -> int:
         """The newest revision of key this process has seen etcd give it (its writes, deletes, conflicts), or 0
@@ -314,31 +298,23 @@ class Storage:
         conflict, the next attempt starts from the state the failed txn returned. A missing key reads as
         `if_absent()` (a logical cluster's view of a shared object, written with the compare on revision
         0 that an absent key passes) or raises KeyNotFound. `dry_run` decides without writing.
+        This process's writers of one key take turns (turns.py), each starting from what the one before wrote.
         """
         deadline = asyncio.get_running_loop().time() + UPDATE_PATIENCE if deadline is None else deadline
-        turns = self.turns.get(key) or self.turns.setdefault(key, Turns())
-        turns.waiting += 1
         try:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await turns.lock.acquire()
-            except TimeoutError:
-                raise RevisionConflict(key) from None
-            try:
-                written = turns.written
-                if written is not None and not dry_run and (suggestion is None or written.revision > suggestion.revision):
-                    suggestion = written
-                stored = await self._update_until(key, try_update, preconditions, deadline, suggestion, if_absent,
-                                                  dry_run)
-                if not dry_run:
-                    turns.written = None if stored.deleted else Written(encode(stored.obj), stored.mod_revision)
-                return stored
-            finally:
-                turns.lock.release()
+            written = await self.turns.take(key, deadline)
+        except TimeoutError:
+            raise RevisionConflict(key) from None
+        stored: Stored | None = None
+        try:
+            if written is not None and not dry_run and (suggestion is None or written.revision > suggestion.revision):
+                suggestion = written
+            stored = await self._update_until(key, try_update, preconditions, deadline, suggestion, if_absent, dry_run)
+            return stored
         finally:
-            turns.waiting -= 1
-            if not turns.waiting:
-                del self.turns[key]
+            if stored is not None and not dry_run and not stored.deleted and self.turns.wanted(key):
+                written = Written(encode(stored.obj), stored.mod_revision)
+            self.turns.give(key, written)
 
     async def _update_until(self, key: str, try_update: TryUpdate, preconditions: Preconditions | None,
                             deadline: float, suggestion: Copy | None,

@@ -16,6 +16,7 @@ from kcp_apiserver.storage.etcd import (
     decode,
     encode,
 )
+from kcp_apiserver.storage.turns import Turns
 
 
 class MemoryStorage(Storage):
@@ -27,7 +28,7 @@ class MemoryStorage(Storage):
 
         self.revision = 1
         self.recent: dict[str, int] = {}
-        self.turns = {}
+        self.turns = Turns()
         self.compacted = 0
         self._data: dict[str, tuple[bytes, int]] = {}  # key -> (value, mod_revision)
         self._keys: list[str] = []  # sorted, for range reads
