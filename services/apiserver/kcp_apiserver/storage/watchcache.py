@@ -32,6 +32,7 @@ from kcp_apiserver.storage.etcd import Storage, StorageError, decode
 from kcp_apiserver.storage.etcdwatch import is_progress_notify, watch_range
 from kcp_apiserver.storage.keys import ObjectKey, parse_key
 from kcp_apiserver.storage.watchframing import ADDED, DELETED, MODIFIED
+from kcpcommon.backoff import Backoff
 
 log = structlog.get_logger("watchcache")
 
@@ -56,6 +57,7 @@ FLUSH_BYTES = 32 * 1024
 IDLE_AFTER = 0.1
 LOAD_PAGE = 1000  # most keys per etcd read when (re)loading the state (fewer when objects are large)
 RESTART_MIN, RESTART_MAX = 0.05, 2.0  # seconds before the etcd watch is restarted (doubling while it fails)
+LOAD_RETRY_MIN, LOAD_RETRY_MAX = 0.5, 5.0  # seconds before loading the state from etcd is tried again
 
 __all__ = [
     "ADDED",
@@ -438,6 +440,7 @@ class WatchCache:
 
     async def _load(self) -> tuple[CacheState, int]:
         """The whole prefix from etcd, read in pages (bounded in keys and bytes) at one revision."""
+        backoff = Backoff(initial=LOAD_RETRY_MIN, cap=LOAD_RETRY_MAX)
         while True:
             items: list[tuple[str, Cached]] = []
             revision = 0
@@ -447,8 +450,10 @@ class WatchCache:
                     revision = page.revision
                 return CacheState(items), revision
             except StorageError as exc:  # etcd down, or compacted between two pages: read again
-                log.warning("loading the watch cache failed, retrying", prefix=self.prefix, error=str(exc))
-                await asyncio.sleep(1.0)
+                delay = backoff.next()
+                log.warning("loading the watch cache failed, retrying", prefix=self.prefix, error=str(exc),
+                            retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
 
     async def _reset(self, reason: str) -> None:
         """Start over from etcd's current state; watchers that relied on the old window must relist."""
@@ -465,7 +470,7 @@ class WatchCache:
         self.ready.set()
         key = self.prefix.encode()
         end = prefix_range_end(key)
-        delay = RESTART_MIN
+        backoff = Backoff(initial=RESTART_MIN, cap=RESTART_MAX)
         while True:
             try:
                 async for resp in watch_range(self.client, key, end, start_revision=self.revision + 1):
@@ -480,7 +485,7 @@ class WatchCache:
                                     reason=resp.cancel_reason)
                         break
                     self._dispatch(resp)
-                    delay = RESTART_MIN
+                    backoff.reset()
             except asyncio.CancelledError:
                 raise
             except (grpc.aio.AioRpcError, StorageError) as exc:
@@ -490,8 +495,7 @@ class WatchCache:
             except Exception:
                 log.exception("watch cache loop failed, resuming", prefix=self.prefix, resume=self.revision + 1)
             self.restarts += 1
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RESTART_MAX)
+            await asyncio.sleep(backoff.next())
 
     def _dispatch(self, resp: Any) -> None:
         if not resp.events:
