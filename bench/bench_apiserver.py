@@ -23,7 +23,7 @@ import aiohttp
 import orjson
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = ("create", "managed-fields", "apply", "get", "rbac", "list", "watch-start", "watch", "list-big", "fanout")
+SECTIONS = ("create", "managed-fields", "apply", "patch", "get", "rbac", "list", "watch-start", "watch", "list-big", "fanout")
 RBAC_TOKEN = "bench-rbac-token"  # a user of the --token-auth-file the benchmark gives the server
 RBAC_CLUSTER = "/clusters/rbac-bench"
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
@@ -117,6 +117,16 @@ class Bench:
     async def namespace(self, name: str) -> None:
         await self.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
+    async def patch(self, path: str, body: dict[str, Any], expect: int | None = 200) -> int:
+        """A JSON merge patch; its status code (anything but `expect` raises, unless expect is None)."""
+        headers = {**self.headers, "Content-Type": "application/merge-patch+json"}
+        async with self.session.patch(self.server.url + path, data=orjson.dumps(body), headers=headers,
+                                      ssl=self.ssl) as resp:
+            await resp.read()
+            if expect is not None and resp.status != expect:
+                raise RuntimeError(f"patch failed: {resp.status}")
+            return resp.status
+
     async def apply(self, path: str, body: dict[str, Any], manager: str) -> None:
         headers = {**self.headers, "Content-Type": "application/apply-patch+yaml"}
         async with self.session.patch(self.server.url + path, data=orjson.dumps(body), headers=headers,
@@ -194,6 +204,30 @@ async def apply_throughput(bench: Bench, count: int) -> dict[str, Any]:
     unchanged = await run_concurrent(count, 32, lambda i: bench.apply(path + f"g-{i}", gadget(f"g-{i}", 1), "bench"))
     return {"fields": APPLY_FIELDS, "count": count, "create_per_s": round(created, 1),
             "change_per_s": round(changed, 1), "unchanged_per_s": round(unchanged, 1)}
+
+
+async def patch_throughput(bench: Bench, count: int, contended_clients: int = 32,
+                           contended_patches: int = 20) -> dict[str, Any]:
+    """Blind JSON merge patches at c=32: of `count` distinct ConfigMaps (each patched once), then of one
+    ConfigMap by `contended_clients` clients at once (each patch adds its own key: none may be lost)."""
+    await bench.namespace("patch")
+    path = "/api/v1/namespaces/patch/configmaps"
+    await run_concurrent(count, 32, lambda i: bench.post(path, cm(f"cm-{i}", "x")))
+    distinct = await run_concurrent(count, 32, lambda i: bench.patch(f"{path}/cm-{i}", {"data": {"n": "1"}}))
+    await bench.post(path, cm("contended", "x"))
+    codes: dict[int, int] = {}
+
+    async def client(c: int) -> None:
+        for j in range(contended_patches):
+            code = await bench.patch(f"{path}/contended", {"data": {f"c{c}-{j}": "1"}}, expect=None)
+            codes[code] = codes.get(code, 0) + 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(c) for c in range(contended_clients)))
+    contended = contended_clients * contended_patches / (time.perf_counter() - started)
+    return {"count": count, "distinct_per_s": round(distinct, 1), "contended_per_s": round(contended, 1),
+            "contended_clients": contended_clients, "contended_patches": contended_patches,
+            "contended_codes": {str(k): v for k, v in sorted(codes.items())}}
 
 
 async def etcd_puts(endpoint: str, objects: list[tuple[str, bytes]], concurrency: int) -> float:
@@ -617,6 +651,9 @@ async def main_async(args: argparse.Namespace, workers: int) -> dict[str, Any]:
             if "apply" in wanted:
                 results["apply"] = await apply_throughput(bench, args.applies)
 
+            if "patch" in wanted:
+                results["patch"] = await patch_throughput(bench, args.patches)
+
             if "get" in wanted:
                 await bench.namespace("get")
                 await bench.post("/api/v1/namespaces/get/configmaps", cm("cm-0", payload))
@@ -689,6 +726,11 @@ def summary(results: dict[str, Any]) -> str:
     if ap is not None:
         lines.append(f"apply c=32, {ap['fields']}-field custom resource: create {ap['create_per_s']:.1f}/s, "
                      f"change {ap['change_per_s']:.1f}/s, unchanged {ap['unchanged_per_s']:.1f}/s")
+    if "patch" in results:
+        pt = results["patch"]
+        lines.append(f"JSON merge patch c=32: {pt['distinct_per_s']:.1f}/s over {pt['count']} objects; one object "
+                     f"patched by {pt['contended_clients']} clients x {pt['contended_patches']}: "
+                     f"{pt['contended_per_s']:.1f}/s, answers {pt['contended_codes']}")
     if "get" in results:
         lines.append(f"GET unloaded: p50 {results['get']['p50_ms']:.2f} ms, p99 {results['get']['p99_ms']:.2f} ms")
     if "rbac" in results:
@@ -737,6 +779,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--creates", type=int, default=3000)
     parser.add_argument("--applies", type=int, default=2000, help="custom resources applied in the apply section")
+    parser.add_argument("--patches", type=int, default=2000, help="ConfigMaps patched once each in the patch section")
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--rbac-roles", type=int, default=1000, help="Roles and RoleBindings in the RBAC section's "
                                                                        "logical cluster")

@@ -77,6 +77,7 @@ class RequestContext:
     delete_options: DeleteOptions = field(default_factory=DeleteOptions)
     annotations: dict[str, str] = field(default_factory=dict)  # for the audit event (the authorization decision)
     impersonator: UserInfo | None = None  # who authenticated, when `user` is an identity it impersonates
+    deadline: float | None = None  # the event loop's time at which --request-timeout ends it (None: no limit)
 
     @property
     def cluster(self) -> str:

@@ -29,7 +29,7 @@ from kcp_apiserver.controllers.gc_graph import Graph, ObjectRef, OwnerRef, owner
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
-from kcp_apiserver.storage.etcd import KeyNotFound, RevisionConflict, Storage, Stored
+from kcp_apiserver.storage.etcd import Delete, KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key
 from kcpcommon.controller import Result, TerminalError
 
@@ -215,32 +215,31 @@ class Collector:
         return await self._update(ref, key, change)
 
     async def _drop_finalizer(self, ref: ObjectRef, key: str, finalizer: str) -> None:
-        def change(obj: Obj) -> Obj | None:
-            finalizers = obj["metadata"].get("finalizers") or []
-            if finalizer not in finalizers:
+        """Remove the finalizer; with the last one gone, the object is deleted in the same write."""
+        removed = False
+
+        async def drop(current: Stored) -> Obj | Delete | None:
+            nonlocal removed
+            finalizers = current.obj["metadata"].get("finalizers") or []
+            removed = current.obj["metadata"].get("uid") == ref.uid and finalizer in finalizers
+            if not removed:
                 return None
-            updated = copy.deepcopy(obj)
+            updated = copy.deepcopy(current.obj)
             kept = [f for f in finalizers if f != finalizer]
             if kept:
                 updated["metadata"]["finalizers"] = kept
             else:
                 del updated["metadata"]["finalizers"]
-            return updated
+            return Delete(updated) if _finalized(updated) else updated
 
-        for _ in range(16):
-            stored = await self._update(ref, key, change)
-            if stored is None:
-                return
-            if not _finalized(stored.obj):
-                log.info("removed finalizer", object=str(ref), finalizer=finalizer)
-                return
-            try:
-                await self._delete_finalized(key, stored)
-                log.info("removed finalizer; object deleted", object=str(ref), finalizer=finalizer)
-                return
-            except RevisionConflict:
-                continue  # changed meanwhile: look again
-        raise RevisionConflict(key)
+        try:
+            stored = await self.storage.guaranteed_update(key, drop)
+        except KeyNotFound:
+            return
+        if stored.deleted:
+            log.info("removed finalizer; object deleted", object=str(ref), finalizer=finalizer)
+        elif removed:
+            log.info("removed finalizer", object=str(ref), finalizer=finalizer)
 
     async def _delete_finalized(self, key: str, stored: Stored) -> None:
         try:

@@ -25,9 +25,11 @@ def timed_out() -> web.Response:
 def request_timeout(seconds: float) -> web.middleware:  # type: ignore[valid-type]
     @web.middleware
     async def limit(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if is_long_running(request_context(request).info):
+        ctx = request_context(request)
+        if is_long_running(ctx.info):
             return await handler(request)
         deadline = asyncio.timeout(seconds)
+        ctx.deadline = asyncio.get_running_loop().time() + seconds  # how long a write may retry its conflicts
         try:
             async with deadline:
                 return await handler(request)

@@ -41,13 +41,17 @@ from kcp_apiserver.registry.timestamps import normalize_timestamps
 from kcp_apiserver.storage.cachestate import Cached
 from kcp_apiserver.storage.etcd import (
     Compacted,
+    Delete,
     KeyExists,
     KeyNotFound,
+    PreconditionFailed,
+    Preconditions,
     RequestTooLarge,
     RevisionConflict,
     Storage,
     StorageError,
     Stored,
+    TryUpdate,
     Unavailable,
     decode,
 )
@@ -91,6 +95,8 @@ def storage_errors(res: Resource, name: str, exc: StorageError) -> st.APIError:
         return st.already_exists(res.plural, name, res.group)
     if isinstance(exc, RevisionConflict):
         return st.conflict(res.plural, name, res.group)
+    if isinstance(exc, PreconditionFailed):
+        return st.conflict(res.plural, name, res.group, str(exc))
     if isinstance(exc, Compacted):
         return st.gone("The resourceVersion for the provided list is too old.")
     if isinstance(exc, Unavailable):
@@ -266,18 +272,24 @@ class Registry:
             raise storage_errors(res, "", exc) from exc
 
     async def wait_for_revision(self, res: Resource, wanted: int, patience: float = TOO_LARGE_RV_WAIT) -> None:
-        """A read at a resourceVersion newer than etcd's waits briefly for it, then is refused, as kube does."""
-        deadline = asyncio.get_running_loop().time() + patience
-        while True:
-            try:
-                current = await self.storage.current_revision()
-            except StorageError as exc:
-                raise storage_errors(res, "", exc) from exc
-            if current >= wanted:
-                return
-            if asyncio.get_running_loop().time() >= deadline:
-                raise st.resource_version_too_large(wanted, current)
-            await asyncio.sleep(0.1)
+        """A read at a resourceVersion newer than etcd's waits briefly for it, then is refused, as kube does.
+
+        As kube's cacher waits until it is fresh: the resource's watch cache wakes the wait when it
+        reaches the revision (no polling). The cache sees other resources' writes only through etcd's
+        progress notifications, so etcd is asked once before waiting and once when patience runs out."""
+        cache = self.caches.caches.get(res.prefix) if self.caches is not None else None
+        if cache is not None and cache.revision >= wanted:
+            return  # the cache never runs ahead of etcd
+        current = await self.current_revision(res)
+        if current >= wanted:
+            return
+        if self.caches is None:
+            await asyncio.sleep(patience)  # no cache to wake it (unit tests' registries)
+        elif await (cache or await self.caches.get(res)).reached(wanted, patience):
+            return
+        current = await self.current_revision(res)
+        if current < wanted:
+            raise st.resource_version_too_large(wanted, current)
 
     # -- create ------------------------------------------------------------------------------
 
@@ -344,7 +356,8 @@ class Registry:
             return copy.deepcopy(obj)
 
         ownership = self._ownership(res, ctx, subresource if manager_subresource is None else manager_subresource)
-        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx, ownership)
+        return await self._update_with(res, cluster, namespace, name, mutate, subresource, dry_run, ctx, ownership,
+                                       Preconditions(uid=meta.get("uid") or ""))  # as kube's UpdatedObjectInfo
 
     async def patch(self, res: Resource, cluster: str, namespace: str, name: str,
                     apply_patch: Callable[[Obj], Obj], *, subresource: str = "", dry_run: bool = False,
@@ -414,57 +427,43 @@ class Registry:
 
     async def _update_with(self, res: Resource, cluster: str, namespace: str, name: str,
                            mutate: Callable[[Stored], Awaitable[Obj]], subresource: str, dry_run: bool,
-                           ctx: RequestContext | None, ownership: Ownership | None = None) -> Obj:
-        """kube's GuaranteedUpdate: the state to update starts as the watch cache's (no etcd read) and the
-        revision-guarded write proves it current; a decision the cached state alone could make wrongly (a
-        no-op, an error) is checked against etcd first."""
+                           ctx: RequestContext | None, ownership: Ownership | None = None,
+                           preconditions: Preconditions | None = None) -> Obj:
+        """kube's Update over storage's GuaranteedUpdate: `mutate` gives the object wanted from the current
+        state; the strategy, ownership, validation and admission finish it, attempt after attempt."""
         key = self.key(res, cluster, namespace, name)
-        current, fresh = await self._current(res, key, name, use_cache=not dry_run)
-        for _ in range(16):
-            try:
-                new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
-                if ownership is not None and (self.track_managed_fields or isinstance(ownership, ApplyOwnership)):
-                    ownership.record(current.obj, new, now_rfc3339())
-                no_op = _without_rv(new) == _without_rv(current.obj)
-                if not no_op:
-                    if subresource != "status" or res.is_custom:
-                        self._validate(res, new, current.obj, subresource)
-                    await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
-                                                      subresource))
-            except st.APIError:
-                latest = await self._fresher(res, key, name, current, fresh)  # a stale cache must not fail a write
-                if latest is None:
-                    raise
-                current, fresh = latest, True
-                continue
-            if no_op:  # a no-op write keeps its resourceVersion, as kube does
-                latest = await self._fresher(res, key, name, current, fresh)  # a stale cache must not swallow a write
-                if latest is None:
-                    return current.obj
-                current, fresh = latest, True
-                continue
-            if dry_run:
-                return new
-            try:
-                if _finalized(res, new):
-                    await self.storage.delete(key, current.mod_revision)
-                    return new
-                return (await self.storage.update(key, new, current.mod_revision)).obj
-            except (RevisionConflict, KeyNotFound) as exc:
-                current, fresh = await self._after_conflict(res, key, name, exc, fresh), True
-            except StorageError as exc:
-                raise storage_errors(res, name, exc) from exc
-        raise st.conflict(res.plural, name, res.group)
 
-    async def _after_conflict(self, res: Resource, key: str, name: str, exc: RevisionConflict | KeyNotFound,
-                              fresh: bool) -> Stored:
-        """The state to retry a failed revision-guarded write from: the one the failed txn returned (no
-        read); a key found gone is NotFound, unless the state written over was the cache's (etcd decides)."""
-        if isinstance(exc, RevisionConflict):
-            return exc.current if exc.current is not None else await self._read(res, key, name)
-        if fresh:
+        async def try_update(current: Stored) -> Obj | Delete | None:
+            new = self._merge_update(res, cluster, await mutate(current), current.obj, subresource)
+            if ownership is not None and (self.track_managed_fields or isinstance(ownership, ApplyOwnership)):
+                ownership.record(current.obj, new, now_rfc3339())
+            if _without_rv(new) == _without_rv(current.obj):
+                return None  # a no-op write keeps its resourceVersion, as kube does
+            if subresource != "status" or res.is_custom:
+                self._validate(res, new, current.obj, subresource)
+            await self.admit(self._attributes(ctx, res, UPDATE, cluster, namespace, name, new, current.obj,
+                                              subresource))
+            return Delete(new) if _finalized(res, new) else new
+
+        return (await self._guaranteed_update(res, key, name, try_update, ctx=ctx, dry_run=dry_run,
+                                              preconditions=preconditions)).obj
+
+    async def _guaranteed_update(self, res: Resource, key: str, name: str, try_update: TryUpdate, *,
+                                 ctx: RequestContext | None, dry_run: bool,
+                                 preconditions: Preconditions | None = None) -> Stored:
+        """storage's GuaranteedUpdate for a request: from the watch cache's copy (a dry run reads etcd), until
+        the request's deadline, a missing key read as the shared object of that name; errors as Status."""
+        cache = self.caches.caches.get(res.prefix) if self.caches is not None and not dry_run else None
+        shared = self.shared.get(res.prefix)
+        cluster = parse_key(res.prefix, key, res.namespaced).cluster if shared is not None else ""
+        try:
+            return await self.storage.guaranteed_update(
+                key, try_update, preconditions=preconditions, dry_run=dry_run,
+                deadline=ctx.deadline if ctx is not None else None,
+                suggestion=cache.state.get(key) if cache is not None else None,
+                if_absent=(lambda: shared.get(cluster, name)) if shared is not None else None)
+        except StorageError as exc:
             raise storage_errors(res, name, exc) from exc
-        return await self._read(res, key, name)  # NotFound, or a shared object
 
     def _merge_update(self, res: Resource, cluster: str, new: Obj, old: Obj, subresource: str) -> Obj:
         """Apply kube's update strategy: server-set metadata and status survive main writes."""
@@ -510,31 +509,14 @@ class Registry:
         records it; an object left with any finalizer is only marked deleting."""
         key = self.key(res, cluster, namespace, name)
         propagation = propagation or Propagation()
-        current, fresh = await self._current(res, key, name, use_cache=not dry_run)  # as _update_with
-        for _ in range(16):
+
+        async def try_delete(current: Stored) -> Obj | Delete | None:
+            if current.mod_revision == SHARED_REVISION:
+                raise st.APIError(405, "MethodNotAllowed", f'{res.group_resource} "{name}" is shared by every '
+                                  "logical cluster and cannot be deleted", {"name": name, "kind": res.plural,
+                                                                            "group": res.group})
+            await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
             meta = current.obj["metadata"]
-            try:
-                if current.mod_revision == SHARED_REVISION:
-                    raise st.APIError(405, "MethodNotAllowed", f'{res.group_resource} "{name}" is shared by every '
-                                      "logical cluster and cannot be deleted", {"name": name, "kind": res.plural,
-                                                                                "group": res.group})
-                await self.admit(self._attributes(ctx, res, DELETE, cluster, namespace, name, None, current.obj))
-                pre = preconditions or {}
-                if pre.get("uid") and pre["uid"] != meta.get("uid"):
-                    raise st.conflict(res.plural, name, res.group,
-                                      f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                                      f"{meta.get('uid')}")
-                if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-                    raise st.conflict(res.plural, name, res.group,
-                                      f"Precondition failed: ResourceVersion in precondition: "
-                                      f"{pre['resourceVersion']}, ResourceVersion in object meta: "
-                                      f"{meta.get('resourceVersion')}")
-            except st.APIError:
-                latest = await self._fresher(res, key, name, current, fresh)  # a stale cache must not fail a delete
-                if latest is None:
-                    raise
-                current, fresh = latest, True
-                continue
             existing = list(meta.get("finalizers") or [])
             finalizers = deletion_finalizers(res, existing, propagation)
             pending = json_copy(current.obj)
@@ -542,27 +524,18 @@ class Registry:
                 pending["metadata"]["finalizers"] = finalizers
             else:
                 pending["metadata"].pop("finalizers", None)
-            try:
-                if _has_finalizers(res, pending):
-                    if meta.get("deletionTimestamp") and finalizers == existing:
-                        latest = await self._fresher(res, key, name, current, fresh)  # nothing to write: if etcd agrees
-                        if latest is not None:
-                            current, fresh = latest, True
-                            continue
-                        return current.obj, False
-                    _mark_deleting(res, pending)
-                    if dry_run:
-                        return pending, False
-                    return (await self.storage.update(key, pending, current.mod_revision)).obj, False
-                if dry_run:
-                    return current.obj, True
-                await self.storage.delete(key, current.mod_revision)
-                return current.obj, True
-            except (RevisionConflict, KeyNotFound) as exc:
-                current, fresh = await self._after_conflict(res, key, name, exc, fresh), True
-            except StorageError as exc:
-                raise storage_errors(res, name, exc) from exc
-        raise st.conflict(res.plural, name, res.group)
+            if not _has_finalizers(res, pending):
+                return Delete(current.obj)
+            if meta.get("deletionTimestamp") and finalizers == existing:
+                return None  # already deleting, nothing to add: finalizers hold it
+            _mark_deleting(res, pending)
+            return pending
+
+        pre = preconditions or {}
+        stored = await self._guaranteed_update(res, key, name, try_delete, ctx=ctx, dry_run=dry_run,
+                                               preconditions=Preconditions(pre.get("uid") or "",
+                                                                           pre.get("resourceVersion") or ""))
+        return stored.obj, stored.deleted
 
     async def delete_collection(self, res: Resource, cluster: str, namespace: str, *,
                                 matches: Callable[[Obj], bool] | None = None, dry_run: bool = False,
@@ -588,28 +561,6 @@ class Registry:
                     name: str, obj: Obj | None, old: Obj | None, subresource: str = "") -> Attributes:
         return Attributes(ctx if ctx is not None else system_context(cluster), res, operation,
                           namespace if res.namespaced else "", name, obj, old, subresource)
-
-    async def _current(self, res: Resource, key: str, name: str, *, use_cache: bool) -> tuple[Stored, bool]:
-        """The state a write starts from, and whether it is etcd's own (else the watch cache's, maybe stale).
-
-        As kube's cacher suggests its object to GuaranteedUpdate: the cache's copy saves a read, and the
-        revision-guarded write that follows fails if it was not current."""
-        if use_cache and self.caches is not None:
-            cache = self.caches.caches.get(res.prefix)
-            found = cache.state.get(key) if cache is not None else None
-            # a copy older than a revision this process wrote (or saw) is stale for sure: a cache lagging
-            # behind its own writes (a busy loop) would cost a failed txn instead of a read
-            if found is not None and found.revision >= self.storage.known_revision(key):
-                return Stored(key, found.decode(), found.revision), False
-        return await self._read(res, key, name), True
-
-    async def _fresher(self, res: Resource, key: str, name: str, state: Stored, fresh: bool) -> Stored | None:
-        """etcd's state, if newer than the one a decision was made on; None: the decision stands (it was made
-        on etcd's own state, or the cache's copy was current). Raises NotFound if the object is gone."""
-        if fresh:
-            return None
-        latest = await self._read(res, key, name)
-        return None if latest.mod_revision == state.mod_revision else latest
 
     async def _read(self, res: Resource, key: str, name: str) -> Stored:
         try:

@@ -6,9 +6,10 @@ key's mod_revision becomes the resourceVersion, as kube-apiserver does.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import grpc
 import orjson
@@ -17,12 +18,15 @@ from etcd3aio._protobuf import Compare
 from etcd3aio.errors import EtcdError
 from etcd3aio.kv import KVService, prefix_range_end
 
+from kcp_apiserver.storage.turns import Turns, Written
+
 RPC_TIMEOUT = 5.0
 PAGE_KEYS = 1000  # most keys one range read asks for
 FIRST_PAGE_KEYS = 100  # keys the first read of a scan asks for, before the objects' size is known
 PAGE_BYTES = 2 * 1024 * 1024  # about how many bytes of values one range read aims at
 RECENT_KEYS = 65_536  # keys whose newest revision known from this process's own writes Storage remembers
 TOO_LARGE = "etcdserver: request is too large"  # etcd's answer to a write over --max-request-bytes
+UPDATE_PATIENCE = 60.0  # seconds a write given no deadline retries conflicts: kube's default --request-timeout
 
 
 class StorageError(Exception):
@@ -48,6 +52,10 @@ class RevisionConflict(StorageError):
         self.current = current
 
 
+class PreconditionFailed(StorageError):
+    """The object is not the one the write was meant for (its uid or resourceVersion differ): kube's 409."""
+
+
 class Compacted(StorageError):
     """The requested revision is older than etcd's compaction."""
 
@@ -71,6 +79,45 @@ class Stored:
     key: str
     obj: dict[str, Any]
     mod_revision: int
+    deleted: bool = False  # a guaranteed_update's last state, when what it did was delete the key
+
+
+@dataclass(frozen=True, slots=True)
+class Preconditions:
+    """kube's storage.Preconditions: which object a write is for ("" = any); checked on every attempt."""
+
+    uid: str = ""
+    resource_version: str = ""
+
+    def check(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if self.uid and self.uid != meta.get("uid"):
+            raise PreconditionFailed(f"Precondition failed: UID in precondition: {self.uid}, UID in object meta: "
+                                     f"{meta.get('uid')}")
+        if self.resource_version and self.resource_version != meta.get("resourceVersion"):
+            raise PreconditionFailed(f"Precondition failed: ResourceVersion in precondition: {self.resource_version}, "
+                                     f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """A try_update's answer that the key goes (at the revision it was read at); `obj` is what the caller gets
+    back as the object's last state."""
+
+    obj: dict[str, Any]
+
+
+class Copy(Protocol):
+    """A copy of a key's value kept elsewhere (the watch cache's `Cached`): etcd's bytes and their revision."""
+
+    @property
+    def raw(self) -> bytes: ...
+
+    @property
+    def revision(self) -> int: ...
+
+
+TryUpdate = Callable[[Stored], Awaitable[dict[str, Any] | Delete | None]]
 
 
 class Page(NamedTuple):
@@ -139,6 +186,7 @@ class Storage:
     def __init__(self, client: Etcd3Client) -> None:
         self.client = client
         self.recent: dict[str, int] = {}  # key -> newest revision its writes here saw (oldest first)
+        self.turns = Turns()  # this process's writers of one key, one at a time (guaranteed_update)
 
     def known_revision(self, key: str) -> int:
         """The newest revision of key this process has seen etcd give it (its writes, deletes, conflicts), or 0
@@ -231,25 +279,95 @@ class Storage:
     async def guaranteed_update(
         self,
         key: str,
-        mutate: Callable[[Stored], Awaitable[dict[str, Any] | None]],
+        try_update: TryUpdate,
         *,
-        attempts: int = 16,
+        preconditions: Preconditions | None = None,
+        deadline: float | None = None,
+        suggestion: Copy | None = None,
+        if_absent: Callable[[], dict[str, Any] | None] | None = None,
+        dry_run: bool = False,
     ) -> Stored:
-        """Read-modify-write with retry on conflict; `mutate` returning None leaves it as is.
+        """kube's GuaranteedUpdate: read-modify-write of one key, retried on conflict until `deadline` (the
+        event loop's clock; none: UPDATE_PATIENCE from now), then RevisionConflict.
 
-        A conflict retries from the state the failed transaction returned, without another read."""
-        current: Stored | None = None
-        for _ in range(attempts):
-            if current is None:
-                current = await self.get(key)
-            updated = await mutate(current)
-            if updated is None:
-                return current
+        `try_update` gets the current state and answers the new object, `Delete`, or None (leave it as it
+        is); it may raise. Each attempt checks `preconditions` first: a write meant for another object
+        fails at once, never retried. The state starts as `suggestion` (the watch cache's copy: no read)
+        unless this process has seen the key at a newer revision; a stale copy must not decide alone, so
+        an error or a no-op decided on it is checked against etcd's state before it stands. After a
+        conflict, the next attempt starts from the state the failed txn returned. A missing key reads as
+        `if_absent()` (a logical cluster's view of a shared object, written with the compare on revision
+        0 that an absent key passes) or raises KeyNotFound. `dry_run` decides without writing.
+        This process's writers of one key take turns (turns.py), each starting from what the one before wrote.
+        """
+        deadline = asyncio.get_running_loop().time() + UPDATE_PATIENCE if deadline is None else deadline
+        try:
+            written = await self.turns.take(key, deadline)
+        except TimeoutError:
+            raise RevisionConflict(key) from None
+        stored: Stored | None = None
+        try:
+            if written is not None and not dry_run and (suggestion is None or written.revision > suggestion.revision):
+                suggestion = written
+            stored = await self._update_until(key, try_update, preconditions, deadline, suggestion, if_absent, dry_run)
+            return stored
+        finally:
+            if stored is not None and not dry_run and not stored.deleted and self.turns.wanted(key):
+                written = Written(encode(stored.obj), stored.mod_revision)
+            self.turns.give(key, written)
+
+    async def _update_until(self, key: str, try_update: TryUpdate, preconditions: Preconditions | None,
+                            deadline: float, suggestion: Copy | None,
+                            if_absent: Callable[[], dict[str, Any] | None] | None, dry_run: bool) -> Stored:
+        if suggestion is not None and suggestion.revision >= self.known_revision(key):
+            current, is_current = Stored(key, decode(suggestion.raw, suggestion.revision), suggestion.revision), False
+        else:
+            current, is_current = await self._read_state(key, if_absent), True
+        while True:
             try:
+                if preconditions is not None:
+                    preconditions.check(current.obj)
+                updated = await try_update(current)
+            except Exception:
+                if is_current:
+                    raise
+                latest = await self._read_state(key, if_absent)
+                if latest.mod_revision == current.mod_revision:
+                    raise  # the copy was current: the error stands
+                current, is_current = latest, True
+                continue
+            if updated is None:
+                if is_current:
+                    return current
+                latest = await self._read_state(key, if_absent)
+                if latest.mod_revision == current.mod_revision:
+                    return current
+                current, is_current = latest, True
+                continue
+            if dry_run:
+                if isinstance(updated, Delete):
+                    return Stored(key, updated.obj, current.mod_revision, deleted=True)
+                return Stored(key, updated, current.mod_revision)
+            try:
+                if isinstance(updated, Delete):
+                    return Stored(key, updated.obj, await self.delete(key, current.mod_revision), deleted=True)
                 return await self.update(key, updated, current.mod_revision)
             except RevisionConflict as exc:
-                current = exc.current
-        raise RevisionConflict(key)
+                current = exc.current if exc.current is not None else await self._read_state(key, if_absent)
+            except KeyNotFound:
+                current = await self._read_state(key, if_absent)  # gone: KeyNotFound, or what absence shows
+            is_current = True
+            if asyncio.get_running_loop().time() >= deadline:
+                raise RevisionConflict(key, current)
+
+    async def _read_state(self, key: str, if_absent: Callable[[], dict[str, Any] | None] | None) -> Stored:
+        try:
+            return await self.get(key)
+        except KeyNotFound:
+            shown = if_absent() if if_absent is not None else None
+            if shown is None:
+                raise
+            return Stored(key, shown, 0)
 
     async def list_raw(
         self,

@@ -16,6 +16,7 @@ from kcp_apiserver.storage.etcd import (
     decode,
     encode,
 )
+from kcp_apiserver.storage.turns import Turns
 
 
 class MemoryStorage(Storage):
@@ -27,6 +28,7 @@ class MemoryStorage(Storage):
 
         self.revision = 1
         self.recent: dict[str, int] = {}
+        self.turns = Turns()
         self.compacted = 0
         self._data: dict[str, tuple[bytes, int]] = {}  # key -> (value, mod_revision)
         self._keys: list[str] = []  # sorted, for range reads
@@ -75,6 +77,8 @@ class MemoryStorage(Storage):
 
     async def update(self, key: str, obj: dict[str, Any], expected_revision: int) -> Stored:
         if key not in self._data:
+            if expected_revision == 0:  # etcd's compare: an absent key's mod_revision is 0
+                return self._put(key, obj)
             raise KeyNotFound(key)
         if self._data[key][1] != expected_revision:
             raise RevisionConflict(key, self._seen(key))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -30,6 +32,7 @@ from kcp_apiserver.storage.etcd import Storage, StorageError, decode
 from kcp_apiserver.storage.etcdwatch import is_progress_notify, watch_range
 from kcp_apiserver.storage.keys import ObjectKey, parse_key
 from kcp_apiserver.storage.watchframing import ADDED, DELETED, MODIFIED
+from kcpcommon.backoff import Backoff
 
 log = structlog.get_logger("watchcache")
 
@@ -54,6 +57,7 @@ FLUSH_DUTY = 4.0
 FLUSH_BYTES = 32 * 1024
 LOAD_PAGE = 1000  # most keys per etcd read when (re)loading the state (fewer when objects are large)
 RESTART_MIN, RESTART_MAX = 0.05, 2.0  # seconds before the etcd watch is restarted (doubling while it fails)
+LOAD_RETRY_MIN, LOAD_RETRY_MAX = 0.5, 5.0  # seconds before loading the state from etcd is tried again
 
 __all__ = [
     "ADDED",
@@ -329,6 +333,8 @@ class WatchCache:
         self._flush_interval = FLUSH_INTERVAL  # stretched by what flushes cost (see FLUSH_DUTY)
         self._batch_bytes = 0  # encoded bytes in the current batch, over every group and watcher
         self.ready = asyncio.Event()
+        self._reaching: list[tuple[int, int, asyncio.Future[None]]] = []  # heap: (revision awaited, order, waiter)
+        self._order = itertools.count()
         self.restarts = 0  # etcd watches opened after the first (for tests and metrics)
         self._task: asyncio.Task[None] | None = None
 
@@ -345,6 +351,30 @@ class WatchCache:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    async def reached(self, revision: int, patience: float) -> bool:
+        """Whether the cache reaches revision within patience (seconds): woken by its own progress, no polling."""
+        if self.revision >= revision:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (revision, next(self._order), waiter)
+        heapq.heappush(self._reaching, entry)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, patience)
+        finally:
+            if entry in self._reaching:  # given up (timed out, cancelled): a revision never reached must not stay
+                self._reaching.remove(entry)
+                heapq.heapify(self._reaching)
+        return self.revision >= revision
+
+    def _wake(self) -> None:
+        """Release the waiters whose revision the cache has reached."""
+        reaching = self._reaching
+        while reaching and reaching[0][0] <= self.revision:
+            waiter = heapq.heappop(reaching)[2]
+            if not waiter.done():
+                waiter.set_result(None)
 
     def snapshot(self, prefix: str) -> tuple[list[tuple[str, Cached]], int]:
         """The objects under prefix and the revision they are the state at.
@@ -411,6 +441,7 @@ class WatchCache:
 
     async def _load(self) -> tuple[CacheState, int]:
         """The whole prefix from etcd, read in pages (bounded in keys and bytes) at one revision."""
+        backoff = Backoff(initial=LOAD_RETRY_MIN, cap=LOAD_RETRY_MAX)
         while True:
             items: list[tuple[str, Cached]] = []
             revision = 0
@@ -420,8 +451,10 @@ class WatchCache:
                     revision = page.revision
                 return CacheState(items), revision
             except StorageError as exc:  # etcd down, or compacted between two pages: read again
-                log.warning("loading the watch cache failed, retrying", prefix=self.prefix, error=str(exc))
-                await asyncio.sleep(1.0)
+                delay = backoff.next()
+                log.warning("loading the watch cache failed, retrying", prefix=self.prefix, error=str(exc),
+                            retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
 
     async def _reset(self, reason: str) -> None:
         """Start over from etcd's current state; watchers that relied on the old window must relist."""
@@ -431,13 +464,14 @@ class WatchCache:
         self.events.clear()
         self.state = state
         self.window_start = self.revision = revision
+        self._wake()
 
     async def _run(self) -> None:
         await self._reset("")
         self.ready.set()
         key = self.prefix.encode()
         end = prefix_range_end(key)
-        delay = RESTART_MIN
+        backoff = Backoff(initial=RESTART_MIN, cap=RESTART_MAX)
         while True:
             try:
                 async for resp in watch_range(self.client, key, end, start_revision=self.revision + 1):
@@ -452,7 +486,7 @@ class WatchCache:
                                     reason=resp.cancel_reason)
                         break
                     self._dispatch(resp)
-                    delay = RESTART_MIN
+                    backoff.reset()
             except asyncio.CancelledError:
                 raise
             except (grpc.aio.AioRpcError, StorageError) as exc:
@@ -462,8 +496,7 @@ class WatchCache:
             except Exception:
                 log.exception("watch cache loop failed, resuming", prefix=self.prefix, resume=self.revision + 1)
             self.restarts += 1
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RESTART_MAX)
+            await asyncio.sleep(backoff.next())
 
     def _dispatch(self, resp: Any) -> None:
         if not resp.events:
@@ -472,6 +505,8 @@ class WatchCache:
                 self.revision = int(resp.header.revision)
                 if not self._dirty:
                     self.delivered_revision = self.revision
+                if self._reaching:
+                    self._wake()
             return
         for ev in resp.events:
             kv = ev.kv
@@ -502,6 +537,8 @@ class WatchCache:
             self._append(event)
             self._fan_out(event)
             event.compact()
+        if self._reaching:
+            self._wake()
         if self._dirty and self._batch_bytes > FLUSH_BYTES:  # big enough: what a slow client's connection holds
             if self._flush_handle is not None:
                 self._flush_handle.cancel()
