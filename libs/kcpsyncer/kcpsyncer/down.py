@@ -16,7 +16,7 @@ from structlog.typing import FilteringBoundLogger
 from kcpcommon.controller import TerminalError
 from kcpcommon.dynamic import DynamicClient, DynamicResource
 from kcpcommon.errors import APIClientError, APINotFoundError
-from kcpcommon.kubetime import format_time
+from kcpcommon.events import WARNING, event_for
 
 from .metrics import DOWN, SyncerMetrics
 from .names import FIELD_MANAGER, SPEC_HASH_ANNOTATION, syncer_finalizer
@@ -118,19 +118,8 @@ class SpecDown:
         if self._reported.get(key) == exc.message:
             return
         self._reported[key] = exc.message
-        up_meta = meta(up)
-        now = format_time()
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            # named as client-go's recorder names events: the object's name and a unique suffix
-            "metadata": {"name": f"{key.name}.{time.time_ns():x}", "namespace": key.namespace or "default"},
-            "involvedObject": {"apiVersion": up.get("apiVersion"), "kind": up.get("kind"), "name": key.name,
-                               "namespace": key.namespace or None, "uid": up_meta.get("uid"),
-                               "resourceVersion": up_meta.get("resourceVersion")},
-            "reason": "SyncFailed", "type": "Warning", "count": 1, "firstTimestamp": now, "lastTimestamp": now,
-            "message": f"cannot sync to SyncTarget {self._target}: {exc.message}"[:1024],
-            "source": {"component": FIELD_MANAGER}, "reportingComponent": FIELD_MANAGER,
-        }
+        event = event_for(up, WARNING, "SyncFailed", f"cannot sync to SyncTarget {self._target}: {exc.message}",
+                          component=FIELD_MANAGER)
         try:
             await self._up.resource("v1", "events", namespaced=True).create(event)
         except APIClientError as error:
