@@ -18,6 +18,8 @@ from kcpcommon.clients import ClientFactory, KubeClientFactory
 from kcpcommon.keys import ObjectKey
 from kcpcommon.tasks import cancel_and_wait, spawn
 
+from . import VERSION
+
 log = structlog.get_logger("kcp-cluster-controller.push")
 
 
@@ -79,7 +81,7 @@ class PushSyncers:
         while True:
             try:
                 async with await KubeClientFactory.from_text(kubeconfig, name=key.name, component="kcp-syncer",
-                                                             version="0.1.0") as downstream:
+                                                             version=VERSION) as downstream:
                     options = SyncerOptions(upstream=self.kcp, downstream=downstream, sync_target=key.name,
                                             logical_cluster=key.cluster, resources=resources,
                                             heartbeat_interval=self.heartbeat_interval)
