@@ -33,7 +33,6 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from .clock import Clock, RealClock
-from .errors import APIAlreadyExistsError, APIConflictError, APINotFoundError
 from .metrics import PrometheusQueueMetrics, get_or_create
 from .tasks import cancel_and_wait, spawn
 from .workqueue import ShutDown, WorkQueue
@@ -41,7 +40,15 @@ from .workqueue import ShutDown, WorkQueue
 K = TypeVar("K", bound=Hashable)
 
 # what a reconcile meets when another writer got there first: retried, but no error in the log
-EXPECTED_RACES = (APIConflictError, APIAlreadyExistsError, APINotFoundError)
+RACE_CODES = frozenset({404, 409})  # NotFound, Conflict, AlreadyExists: another writer got there first
+
+
+def expected_race(exc: BaseException) -> bool:
+    """An API error another writer's race explains: a client's `APIClientError` (`status`) or a server's own
+    `APIError` (`code`). Read by attribute, so the in-process controllers of kcp-apiserver need not import
+    kubernetes_asyncio (kcpcommon.errors does; it costs the server ~35 MiB)."""
+    code = getattr(exc, "status", None) or getattr(exc, "code", None)
+    return isinstance(code, int) and code in RACE_CODES
 
 # log field names, the same in every controller
 CONTROLLER = "controller"
@@ -171,15 +178,14 @@ class Controller(Generic[K]):
                 result = "terminal"
                 self._log.error("reconcile failed terminally, not retrying", error=str(exc))
                 self.queue.forget(key)
-            except EXPECTED_RACES as exc:
+            except Exception as exc:
                 result = "error"
-                self._log.info("reconcile raced another writer, retrying with backoff", error=str(exc),
-                               requeues=self.queue.num_requeues(key))
-                self.queue.add_rate_limited(key)
-            except Exception:
-                result = "error"
-                self._log.exception("reconcile failed, retrying with backoff",
-                                    requeues=self.queue.num_requeues(key))
+                if expected_race(exc):
+                    self._log.info("reconcile raced another writer, retrying with backoff", error=str(exc),
+                                   requeues=self.queue.num_requeues(key))
+                else:
+                    self._log.exception("reconcile failed, retrying with backoff",
+                                        requeues=self.queue.num_requeues(key))
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)
