@@ -41,7 +41,7 @@ def test_the_in_process_benchmark_still_runs(tmp_path: Path) -> None:
 
 def test_the_server_does_not_load_the_kubernetes_client() -> None:
     """kubernetes_asyncio costs ~35 MiB of RSS per serving process; only the daemons that call an API need it."""
-    probe = "import sys, kcp_apiserver.server.cli; print(sorted(m for m in sys.modules if m.startswith('kubernetes_'))[:3])"
+    probe = "import sys, kcp_apiserver.server.cli; print(sorted(m for m in sys.modules if m.startswith('kubernetes_asyncio'))[:3])"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=SERVICE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]", f"loaded by an import: {result.stdout}"
