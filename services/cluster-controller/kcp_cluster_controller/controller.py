@@ -82,6 +82,9 @@ class SyncTargetReconciler:
         self._downstream: dict[ObjectKey, _Downstream] = {}
         self._verdicts: dict[ObjectKey, dict[str, Verdict]] = {}
         self._import_errors: dict[ObjectKey, dict[str, str]] = {}
+        # resources a target's last publish did not finish (a conflict, a lost connection): its retry
+        # must publish them although its views no longer look changed
+        self._unpublished: dict[ObjectKey, set[str]] = {}
 
     def _targets(self, cluster: str) -> Any:
         return self.kcp.dynamic(cluster).resource(API_VERSION, PLURAL, namespaced=False)
@@ -169,8 +172,11 @@ class SyncTargetReconciler:
             resources_to_publish = set(views) | previous
         else:
             resources_to_publish = set(self._verdicts.get(key, {}))
-        if changed or key not in self._verdicts:
-            await self._publish(key.cluster, resources_to_publish, exclude=key)
+        pending = self._unpublished.get(key, set())
+        if changed or key not in self._verdicts or pending:
+            self._unpublished[key] = resources_to_publish | pending
+            await self._publish(key.cluster, self._unpublished[key], exclude=key)
+            del self._unpublished[key]
         return self._imports_condition(key)
 
     async def _publish(self, cluster: str, resources: set[str], *, exclude: ObjectKey | None = None) -> None:
@@ -251,6 +257,7 @@ class SyncTargetReconciler:
         resources = self.importer.forget(key.cluster, key.name)
         self._verdicts.pop(key, None)
         self._import_errors.pop(key, None)
+        self._unpublished.pop(key, None)
         if resources:
             await self._publish(key.cluster, resources)
 

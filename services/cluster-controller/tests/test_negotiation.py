@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from kcp_cluster_controller import controller
+from kcp_cluster_controller.controller import SyncTargetReconciler, _Downstream
 from kcp_cluster_controller.imports import Importer
 from kcp_cluster_controller.negotiation import describe, lowest_common_denominator, missing
 from kcp_cluster_controller.physical import ImportedType
+
+from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
+from kcpcommon.keys import ObjectKey
 
 
 def pod_template(container: dict[str, Any]) -> dict[str, Any]:
@@ -130,3 +136,64 @@ async def test_a_hand_made_crd_wins_and_imports_are_checked_against_it() -> None
     importer.forget("org", "old")
     await importer.publish("org", "deployments.apps")
     assert crds.crds["deployments.apps"] is hand_made  # never deleted: not ours
+
+
+
+class RacingCRDs(FakeCRDs):
+    """kcp's CRD endpoints, where another writer creates the CRD between our GET and our POST once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.race_next_create: dict[str, Any] | None = None
+
+    async def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.race_next_create is not None:
+            self.crds[body["metadata"]["name"]] = self.race_next_create
+            self.race_next_create = None
+            raise APIAlreadyExistsError("already exists", status=409, reason="AlreadyExists")
+        return await super().create(body)
+
+    async def request(self, method: str, path: str) -> dict[str, Any]:
+        raise APINotFoundError("not found", status=404, reason="NotFound")  # kcp serves no Deployments itself
+
+
+class Factory:
+    def __init__(self, crds: RacingCRDs) -> None:
+        self.crds = crds
+
+    def dynamic(self, cluster: str | None = None) -> RacingCRDs:
+        return self.crds
+
+
+async def test_a_publish_that_raced_another_writer_is_redone_by_the_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    crds = RacingCRDs()
+    schemas = {"old": OLD, "new": NEW}
+
+    async def read_type(client: RacingCRDs, resource: str) -> Any:
+        return view(schemas[client.name])  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(controller, "read_type", read_type)
+    reconciler = SyncTargetReconciler(Factory(crds), None, None, heartbeat_interval=2,  # type: ignore[arg-type]
+                                      heartbeat_threshold=8, discovery_interval=3600)
+
+    def downstream(name: str) -> _Downstream:
+        client = RacingCRDs()
+        client.name = name  # type: ignore[attr-defined]
+        return _Downstream(name, Factory(client))  # type: ignore[arg-type]
+
+    old, new = ObjectKey("org", "", "old"), ObjectKey("org", "", "new")
+    old_downstream, new_downstream = downstream("old"), downstream("new")
+    # the older cluster's reconcile publishes its view while the newer one's GET saw no CRD yet
+    await reconciler._import(old, old_downstream, ("deployments.apps",))
+    crds.race_next_create = crds.crds.pop("deployments.apps")
+    with pytest.raises(Exception, match="appeared meanwhile"):
+        await reconciler._import(new, new_downstream, ("deployments.apps",))
+
+    await reconciler._import(new, new_downstream, ("deployments.apps",))  # the controller's retry
+
+    assert published_containers(crds) == {"name", "image"}
+    assert crds.crds["deployments.apps"]["metadata"]["annotations"]["workload.kcp.io/imported-from"] == "new,old"
+    lacking = reconciler.incompatible_fields(old)
+    assert lacking == {"deployments.apps": ["spec.template.spec.containers[*].resizePolicy"]}
+    assert reconciler._imports_condition(old)["reason"] == "IncompatibleSchema"
+    assert reconciler.incompatible_fields(new) == {}
