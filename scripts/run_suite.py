@@ -362,6 +362,14 @@ def stop_running(root: Path, timeout: float = 60.0) -> int:
     return 0
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def ignore_stop_signals() -> None:
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     root = args.root_dir.resolve()
@@ -370,9 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     suite = Suite(root)
 
     def on_signal(signum: int, _frame: object) -> None:
+        # the first signal stops the suite; any after it (a hung-up terminal sends SIGHUP to the job and the
+        # shell forwards another) must not interrupt the stopping, which would leave suite.json behind
+        ignore_stop_signals()
         raise Stop(f"{signal.Signals(signum).name}: stopping", code=0)
 
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, on_signal)
     code = 0
     try:
@@ -386,8 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         say(str(exit_.code), sys.stderr)
         code = 1
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_IGN)
+        ignore_stop_signals()
         suite.stop()
     return code
 
