@@ -20,6 +20,7 @@ import structlog
 
 from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APIAlreadyExistsError, APIConflictError, APINotFoundError
+from kcpcommon.kubetypes import IMPORTED_LABEL
 
 from .negotiation import lowest_common_denominator, missing
 from .physical import CRD_PATH, ImportedType
@@ -27,7 +28,6 @@ from .printer import printer_columns
 
 log = structlog.get_logger("kcp-cluster-controller.imports")
 
-IMPORTED_LABEL = "workload.kcp.io/imported"
 IMPORTED_FROM = "workload.kcp.io/imported-from"
 SCHEMA_DIGEST = "workload.kcp.io/schema-digest"
 API_APPROVAL = "api-approved.kubernetes.io"
