@@ -63,7 +63,7 @@ demo: install
 
 ## test: install what the tests need, then run every test
 test: install tools
-	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 unit: install
 	$(BIN)/python -m pytest -q services libs
