@@ -56,6 +56,20 @@ async def test_update_with_stale_resource_version_is_409_conflict(api: Api, name
     assert (await api.get(f"{CM.format(ns=namespace)}/cas")).body["data"] == {"k": "v2"}
 
 
+async def test_resource_version_0_is_an_unconditional_update_and_patch(api: Api, namespace: str) -> None:
+    """kube reads `resourceVersion: "0"` in a written object as unset (issue 28 item 3)."""
+    path = f"{CM.format(ns=namespace)}/zero"
+    created = (await api.post(CM.format(ns=namespace), configmap("zero"))).body
+    assert (await api.put(path, dict(created, data={"k": "v2"}))).status == 200  # created's version is stale now
+    replaced = await api.put(path, {**created, "metadata": {**created["metadata"], "resourceVersion": "0"},
+                                    "data": {"k": "v3"}})
+    assert replaced.status == 200, replaced.body
+    patched = await api.patch(path, {"metadata": {"resourceVersion": "0"}, "data": {"k": "v4"}},
+                              "application/merge-patch+json")
+    assert patched.status == 200, patched.body
+    assert (await api.get(path)).body["data"] == {"k": "v4"}
+
+
 async def test_noop_update_keeps_resource_version(api: Api, namespace: str) -> None:
     created = (await api.post(CM.format(ns=namespace), configmap("same"))).body
     again = await api.put(f"{CM.format(ns=namespace)}/same", created)

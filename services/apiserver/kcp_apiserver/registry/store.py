@@ -348,7 +348,7 @@ class Registry:
             raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
         meta["name"] = name
         self._check_namespace(res, namespace, meta)
-        wanted_rv = meta.get("resourceVersion") or ""
+        wanted_rv = _precondition(meta.get("resourceVersion"))
 
         async def mutate(current: Stored) -> Obj:
             if wanted_rv and wanted_rv != str(current.mod_revision):
@@ -372,7 +372,7 @@ class Registry:
             if exceeds_depth(patched):
                 raise _undecodable_patch(patched)
             meta = _metadata(res, patched)
-            rv = meta.get("resourceVersion")
+            rv = _precondition(meta.get("resourceVersion"))
             if rv and rv != str(current.mod_revision):
                 raise st.conflict(res.plural, name, res.group)
             if meta.get("name") != name:
@@ -673,6 +673,12 @@ def _mark_deleting(res: Resource, obj: Obj) -> None:
 def _finalized(res: Resource, obj: Obj) -> bool:
     """A deleting object whose last finalizer is gone is removed, as kube does."""
     return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(res, obj)
+
+
+def _precondition(resource_version: Any) -> str:
+    """The resourceVersion an update or patch must find: "" for none. kube reads "0" as unset here (an
+    unconditional update), so a `kubectl replace` of a file saved with `resourceVersion: "0"` works."""
+    return "" if resource_version in (None, "", "0") else str(resource_version)
 
 
 def parse_resource_version(value: str) -> int:
