@@ -24,7 +24,9 @@ from kcp_apiserver.filters.observability import Metrics, observe
 from kcp_apiserver.filters.pretty import pretty
 from kcp_apiserver.filters.requestinfo import request_info
 from kcp_apiserver.filters.timeout import request_timeout
+from kcp_apiserver.filters.tokenreview import TokenReviewer
 from kcp_apiserver.registry.admission import AdmissionChain
+from kcp_apiserver.registry.builtin.reviews import AUTHENTICATION
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, LogicalClusters
 from kcp_apiserver.registry.store import Registry
@@ -76,6 +78,12 @@ class APIServer:
         self._leading: asyncio.Task[None] | None = None
         self.ready = False
 
+    def _token_reviews(self) -> dict[tuple[str, str], TokenReviewer]:
+        """TokenReviews are answered by the server's own token authenticators (the list as it stands then)."""
+        tokens = self.config.service_accounts
+        return {(AUTHENTICATION, "tokenreviews"): TokenReviewer(self.config.authenticators,
+                                                                tokens.api_audiences if tokens is not None else ())}
+
     async def start(self) -> None:
         config = self.config
         if self.audit is not None:
@@ -92,7 +100,7 @@ class APIServer:
                                                   caches=self.caches)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
                                          fields=FieldValidator(), tokens=config.service_accounts,
-                                         answers=config.answers)
+                                         answers={**self._token_reviews(), **config.answers})
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         while True:
