@@ -507,6 +507,27 @@ spec:
     assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
 
 
+def test_every_namespace_gets_the_root_ca_and_keeps_it(cluster: KcpServer) -> None:
+    """kube's root-ca-cert-publisher (issue 28 items 5 and 9): created, recreated when deleted, restored."""
+    ns = namespace(cluster, "rootca")
+    ca = (cluster.root / "ca.crt").read_text()
+
+    def published() -> Any:
+        found = get(cluster, "-n", ns, "configmaps", "--field-selector", "metadata.name=kube-root-ca.crt")["items"]
+        return found[0] if found and found[0]["data"] == {"ca.crt": ca} else None
+
+    first = eventually(published, "kube-root-ca.crt in a new namespace")
+    assert "kube-apiserver" in first["metadata"]["annotations"]["kubernetes.io/description"]
+    kubectl(cluster, "-n", ns, "delete", "configmap", "kube-root-ca.crt")
+    again = eventually(published, "kube-root-ca.crt recreated")
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    kubectl(cluster, "-n", ns, "patch", "configmap", "kube-root-ca.crt", "-p", '{"data":{"ca.crt":"forged"}}')
+    restored = eventually(published, "kube-root-ca.crt restored")
+    assert restored["metadata"]["uid"] == again["metadata"]["uid"]
+    assert published() is not None and get(cluster, "-n", "default", "configmap", "kube-root-ca.crt")["data"] == {
+        "ca.crt": ca}
+
+
 # -- deletion -------------------------------------------------------------------------------------
 
 
