@@ -115,7 +115,8 @@ def shape_of(schema: Any, resource_root: bool = False) -> Shape:
         return Shape("object", len(fields), min_size, fields=fields)
     if kind == "string":
         return Shape("bytes" if schema.get("format") == "byte" else "string", _string_length(schema), 2)
-    return Shape(kind if isinstance(kind, str) else "dyn", 0, _MIN_SIZES.get(kind, 1))
+    kind = kind if isinstance(kind, str) else "dyn"
+    return Shape(kind, 0, _MIN_SIZES.get(kind, 1))
 
 
 def _string_length(schema: dict[str, Any]) -> int:
