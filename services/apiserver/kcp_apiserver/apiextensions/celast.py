@@ -4,8 +4,8 @@ kube's cost estimate walks a rule's checked AST (cel-go's checker/cost.go); cel-
 objects, but `Expression.serialize()` is a `google.protobuf.Any` holding the `cel.expr.CheckedExpr`
 its C++ checker built. The few messages needed (Expr, Constant, the reference map's overload ids) are
 read here straight from the protobuf wire format, and each node keeps its own bytes so that a subtree
-can be run alone (`subprogram`), which is how `celdriver` runs comprehensions past the C++ runtime's
-iteration budget.
+can be run alone (`subprogram`) and a comprehension over part of its range (`chunk_program`), which is
+how `celloops` runs comprehensions past the C++ runtime's iteration budget.
 """
 
 from __future__ import annotations
@@ -74,6 +74,43 @@ def subprogram(ast: CheckedAst, node: Node) -> bytes:
     """A serialized CheckedExpr that evaluates `node` alone (free variables come from the activation)."""
     checked = ast.maps + _tagged(4, node.raw)
     return _tagged(1, _CHECKED_EXPR_URL) + _tagged(2, checked)
+
+
+CHUNK_VAR = "@chunk"
+ACCU_VAR = "@accu"
+_FRESH_ID = 1 << 40  # above any id the checker gives
+
+
+def chunk_program(ast: CheckedAst, comprehension: Node) -> bytes:
+    """A serialized CheckedExpr running `comprehension`'s loop over the list `@chunk`, starting from the
+    accumulator `@accu` and yielding the accumulator: a long range can then be walked a chunk at a time."""
+    condition, step = comprehension.loop[2], comprehension.loop[3]
+    body = (_tagged(1, comprehension.name.encode()) + _tagged(2, _ident(_FRESH_ID, CHUNK_VAR))
+            + _tagged(3, comprehension.accu_var.encode()) + _tagged(4, _ident(_FRESH_ID + 1, ACCU_VAR))
+            + _tagged(5, condition.raw) + _tagged(6, step.raw)
+            + _tagged(7, _ident(_FRESH_ID + 2, comprehension.accu_var)))
+    expr = _encode_varint(2 << 3) + _encode_varint(comprehension.id) + _tagged(9, body)
+    return _tagged(1, _CHECKED_EXPR_URL) + _tagged(2, ast.maps + _tagged(4, expr))
+
+
+def call_program(ast: CheckedAst, call: Node) -> tuple[bytes, tuple[str, ...]]:
+    """A serialized CheckedExpr applying `call`'s function (same overloads) to arguments given as data, and the
+    names of those arguments (target first): a call can then be applied to values computed apart."""
+    names = (("@target",) if call.target is not None else ()) + tuple(f"@arg{i}" for i in range(len(call.args)))
+    body = bytearray()
+    for i, name in enumerate(names):
+        ident = _ident(_FRESH_ID + 3 + i, name)
+        body += _tagged(1, ident) if name == "@target" else _tagged(3, ident)
+        if name == "@target":
+            body += _tagged(2, call.name.encode())
+    if call.target is None:
+        body = bytearray(_tagged(2, call.name.encode())) + body
+    expr = _encode_varint(2 << 3) + _encode_varint(call.id) + _tagged(6, bytes(body))
+    return _tagged(1, _CHECKED_EXPR_URL) + _tagged(2, ast.maps + _tagged(4, expr)), names
+
+
+def _ident(node_id: int, name: str) -> bytes:
+    return _encode_varint(2 << 3) + _encode_varint(node_id) + _tagged(4, _tagged(1, name.encode()))
 
 
 def _expr(raw: bytes) -> Node:

@@ -24,7 +24,7 @@ from typing import Any
 
 from kcp_apiserver.apiextensions import celast
 from kcp_apiserver.apiextensions.celcost import SchemaSizes, ValueSizes, estimate, shape_of
-from kcp_apiserver.apiextensions.celloops import ITERATION_BUDGET_EXCEEDED, CelError, Driver
+from kcp_apiserver.apiextensions.celloops import ITERATION_BUDGET_EXCEEDED, CelError, Driver, builds_lists
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.apimachinery.validation import forbidden, invalid, required
 from kcp_apiserver.registry.resource import Obj
@@ -236,14 +236,25 @@ def _correlator(node: _Node, old: Any):  # type: ignore[no-untyped-def]
 
 def _run(expression: str, data: dict[str, Any]) -> tuple[Any, bool]:
     """The expression's value, and whether that value is an evaluation error (CEL returns errors as values)."""
+    ast = _checked(expression)
     try:
+        if ast is not None and builds_lists(ast):
+            raise RuntimeError(ITERATION_BUDGET_EXCEEDED)  # map()/filter() are built in chunks
         result = compile_expression(expression).eval(data=data)
         return result.value(), result.type().name() == "ERROR"
     except Exception as exc:
-        if ITERATION_BUDGET_EXCEEDED in str(exc) and (ast := _checked(expression)) is not None:
-            value = Driver(_env(), ast).run(data)
+        if ITERATION_BUDGET_EXCEEDED in str(exc) and ast is not None:
+            value = _driver(expression).run(data)
             return (value.message, True) if isinstance(value, CelError) else (value, False)
         return str(exc), True
+
+
+@functools.lru_cache(maxsize=1024)
+def _driver(expression: str) -> Driver:
+    """The split runner of an expression, with the C++ programs of its parts, kept across writes."""
+    ast = _checked(expression)
+    assert ast is not None
+    return Driver(_env(), ast)
 
 
 def _message(rule: _Rule, data: dict[str, Any], budget: _Budget) -> str:
