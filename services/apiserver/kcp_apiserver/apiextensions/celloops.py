@@ -131,7 +131,8 @@ class Driver:
             and step.args[0].kind == "ident" and step.args[0].name == node.accu_var
         builds = _builds_list(node)
         accumulator, i = start, 0
-        size = 1 if step.id in self._builds else _LIST_CHUNK if builds else _FIRST_CHUNK
+        # the whole range already ran out of iterations, unless this builds a list (never run whole)
+        size = 1 if step.id in self._builds else _LIST_CHUNK if builds else min(_FIRST_CHUNK, len(values) // 2 or 1)
         combined: Any = None
         while i < len(values):
             chunk = values[i:i + size]
