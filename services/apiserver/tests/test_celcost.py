@@ -89,6 +89,15 @@ def test_a_rule_over_kube_per_expression_estimate_is_refused_with_kube_message()
                                       f"100x {HINT}")]
 
 
+def test_a_message_expression_over_the_estimate_is_refused_at_its_own_path() -> None:
+    schema = bounded_items("true", max_items=None)
+    schema["x-kubernetes-validations"][0]["messageExpression"] = "string(self.items.filter(a, self.items.exists(b, a == b)).size())"
+    causes = validate_crd(crd(schema))
+    assert (causes[0].field, causes[0].message) == (
+        f"{SPEC}.properties[spec].x-kubernetes-validations[0].messageExpression",
+        f"Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x {HINT}")
+
+
 def test_the_factor_is_printed_as_kube_prints_it() -> None:
     """9,000 strings of up to 2,500 characters, each searched (1,001 each): 9,009,000, under the 10M per-expression limit;
     at 11,000 strings 11,011,000, 1.1011x the limit."""

@@ -64,9 +64,10 @@ class Driver:
         """A subtree's value: in the C++ runtime when its budget suffices, else split further here."""
         if node.kind == "ident" and node.name in scope:
             return scope[node.name]
-        if native_first and node.id not in self._builds:
+        tried = native_first and node.id not in self._builds
+        if tried:
             value = self._native(node, scope)
-            if not (isinstance(value, CelError) and ITERATION_BUDGET_EXCEEDED in value.message):
+            if not _out_of_iterations(value):
                 return value
         if node.kind == "comprehension":
             return self._comprehension(node, scope)
@@ -87,7 +88,7 @@ class Driver:
             return self._call(node, scope)
         if node.kind == "call":
             return self._call(node, scope)
-        return value if native_first else self._native(node, scope)
+        return value if tried else self._native(node, scope)  # a subtree that cannot be split further
 
     def _call(self, node: Node, scope: dict[str, Any]) -> Any:
         """A function over comprehensions: its arguments computed apart, then the function applied to their
@@ -100,12 +101,7 @@ class Driver:
             serialized, names = call_program(self._ast, node)
             self._calls[node.id] = (self._env.deserialize(serialized), names)
         program, names = self._calls[node.id]
-        try:
-            result = program.eval(data=dict(zip(names, operands, strict=True)))
-        except Exception as exc:  # the C++ runtime raises for what it cannot carry as a value
-            return CelError(str(exc))
-        value = result.plain_value()
-        return CelError(str(value)) if result.type().name() == "ERROR" else value
+        return _outcome(program, dict(zip(names, operands, strict=True)))
 
     def _logical(self, node: Node, scope: dict[str, Any]) -> Any:
         left = self._eval(node.args[0], scope)
@@ -161,13 +157,8 @@ class Driver:
         program = self._chunks.get(node.id)
         if program is None:
             program = self._chunks[node.id] = self._env.deserialize(chunk_program(self._ast, node))
-        try:
-            data = {k: v for k, v in scope.items() if not isinstance(v, CelError)}
-            result = program.eval(data={**data, CHUNK_VAR: chunk, ACCU_VAR: accumulator})
-        except Exception as exc:  # the C++ runtime raises for what it cannot carry as a value
-            return None if ITERATION_BUDGET_EXCEEDED in str(exc) else CelError(str(exc))
-        value = result.plain_value()
-        return CelError(str(value)) if result.type().name() == "ERROR" else value
+        outcome = _outcome(program, {**_values(scope), CHUNK_VAR: chunk, ACCU_VAR: accumulator})
+        return None if _out_of_iterations(outcome) else outcome
 
     def _element(self, node: Node, scope: dict[str, Any], value: Any, accumulator: Any) -> Any:
         """One step of the loop, its body split further: for an element whose body alone is over the budget."""
@@ -184,12 +175,26 @@ class Driver:
         program = self._programs.get(node.id)
         if program is None:
             program = self._programs[node.id] = self._env.deserialize(subprogram(self._ast, node))
-        try:
-            result = program.eval(data={k: v for k, v in scope.items() if not isinstance(v, CelError)})
-        except Exception as exc:  # the C++ runtime raises for what it cannot carry as a value
-            return CelError(str(exc))
-        value = result.plain_value()
-        return CelError(str(value)) if result.type().name() == "ERROR" else value
+        return _outcome(program, _values(scope))
+
+
+def _outcome(program: Any, data: dict[str, Any]) -> Any:
+    """A C++ program's value, or a CelError (CEL returns errors as values; the runtime raises a few)."""
+    try:
+        result = program.eval(data=data)
+    except Exception as exc:
+        return CelError(str(exc))
+    value = result.plain_value()
+    return CelError(str(value)) if result.type().name() == "ERROR" else value
+
+
+def _out_of_iterations(value: Any) -> bool:
+    return isinstance(value, CelError) and ITERATION_BUDGET_EXCEEDED in value.message
+
+
+def _values(scope: dict[str, Any]) -> dict[str, Any]:
+    """The bindings the C++ runtime can take: errors are not values it accepts."""
+    return {k: v for k, v in scope.items() if not isinstance(v, CelError)}
 
 
 def builds_lists(ast: CheckedAst) -> bool:
