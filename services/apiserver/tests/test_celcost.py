@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.apiextensions.celrules import compile_rules, evaluate
+import pytest
+
+from kcp_apiserver.apiextensions import celast
+from kcp_apiserver.apiextensions.celcost import SchemaSizes, estimate, shape_of
+from kcp_apiserver.apiextensions.celrules import compile_expression, compile_rules, evaluate
 from kcp_apiserver.apiextensions.validation import validate_crd
 
 Obj = dict[str, Any]
@@ -35,6 +39,24 @@ def bounded_items(rule: str, max_items: int | None = 100) -> Obj:
 
 def causes_of(tree: Any, obj: Obj) -> list[tuple[str, str]]:
     return [(c.field, c.message) for c in evaluate(tree, obj)]
+
+
+STRINGS = {"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 10}, "min": {"type": "integer"}, "max": {"type": "integer"},
+    "items": {"type": "array", "maxItems": 100, "items": {"type": "string"}},
+    "text": {"type": "string", "maxLength": 2500}}}
+
+
+@pytest.mark.parametrize(("rule", "cost"), [
+    ("self.min <= self.max", 5),  # two selects of two units each, one comparison of scalars
+    (NESTED, 60_603),  # 3 + 100 * (2 + 1 + (3 + 100 * (2 + 4)))
+    ("self.text.contains('x')", 1_002),  # 2,500 characters are 10,000 bytes: 1,000 x 1, plus the select
+    ("self.name.lowerAscii() == 'abc'", 7),  # 40 bytes traversed, then 3 characters compared
+    ("self.items.exists(s, s == 'a')", 3 + 100 * (3 + 3)),
+])
+def test_costs_follow_cel_go_and_kube_library_estimates(rule: str, cost: int) -> None:
+    ast = celast.parse(compile_expression(rule).serialize())
+    assert estimate(ast, SchemaSizes(shape_of(STRINGS))).max == cost
 
 
 def test_two_nested_alls_over_100_items_are_accepted_and_run() -> None:

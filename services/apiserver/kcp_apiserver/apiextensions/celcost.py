@@ -28,9 +28,8 @@ _SCALAR_RESULTS = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_", "_&&_
                              "startsWith", "endsWith", "contains", "matches", "has", "int", "uint", "double", "bool",
                              "_-_", "_*_", "_/_", "_%_", "-_", "@not_strictly_false", "indexOf", "lastIndexOf"})
 _COMPARISONS = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"})
-# kube's library estimates string functions by the characters they traverse
-_STRING_TRAVERSALS = frozenset({"lowerAscii", "upperAscii", "trim", "substring", "charAt", "indexOf", "lastIndexOf",
-                                "replace", "split", "reverse", "quote", "format", "url", "isURL"})
+# string functions kube's library estimates by the characters they traverse, their result as long as the input
+_STRING_COPIES = frozenset({"lowerAscii", "upperAscii", "trim", "substring"})
 
 Path = tuple[str, ...]
 _LIST_BASE_COST = 10  # cel-go's common.ListCreateBaseCost
@@ -314,21 +313,65 @@ class _Coster:
         if name in _COMPARISONS and len(args) == 2:
             smallest = min(self.size(args[0]).max, self.size(args[1]).max)
             return total + Estimate(1 if smallest else 0, smallest).factor(_STRING_TRAVERSAL)
-        target = node.target
+        library = self._library(node, info)
+        return total + (_ONE if library is None else library)
+
+    def _library(self, node: Node, info: _Info) -> Estimate | None:
+        """The cost of cel-go's string functions and of kube's library (apiserver/pkg/cel/library/cost.go) for
+        those this runtime has; None for an O(1) call."""
+        name, args, target = node.name, node.args, node.target
         if name in ("startsWith", "endsWith") and target is not None and len(args) == 1:
-            return total + self.size(args[0]).factor(_STRING_TRAVERSAL)
+            return self.size(args[0]).factor(_STRING_TRAVERSAL)
         if name == "contains" and target is not None and len(args) == 1:
-            return total + self.size(target).factor(_STRING_TRAVERSAL).times(
-                self.size(args[0]).factor(_STRING_TRAVERSAL))
-        if name == "matches" and len(args) >= 1:
+            return self.size(target).factor(_STRING_TRAVERSAL).times(self.size(args[0]).factor(_STRING_TRAVERSAL))
+        if name == "matches" and args:
             text, pattern = (target, args[0]) if target is not None else (args[0], args[-1])
-            return total + (self.size(text) + _ONE).factor(_STRING_TRAVERSAL).times(
+            return (self.size(text) + _ONE).factor(_STRING_TRAVERSAL).times(
                 self.size(pattern).factor(_REGEX_STRING_LENGTH))
-        if name in _STRING_TRAVERSALS and target is not None:
-            return total + self.size(target).factor(_STRING_TRAVERSAL)
-        if name == "string" and len(args) == 1 and (self._info[args[0].id].scalar or self.size(args[0]) == _ONE):
-            info.size = Estimate(1, _SCALAR_TEXT)  # a number or bool printed is short
-            return total + _ONE
-        if name == "join" and target is not None:
-            return total + self.size(target).times(Estimate(1, 1))
-        return total + _ONE
+        if target is None:
+            if name == "string" and len(args) == 1 and (self._info[args[0].id].scalar or self.size(args[0]) == _ONE):
+                info.size = Estimate(1, _SCALAR_TEXT)  # a number or bool printed is short
+            return None
+        size = self.size(target)
+        if name in _STRING_COPIES:
+            info.size = size
+            return size.factor(_STRING_TRAVERSAL)
+        if name in ("indexOf", "lastIndexOf"):
+            item = self._item_size(target)
+            if item is None:  # a string
+                return size.factor(_STRING_TRAVERSAL)
+            return size.times(_ONE + item.factor(_STRING_TRAVERSAL))
+        if name == "split":
+            info.size = Estimate(0, size.max)
+            return size.factor(2 * _STRING_TRAVERSAL)
+        if name == "replace" and len(args) >= 2:
+            info.size = _replaced_size(size, self.size(args[0]), self.size(args[1]))
+            return size.factor(2 * _STRING_TRAVERSAL)
+        if name == "join":
+            item = self._item_size(target) or _UNKNOWN_SIZE
+            separators = Estimate(max(size.min - 1, 0), max(size.max - 1, 0))
+            joined = size.times(item) + (self.size(args[0]).times(separators) if args else Estimate())
+            info.size = joined
+            return joined.factor(_STRING_TRAVERSAL)
+        if name == "quote":
+            info.size = Estimate(_sat(size.min + 2), _sat(size.max * 2 + 2))
+            return size.factor(_STRING_TRAVERSAL)
+        if name == "format":
+            return size.factor(_STRING_TRAVERSAL)
+        return None
+
+    def _item_size(self, node: Node) -> Estimate | None:
+        """The size of a list's items, None if the node is not known to be a list."""
+        path = self._info[node.id].path
+        if path is None or not self._sizes.is_list(path):
+            return None
+        return self._sizes.size((*path, "@items")) or _UNKNOWN_SIZE
+
+
+def _replaced_size(size: Estimate, old: Estimate, new: Estimate) -> Estimate:
+    """The longest result of replace(), as kube's library bounds it."""
+    if old.min == 0:
+        return Estimate(0, _sat(_sat((size.max + 1) * new.max) + size.max))
+    if new.max <= old.min:
+        return Estimate(0, size.max)
+    return Estimate(0, _sat(math.ceil(size.max / old.min) * new.max))
