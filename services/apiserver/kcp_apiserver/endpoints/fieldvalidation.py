@@ -20,6 +20,20 @@ MODES = {"", "Strict", "Warn", "Ignore"}
 SCALE = "io.k8s.api.autoscaling.v1.Scale"
 
 
+class UndecodableObject(st.APIError):
+    """An object whose values have the wrong JSON types for its kind; `problems` worded as Go's decoder words
+    them (a PATCH rewords them as kube's patcher does)."""
+
+    problems: list[str]
+
+
+def undecodable(res: Resource, problems: list[str]) -> UndecodableObject:
+    error = UndecodableObject(400, "BadRequest", f'{res.kind} in version "{res.version}" cannot be handled as a '
+                                                 f'{res.kind}: ' + "; ".join(problems))
+    error.problems = problems
+    return error
+
+
 class FieldValidator:
     """Checks, prunes and defaults request objects against their type's schema."""
 
@@ -43,8 +57,7 @@ class FieldValidator:
         if schema is not None:
             type_errors = schema.decode_errors(obj)
             if type_errors:
-                raise st.bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
-                                     + "; ".join(type_errors))
+                raise undecodable(res, type_errors)
             unknown = schema.prune(obj)
             if default:
                 schema.default(obj)
