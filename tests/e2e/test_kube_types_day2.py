@@ -21,11 +21,11 @@ import yaml
 from daemon_process import ClusterControllerProcess
 from splitter_fixtures import SplitterProcess
 from syncer_fixtures import Rest, eventually, sim_cluster
-from test_splitter_demo import CRD_FILE
 
-from kcp_process import KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
 from kcpsyncer import downstream_namespace
 
+CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 LOGICAL_CLUSTER = "day2"
 RESOURCES = ["deployments.apps", "services", "configmaps", "secrets", "jobs.batch", "cronjobs.batch"]
 
