@@ -38,8 +38,9 @@ class FieldValidator:
     """Checks, prunes and defaults request objects against their type's schema."""
 
     def patch_meta(self, res: Resource) -> SchemaNode | None:
-        """The schema strategic merge patch walks; None for custom resources, which kube answers with 415."""
-        return None if res.is_custom else res.type_schema
+        """The schema strategic merge patch walks; None for custom resources, which kube answers with 415
+        (kube's own types imported as CRDs are not custom resources to their users: they merge as in kube)."""
+        return None if res.is_custom and not res.kube_type else res.type_schema
 
     def scale_patch_meta(self) -> SchemaNode | None:
         return schemas.type_schema(SCALE)
