@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -135,12 +137,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             results["rss_before_kib"] = rss_kib(pid)
             sampler.peak = results["rss_before_kib"]
             reader.phase = "deleting"
+            profiler = (await asyncio.create_subprocess_exec(
+                str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--format",
+                args.profile_format, "--output", str(args.profile), stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL) if args.profile else None)
             async with session.delete(f"{server.url}{BULK}/api/v1/namespaces/{NAMESPACE}", headers=bench.headers,
                                       ssl=bench.ssl) as resp:
                 await resp.read()
                 results["delete_status"] = resp.status
             results["gone_s"] = await namespace_gone(bench, BULK, NAMESPACE, args.patience)
             reader.phase = "after"
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
+                await asyncio.wait_for(profiler.wait(), 60)
             results["rss_peak_kib"] = sampler.peak
             await asyncio.sleep(args.settle)
             results["rss_after_kib"] = rss_kib(pid)
@@ -176,6 +185,9 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after the namespace is gone before "
                                                                     "RSS is read again")
     parser.add_argument("--patience", type=float, default=600.0, help="seconds the namespace may take to go")
+    parser.add_argument("--profile", type=Path, help="py-spy (pip install py-spy) records the server while the "
+                                                     "namespace is deleted, into this file")
+    parser.add_argument("--profile-format", default="speedscope", help="py-spy's --format: speedscope, raw, ...")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = parser.parse_args()
     results = asyncio.run(run(args))

@@ -555,15 +555,18 @@ class Registry:
                            propagation: Propagation | None = None) -> AsyncIterator[Objs]:
         """A collection delete a page at a time: what each page deleted (or marked deleting).
 
-        Each page is read from etcd (at the first page's revision, as a paged list is), decoded and
-        deleted before the next is read, so a namespace of 50,000 objects never has more than a page of
-        them in memory at once, nor decodes them all in one step of the event loop. Callers that need no
-        answer (the namespace and CRD finalizers) drop each page."""
+        Each page is read from etcd, decoded and deleted before the next is read, so a namespace of
+        50,000 objects never has more than a page of them in memory at once, nor decodes them all in
+        one step of the event loop. Callers that need no answer (the namespace and CRD finalizers) drop
+        each page. Every page is read at etcd's current revision from where the last one ended: a
+        deletion that outlasts a compaction goes on (a consistent continue token would pin the first
+        page's revision and turn 410 Gone)."""
         token = ""
         while True:
             listed = await self.list(res, cluster, namespace, matches=matches, limit=DELETE_PAGE,
                                      continue_token=token)
-            token = listed.continue_token
+            # kube's inconsistent continue (revision -1): from where this page ended, at the latest revision
+            token = encode_continue(-1, decode_continue(listed.continue_token)[1]) if listed.continue_token else ""
             page: Objs = []
             for entry in listed.entries:
                 meta = decoded(entry)["metadata"]
