@@ -37,8 +37,8 @@ TENANT = "/clusters/nsdelete-tenant"  # the other tenant, reading
 NAMESPACE = "doomed"
 
 
-def configmap(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}
+def configmap(name: str, payload: str = "v") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": payload}}
 
 
 def latency_summary(samples: list[float], errors: int) -> dict[str, Any]:
@@ -114,7 +114,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     assert server.process is not None
     pid = server.process.pid
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                               "objects": args.objects, "concurrency": args.concurrency}
+                               "objects": args.objects, "payload": args.payload,
+                               "concurrency": args.concurrency}
     try:
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
             bench = Bench(server, session)
@@ -124,7 +125,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             collection = f"{BULK}/api/v1/namespaces/{NAMESPACE}/configmaps"
 
             async def create(i: int) -> None:
-                await bench.post(collection, configmap(f"cm-{i:06d}"))
+                await bench.post(collection, configmap(f"cm-{i:06d}", "x" * args.payload))
 
             results["create_per_s"] = await run_concurrent(args.objects, args.concurrency, create)
             await bench.post(f"{TENANT}/api/v1/namespaces/default/configmaps", configmap("read-me"))
@@ -165,7 +166,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def summary(r: dict[str, Any]) -> str:
-    lines = [f"namespace deletion, {r['objects']} ConfigMaps (created at {r['create_per_s']:.0f}/s, "
+    lines = [f"namespace deletion, {r['objects']} ConfigMaps of {r['payload']} B of data (created at {r['create_per_s']:.0f}/s, "
              f"c={r['concurrency']}): DELETE {r['delete_status']}, gone in {r['gone_s']:.1f} s, "
              f"{r['configmaps_left']} left"]
     for phase, row in r["reads"].items():
@@ -180,6 +181,7 @@ def summary(r: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--objects", type=int, default=50_000, help="ConfigMaps in the deleted namespace")
+    parser.add_argument("--payload", type=int, default=1, help="bytes of data per ConfigMap")
     parser.add_argument("--concurrency", type=int, default=64, help="creates in flight while filling it")
     parser.add_argument("--baseline", type=float, default=5.0, help="seconds of reads before the DELETE")
     parser.add_argument("--settle", type=float, default=30.0, help="seconds after the namespace is gone before "
