@@ -6,6 +6,13 @@ ConfigMap in a loop, sequentially, from before the DELETE of the namespace until
 Records that tenant's latency before and during the deletion, how long the namespace takes to disappear, and
 the server's RSS (VmRSS of its process; etcd is another process) before the DELETE, at its peak and 30 s
 after the namespace is gone. Prints a summary and writes bench/results/nsdelete-<time>.json.
+
+Measured on 2 cores shared with other work (load average ~10), 50,000 ConfigMaps: before collection deletes
+went by pages, the other tenant's max GET was 1,092 ms during the deletion (p99 53 ms) and the server's RSS
+went 166 -> 420 MiB at peak, 293 MiB 30 s after; by pages, max 187-387 ms (the machine's own noise: as high
+as 344 ms before any DELETE in some runs), p99 51-57 ms, RSS 166 -> 175 MiB peak, 171 MiB after; gone in
+97-120 s either way. `--payload 20000 --objects 5000`: RSS 30 s after 229 MiB, 152 MiB once the watch
+cache's window was bounded in bytes. `--profile FILE` records the server with py-spy during the deletion.
 """
 
 from __future__ import annotations
