@@ -557,8 +557,8 @@ class Registry:
 
         Each page is read from etcd, decoded and deleted before the next is read, so a namespace of
         50,000 objects never has more than a page of them in memory at once, nor decodes them all in
-        one step of the event loop. Callers that need no answer (the namespace and CRD finalizers) drop
-        each page. Every page is read at etcd's current revision from where the last one ended: a
+        one step of the event loop. Callers that need no answer (the namespace finalizer) drop each
+        page. Every page is read at etcd's current revision from where the last one ended: a
         deletion that outlasts a compaction goes on (a consistent continue token would pin the first
         page's revision and turn 410 Gone)."""
         token = ""
@@ -577,7 +577,7 @@ class Registry:
                 except st.APIError as exc:
                     if exc.code != 404:
                         raise
-            del listed
+            del listed  # the read page is not held while the caller has the deleted one
             yield page
             if not token:
                 return
