@@ -112,10 +112,10 @@ lint: install
 	  if grep -q '^\[tool.importlinter\]' $$s/pyproject.toml; then echo "lint-imports $$s"; \
 	    (cd $$s && $(CURDIR)/$(BIN)/lint-imports --no-cache pyproject.toml); fi; done
 
-## images: one image per service (kcp-<service>:latest), where a container engine exists
-images:
-	@engine="$(ENGINE)"; if [ -z "$$engine" ]; then scripts/container_engine.sh --explain "make images" >&2; exit 1; fi; \
-	set -e; for i in $(IMAGES); do echo "== kcp-$$i"; $$engine build -f services/$$i/Dockerfile -t kcp-$$i:latest .; done
+## images: one image per service (kcp-<service>:latest) and kcp-etcd, with docker or podman when one answers,
+##         else with the project's dockerd (scripts/dockerd.sh); base images made locally when missing
+images: install
+	@scripts/images.sh $(BIN)/python $(IMAGES)
 
 ## docs: regenerate README.md's configuration reference from the daemons' settings
 docs:
