@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split lint images docs helm-lint clean
+        bench-sync bench-split lint images images-test compose-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -116,6 +116,15 @@ lint: install
 ##         else with the project's dockerd (scripts/dockerd.sh); base images made locally when missing
 images: install
 	@scripts/images.sh $(BIN)/python $(IMAGES)
+
+## images-test: make images, then each image starts: `--help` exits 0 and prints its usage
+images-test: install
+	@KCP_IMAGES_TEST=1 scripts/images.sh $(BIN)/python $(IMAGES)
+
+## compose-e2e: docker-compose.yml for real (the project's dockerd when no docker answers; `make images` first):
+##              `up --wait` on free ports, seed 004's story (SyncTargets Ready, 15/15), `down -v` leaving nothing
+compose-e2e: install tools
+	@PATH="$$PWD/$(TOOLS):$$PATH" scripts/compose_e2e.sh $(BIN)/python $(IMAGES)
 
 ## docs: regenerate README.md's configuration reference from the daemons' settings
 docs:

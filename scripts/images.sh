@@ -3,6 +3,7 @@
 # answers (docker, podman); when none does, the project's own dockerd (scripts/dockerd.sh), stopped again at the
 # end. Base images are made locally when the engine lacks them (scripts/base_images.sh). Builds use the classic
 # builder and the host's network: no BuildKit image to pull, and pip reaches the package index as the host does.
+# With KCP_IMAGES_TEST=1 (make images-test), each image is then started (scripts/images_test.sh).
 # Run from the repository root: scripts/images.sh PYTHON SERVICE...
 set -eu
 
@@ -31,3 +32,6 @@ for service in "$@"; do
   echo "== kcp-$service"
   DOCKER_BUILDKIT=0 "$engine" build --network host -f "services/$service/Dockerfile" -t "kcp-$service:latest" .
 done
+if [ "${KCP_IMAGES_TEST:-}" = 1 ]; then
+  scripts/images_test.sh "$engine" "$(scripts/base_images.sh "$engine" "$PYTHON" --etcd-tag)" "$@"
+fi

@@ -144,3 +144,15 @@ def test_a_service_running_another_program_than_its_image_does_not_inherit_the_i
     for name, svc in overriding.items():
         check = svc.get("healthcheck") or {}
         assert check.get("disable") or check.get("test"), f"{name} inherits its image's {image_healthcheck(svc)}"
+
+
+def test_every_one_shot_job_is_awaited_by_a_long_running_service(resolved: dict[str, Any]) -> None:
+    """`docker compose up --wait` fails on a container that exited, even with 0, unless some service waits for
+    it with `service_completed_successfully` (compose then waits for its success instead)."""
+    services = resolved["services"]
+    jobs = {name for name, svc in services.items() if svc.get("restart") == "no"}
+    assert {"register", "register-k3s"} <= jobs
+    for job in jobs:
+        awaited_by = [name for name, svc in services.items() if name not in jobs
+                      and (svc.get("depends_on") or {}).get(job, {}).get("condition") == "service_completed_successfully"]
+        assert awaited_by, f"{job} exits, and no service waits for its success: `up --wait` would fail on it"
