@@ -75,6 +75,7 @@ async def test_without_a_client_certificate_etcd_refuses(tls_etcd: tuple[list[st
 def test_a_host_name_goes_through_grpcs_resolver_and_ip_literals_are_kept() -> None:
     """etcd3aio's own `ipv4:` target refused any name (compose's `etcd:2379`, a chart's Service)."""
     assert grpc_target(["etcd:2379"]) == "dns:///etcd:2379"
+    assert grpc_target(["127.0.0.1:2379"]) == "ipv4:127.0.0.1:2379"
     assert grpc_target(["127.0.0.1:1", "127.0.0.2:2"]) == "ipv4:127.0.0.1:1,127.0.0.2:2"
     assert grpc_target(["[::1]:1", "[::1]:2"]) == "ipv6:[::1]:1,[::1]:2"
     assert grpc_target(["127.0.0.1:1", "localhost:2"]).startswith("ipv4:127.0.0.1:1,127.0.0.1:2")

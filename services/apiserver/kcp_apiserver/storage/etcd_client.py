@@ -30,6 +30,7 @@ WATCH_RETRY_MAX = 0.25  # a retry against a lost etcd fails at once, without a c
 # are paged by size anyway (Storage.scan_raw); watch responses cannot be.
 MAX_RECEIVE_BYTES = 2**31 - 1
 RETRY_LOG_INTERVAL = 10.0
+DNS_MIN_RESOLVE_INTERVAL_MS = 1000  # gRPC's default is 30 s
 
 
 class _OncePer(logging.Filter):
@@ -106,12 +107,13 @@ def grpc_target(endpoints: list[str]) -> str:
     """The gRPC channel target for `endpoints` (host:port, the host a name or an IP literal).
 
     etcd3aio always builds `ipv4:<endpoints>`, which gRPC refuses unless every host is an IPv4 literal, so
-    `--etcd-servers http://etcd:2379` (compose's service, a chart's Service) never connected. One endpoint
-    goes through gRPC's DNS resolver, which resolves again on reconnect, as etcd's Go client does. Several
-    endpoints have no such target: names among them are resolved once, here, and the addresses of the
-    first one's family are balanced over.
+    `--etcd-servers http://etcd:2379` (compose's service, a chart's Service) never connected. IP literals keep
+    gRPC's address schemes (no resolver between a reconnect and etcd). One named endpoint goes through gRPC's
+    DNS resolver, which resolves again on reconnect, as etcd's Go client does. Several endpoints have no such
+    target: names among them are resolved once, here, and the addresses of the first one's family are balanced
+    over.
     """
-    if len(endpoints) == 1:
+    if len(endpoints) == 1 and _ip_family(_split(endpoints[0])[0]) is None:
         return f"dns:///{endpoints[0]}"
     addresses = [address for endpoint in endpoints for address in _addresses(endpoint)]
     if not addresses:
@@ -151,5 +153,7 @@ def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> EtcdClient
         ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_INITIAL_MS),
         ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
         ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+        # a named etcd that came back elsewhere (a restarted container) is looked up again within a second
+        ("grpc.dns_min_time_between_resolutions_ms", DNS_MIN_RESOLVE_INTERVAL_MS),
     ])
     return client
