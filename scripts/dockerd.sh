@@ -75,6 +75,12 @@ stop() {
     sleep 0.5
   done
   rm -f "$PIDFILE"
+  # dockerd leaves its own mounts behind (the host netns handle, its private data root): unmount them, deepest
+  # first, so that .tools/docker can be removed
+  real=$(cd "$ROOT" && pwd -P)
+  awk -v root="$real/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r | while read -r mount; do
+    umount "$mount" 2>/dev/null || true
+  done
   echo "dockerd.sh: dockerd $pid stopped" >&2
 }
 
