@@ -1,5 +1,9 @@
 """A shared informer: one list+watch, one cache, any number of event handlers (client-go's).
 
+`SharedCache` is the cache and the handlers, whatever feeds them; `SharedInformer` feeds one
+from a `Reflector` (list+watch over HTTP). The API server feeds its in-process ones from its
+watch cache with the same `replace`/`apply` calls, so both kinds behave alike.
+
 The reflector feeds it the current state (on every list) and the changes (from
 the watch); it keeps the `Indexer` up to date and tells each handler what
 changed. A relist is compared with the cache, so an object that vanished while
@@ -23,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +37,7 @@ from .dynamic import DynamicResource
 from .frozen import freeze
 from .keys import WILDCARD_CLUSTER, ObjectKey, key_for
 from .reflector import DELETED, Reflector, ReflectorOptions
-from .store import Indexer, IndexFunc
+from .store import Indexer, IndexFunc, KeyFunc
 from .tasks import cancel_and_wait, spawn
 
 Obj = Mapping[str, Any]
@@ -73,18 +77,22 @@ def _resource_version(obj: Obj) -> str:
 class HandlerRegistration:
     """One handler's queue and task; `has_synced` once it has seen every object of the first list."""
 
-    def __init__(self, informer: SharedInformer, name: str, *, on_add: Handler | None,
+    def __init__(self, informer: SharedCache, name: str, *, on_add: Handler | None,
                  on_update: Handler | None, on_delete: Handler | None) -> None:
         self.informer = informer
         self.name = name
         self._handlers: dict[str, Handler | None] = {"add": on_add, "update": on_update, "delete": on_delete}
         self._queue: asyncio.Queue[tuple[str, tuple[Any, ...]]] = asyncio.Queue()
-        self._synced = False
+        self._synced = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
     @property
     def has_synced(self) -> bool:
-        return self._synced
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        """Until this handler has seen every object of the first list."""
+        await self._synced.wait()
 
     def post(self, kind: str, *args: Any) -> None:
         self._queue.put_nowait((kind, args))
@@ -101,7 +109,7 @@ class HandlerRegistration:
         while True:
             kind, args = await self._queue.get()
             if kind == _SYNCED:
-                self._synced = True
+                self._synced.set()
                 continue
             handler = self._handlers[kind]
             if handler is None:
@@ -116,28 +124,24 @@ class HandlerRegistration:
                               notification=kind)
 
 
-class SharedInformer:
-    """A cache of one resource in one logical cluster (or `*`), and the handlers that watch it."""
+class SharedCache:
+    """A cache of one resource and the handlers that watch it; what feeds it calls `replace` and `apply`.
 
-    def __init__(self, resource: DynamicResource, *, cluster: str, namespace: str | None = None,
-                 label_selector: str | None = None, field_selector: str | None = None,
-                 indexers: Mapping[str, IndexFunc] | None = None, options: ReflectorOptions | None = None,
-                 name: str | None = None, transform: Transform | None = None) -> None:
-        self.cluster = cluster
-        self.transform = transform  # applied to the reflector's fresh (mutable) objects, before caching
-        self.resource = resource
-        self.name = name or f"informer:{cluster}:{resource.api_version}/{resource.plural}"
-        # over `*` each object names its logical cluster in the kcp.io/cluster annotation
-        key_func = functools.partial(key_for, cluster=None if cluster == WILDCARD_CLUSTER else cluster)
-        self.indexer = Indexer(key_func, indexers)
-        self.reflector = Reflector(resource, self, name=self.name, namespace=namespace,
-                                   label_selector=label_selector, field_selector=field_selector, options=options)
+    `load`: how the indexer reads back a stored form the feeder passes to `apply`/`replace` (see `Indexer`).
+    """
+
+    def __init__(self, name: str, key_func: KeyFunc, *, indexers: Mapping[str, IndexFunc] | None = None,
+                 with_default_indexers: bool = True, transform: Transform | None = None,
+                 load: Callable[[Any], Obj] | None = None) -> None:
+        self.name = name
+        self.transform = transform  # applied to the feeder's fresh (mutable) objects, before caching
+        self.indexer = Indexer(key_func, indexers, with_defaults=with_default_indexers, load=load)
         self._registrations: list[HandlerRegistration] = []
         self._synced = asyncio.Event()
-        self._running = False
+        self._handling = False
 
     def __repr__(self) -> str:
-        return f"<SharedInformer {self.name}>"
+        return f"<{type(self).__name__} {self.name}>"
 
     @property
     def has_synced(self) -> bool:
@@ -151,10 +155,6 @@ class SharedInformer:
         except TimeoutError:
             return False
         return True
-
-    @property
-    def last_sync_resource_version(self) -> str:
-        return self.reflector.last_sync_resource_version
 
     def add_indexers(self, indexers: Mapping[str, IndexFunc], *, skip_existing: bool = False) -> None:
         """Add cache indexes; `skip_existing` lets controllers sharing this informer each ask for theirs."""
@@ -173,7 +173,7 @@ class SharedInformer:
             for obj in self.indexer.list():
                 registration.post("add", obj)
             registration.post(_SYNCED)
-        if self._running:
+        if self._handling:
             registration.start()
         return registration
 
@@ -183,27 +183,32 @@ class SharedInformer:
             if registration.task is not None:
                 registration.task.cancel()
 
-    async def run(self) -> None:
-        """List, watch and dispatch until cancelled."""
-        if self._running:
-            raise RuntimeError(f"{self.name} is already running")
-        self._running = True
+    def start_handlers(self) -> None:
+        """Start every handler's task (and those added later): events flow from here on."""
+        self._handling = True
         for registration in self._registrations:
             registration.start()
-        try:
-            await self.reflector.run()
-        finally:
-            self._running = False
-            await cancel_and_wait(*(r.task for r in self._registrations if r.task is not None))
 
-    # --- ReflectorSink ---
+    async def stop_handlers(self) -> None:
+        self._handling = False
+        await cancel_and_wait(*(r.task for r in self._registrations if r.task is not None))
+
+    # --- what the feeder calls ---
 
     def replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
         """A fresh list: add, update, and report as tombstones whatever vanished since."""
+        self.replace_entries(((None, item, None) for item in items), resource_version)
+
+    def replace_entries(self, entries: Iterable[tuple[ObjectKey | None, dict[str, Any], Any]],
+                        resource_version: str) -> None:
+        """`replace` for a feeder that knows each object's key and keeps its own stored form of it
+        (`(key or None, object, stored form or None)`, see `Indexer.upsert`); read one by one, so
+        a generator that decodes as it goes never holds the whole list decoded."""
         listed: set[ObjectKey] = set()
-        for item in items:
-            old, new = self.indexer.upsert(item if self.transform is None else self.transform(item))
-            listed.add(self.indexer.key_func(new))
+        for key, item, stored in entries:
+            old, new = self.indexer.upsert(item if self.transform is None else self.transform(item),
+                                           key=key, stored=stored)
+            listed.add(self.indexer.key_func(new) if key is None else key)
             if old is None:
                 self._distribute("add", new)
             elif _resource_version(old) != _resource_version(new):
@@ -218,16 +223,17 @@ class SharedInformer:
             self._distribute(_SYNCED)
         log.debug("cache replaced", informer=self.name, objects=len(self.indexer), resource_version=resource_version)
 
-    def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
+    def apply(self, event_type: str, obj: Mapping[str, Any], *, key: ObjectKey | None = None,
+              stored: Any = None) -> None:
         """One watch event into the cache, then to the handlers."""
         if self.transform is not None:
             obj = self.transform(dict(obj))
         if event_type == DELETED:
             final: Obj = freeze(obj)  # the event carries the object's final state
-            self.indexer.remove(self.indexer.key_func(final))
+            self.indexer.discard(self.indexer.key_func(final) if key is None else key)
             self._distribute("delete", final)
             return
-        old, new = self.indexer.upsert(obj)
+        old, new = self.indexer.upsert(obj, key=key, stored=stored)
         if old is None:
             self._distribute("add", new)
         else:
@@ -236,3 +242,37 @@ class SharedInformer:
     def _distribute(self, kind: str, *args: Any) -> None:
         for registration in self._registrations:
             registration.post(kind, *args)
+
+
+class SharedInformer(SharedCache):
+    """A cache of one resource in one logical cluster (or `*`), fed by list+watch, and its handlers."""
+
+    def __init__(self, resource: DynamicResource, *, cluster: str, namespace: str | None = None,
+                 label_selector: str | None = None, field_selector: str | None = None,
+                 indexers: Mapping[str, IndexFunc] | None = None, options: ReflectorOptions | None = None,
+                 name: str | None = None, transform: Transform | None = None) -> None:
+        # over `*` each object names its logical cluster in the kcp.io/cluster annotation
+        key_func = functools.partial(key_for, cluster=None if cluster == WILDCARD_CLUSTER else cluster)
+        super().__init__(name or f"informer:{cluster}:{resource.api_version}/{resource.plural}", key_func,
+                         indexers=indexers, transform=transform)
+        self.cluster = cluster
+        self.resource = resource
+        self.reflector = Reflector(resource, self, name=self.name, namespace=namespace,
+                                   label_selector=label_selector, field_selector=field_selector, options=options)
+        self._running = False
+
+    @property
+    def last_sync_resource_version(self) -> str:
+        return self.reflector.last_sync_resource_version
+
+    async def run(self) -> None:
+        """List, watch and dispatch until cancelled."""
+        if self._running:
+            raise RuntimeError(f"{self.name} is already running")
+        self._running = True
+        self.start_handlers()
+        try:
+            await self.reflector.run()
+        finally:
+            self._running = False
+            await self.stop_handlers()
