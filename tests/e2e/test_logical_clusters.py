@@ -18,6 +18,25 @@ async def test_a_new_logical_cluster_is_born_with_kubes_system_namespaces(api: A
             ).status == 201  # a node heartbeat has its namespace
 
 
+async def test_a_deleted_kube_node_lease_namespace_is_made_again(api: Api, unique: str) -> None:
+    """As kube-apiserver's system-namespaces controller does (issue 28 item 9); default, kube-system and
+    kube-public may not be deleted at all."""
+    import asyncio
+
+    base = f"/clusters/lease-{unique}"
+    assert (await api.post(f"{base}/api/v1/namespaces/default/configmaps", configmap("first"))).status == 201
+    first = (await api.get(f"{base}/api/v1/namespaces/kube-node-lease")).body["metadata"]["uid"]
+    assert (await api.delete(f"{base}/api/v1/namespaces/kube-node-lease")).status == 200
+    assert (await api.delete(f"{base}/api/v1/namespaces/kube-system")).status == 403
+    async with asyncio.timeout(30):
+        while True:
+            again = await api.get(f"{base}/api/v1/namespaces/kube-node-lease")
+            if again.status == 200 and again.body["metadata"]["uid"] != first and \
+                    again.body["status"]["phase"] == "Active":
+                break
+            await asyncio.sleep(0.1)
+
+
 async def test_objects_are_invisible_across_logical_clusters(api: Api, unique: str) -> None:
     a, b = f"/clusters/a-{unique}", f"/clusters/b-{unique}"
     await api.post(f"{a}/api/v1/namespaces/default/configmaps", configmap("same", {"who": "a"}))
