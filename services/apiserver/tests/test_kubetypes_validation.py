@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_sim_cluster.api import apps, batch, core, defaults, policy
-from kcp_sim_cluster.api import validation as v
+from kcp_apiserver.kubetypes import apps, batch, core, defaults, policy
+from kcp_apiserver.kubetypes import validation as v
 
 
 def deployment(labels: dict[str, str], selector: Any) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def test_an_empty_or_missing_selector_is_refused() -> None:
 def test_the_deployment_selector_is_immutable() -> None:
     old = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
     new = deployment({"app": "y"}, {"matchLabels": {"app": "y"}})
-    assert messages(apps._selector_fixed(new, old)) == [
+    assert messages(apps.selector_fixed(new, old)) == [
         'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"y"}, '
         "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"]
 
@@ -66,14 +66,24 @@ def test_negative_replicas_are_refused() -> None:
 
 
 def test_a_job_template_is_immutable() -> None:
-    job = {"metadata": {"name": "j", "uid": "u"}, "spec": {"template": {"spec": {
-        "restartPolicy": "Never", "containers": [{"name": "c", "image": "a"}]}}}}
-    batch.generate_selector(job)
+    job = {"metadata": {"name": "j", "uid": "u"}, "spec": {"selector": {"matchLabels": {"job": "j"}}, "template": {
+        "metadata": {"labels": {"job": "j"}}, "spec": {"restartPolicy": "Never",
+                                                      "containers": [{"name": "c", "image": "a"}]}}}}
     changed = {**job, "spec": {**job["spec"], "template": {"metadata": job["spec"]["template"]["metadata"], "spec": {
         "restartPolicy": "Never", "containers": [{"name": "c", "image": "b"}]}}}}
     causes = batch.validate_job_update(changed, job)
     assert [c.field for c in causes] == ["spec.template"]
     assert causes[0].message.endswith("field is immutable")
+
+
+def test_a_job_without_a_selector_is_checked_as_the_server_that_generates_one_would() -> None:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "a"}]}}
+    assert batch.validate_job({"spec": {"template": template}}) == []
+    assert messages(batch.validate_job({"spec": {"manualSelector": True, "template": template}})) == [
+        "spec.selector: Required value"]
+    template["spec"]["restartPolicy"] = "Always"
+    assert messages(batch.validate_job({"spec": {"template": template}})) == [
+        'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"']
 
 
 def test_a_pod_spec_may_only_change_images() -> None:

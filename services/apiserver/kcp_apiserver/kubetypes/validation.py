@@ -1,5 +1,5 @@
-"""kube's validation rules that matter for workloads, with kube's field paths and wording: selectors
-that must match their template's labels, fields that are immutable, pod templates and services.
+"""kube's validation rules that the types' validators share, with kube's field paths and wording:
+selectors that must match their template's labels, fields that are immutable, pod templates.
 
 Values are rendered as kube's field errors print them (`%#v` of Go's types where kube prints those).
 """
@@ -19,8 +19,8 @@ from kcp_apiserver.apimachinery.validation import (
     validate_dns_label,
     validate_labels,
 )
+from kcp_apiserver.kubetypes.fields import dicts, member
 from kcp_apiserver.registry.resource import Obj
-from kcp_sim_cluster.api.strategy import member
 
 IMMUTABLE = "field is immutable"
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
@@ -67,7 +67,7 @@ def unsupported(field: str, value: Any, supported: tuple[str, ...]) -> Cause:
                  field)
 
 
-def _non_negative(field: str, value: Any) -> list[Cause]:
+def non_negative(field: str, value: Any) -> list[Cause]:
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         return [invalid(field, value, "must be greater than or equal to 0")]
     return []
@@ -88,11 +88,7 @@ def int_or_percent(field: str, value: Any, *, at_most_100: bool = False) -> list
         if at_most_100 and int(value[:-1]) > 100:
             return [invalid(field, value, "must not be greater than 100%")]
         return []
-    return _non_negative(field, value)
-
-
-def _dicts(value: Any) -> list[Obj]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    return non_negative(field, value)
 
 
 # -- pod specs ----------------------------------------------------------------------------------
@@ -108,7 +104,7 @@ def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTA
         causes.append(required(f"{field}.containers"))
     seen: set[str] = set()
     for key in ("initContainers", "containers"):
-        for i, c in enumerate(_dicts(spec.get(key))):
+        for i, c in enumerate(dicts(spec.get(key))):
             path = f"{field}.{key}[{i}]"
             name = c.get("name")
             if not name:
@@ -121,7 +117,7 @@ def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTA
                 seen.add(str(name))
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
-            for j, port in enumerate(_dicts(c.get("ports"))):
+            for j, port in enumerate(dicts(c.get("ports"))):
                 number = port.get("containerPort")
                 if isinstance(number, int) and not 0 < number < 65536:
                     causes.append(invalid(f"{path}.ports[{j}].containerPort", number,
@@ -129,14 +125,11 @@ def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTA
                 if port.get("protocol") not in (None, *PROTOCOLS):
                     causes.append(unsupported(f"{path}.ports[{j}].protocol", port.get("protocol"), PROTOCOLS))
     policy = spec.get("restartPolicy")
-    if policy not in restart_policies:
-        if policy and restart_policies == RESTART_POLICIES:
-            causes.append(unsupported(f"{field}.restartPolicy", policy, restart_policies))
-        elif policy:
-            causes.append(unsupported(f"{field}.restartPolicy", policy, restart_policies))
-        else:
-            causes.append(required(f"{field}.restartPolicy"))
-    causes += _non_negative(f"{field}.terminationGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
+    if not policy:
+        causes.append(required(f"{field}.restartPolicy"))
+    elif policy not in restart_policies:
+        causes.append(unsupported(f"{field}.restartPolicy", policy, restart_policies))
+    causes += non_negative(f"{field}.terminationGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
     return causes
 
 
@@ -181,7 +174,7 @@ def immutable_selector(spec: Obj, old_spec: Obj) -> list[Cause]:
 
 
 def replicas(spec: Obj) -> list[Cause]:
-    return _non_negative("spec.replicas", spec.get("replicas"))
+    return non_negative("spec.replicas", spec.get("replicas"))
 
 
 # -- pods ---------------------------------------------------------------------------------------
