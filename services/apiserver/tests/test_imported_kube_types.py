@@ -26,7 +26,9 @@ DEPLOYMENT_SCHEMA = {"type": "object", "properties": {
         "strategy": {"type": "object", "properties": {"type": {"type": "string"}, "rollingUpdate": {
             "type": "object", "properties": {"maxSurge": INT_OR_STRING, "maxUnavailable": INT_OR_STRING}}}},
         "template": {"type": "object", "properties": {"metadata": OPEN, "spec": {"type": "object", "properties": {
-            "containers": {"type": "array", "items": CONTAINER}, "restartPolicy": {"type": "string"},
+            "containers": {"type": "array", "items": CONTAINER, "x-kubernetes-list-type": "map",
+                           "x-kubernetes-list-map-keys": ["name"]},
+            "restartPolicy": {"type": "string"},
             "dnsPolicy": {"type": "string"}, "schedulerName": {"type": "string"},
             "terminationGracePeriodSeconds": {"type": "integer"}, "securityContext": OPEN}}}}}},
     "status": OPEN}}
@@ -124,3 +126,22 @@ def test_a_crd_that_is_not_an_imported_kube_type_keeps_custom_resource_behaviour
         res.strategy.prepare_for_create(obj)
         assert "strategy" not in obj["spec"]
         assert messages(res, obj) == []
+
+
+def test_a_duplicate_list_map_item_is_reported_as_kube_reports_it() -> None:
+    """The schema calls the item `containers[1]` a duplicate; kube calls its name one: kube's cause alone."""
+    res = deployments()
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["containers"] = [{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]
+    res.strategy.prepare_for_create(obj)
+    assert messages(res, obj) == ['spec.template.spec.containers[1].name: Duplicate value: "a"']
+
+
+def test_a_status_write_does_not_validate_the_spec_again() -> None:
+    res = deployments()
+    old = deployment(replicas=-3)  # stored before kube's rules applied to imported types
+    res.strategy.prepare_for_create(old)
+    new = copy.deepcopy(old)
+    new["status"] = {"replicas": 0}
+    assert res.strategy.validate_subresource_update("status", new, old) == []
+    assert messages(res, new, old) == ["spec.replicas: Invalid value: -3: must be greater than or equal to 0"]

@@ -8,8 +8,8 @@ custom resource gets. Two things differ from a built-in:
   or an older release's): a default for a field it lacks is pruned again, so kcp never stores a field
   some cluster it syncs to cannot take;
 - the CRD's schema validation still runs (it is all that checks a value's type, which kube's decoder
-  would refuse), but where kube's validation already reports a field, the schema's cause for the same
-  field is dropped: the 422 a client reads is kube's, cause for cause.
+  would refuse), but where kube's validation already reports a field, the schema's causes on that field
+  (or within it, or on the part that holds it) are dropped: the 422 a client reads is kube's.
 """
 
 from __future__ import annotations
@@ -48,13 +48,27 @@ class ImportedKubeStrategy(Strategy):
             kube += self._rules.validate_update(obj, old)
         return _kube_first(kube, self._schema.validate(obj, old))
 
+    def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
+        """A status write (the syncer's) cannot change the spec, so kube does not validate the spec again: an
+        object stored before kube's rules applied still gets its status."""
+        if subresource == "status":
+            return self._schema.validate(obj, old)
+        return self.validate_update(obj, old)
+
 
 def _kube_first(kube: list[Cause], schema: list[Cause]) -> list[Cause]:
-    """kube's causes, then the schema's on fields kube said nothing about."""
+    """kube's causes, then the schema's on parts of the object kube said nothing about (a list-map's
+    duplicate item, `containers[1]`, is kube's duplicate `containers[1].name`)."""
     if not kube:
         return schema
-    fields = {c.field for c in kube}
-    return kube + [c for c in schema if c.field not in fields]
+    fields = [c.field for c in kube]
+    return kube + [c for c in schema if not any(_related(c.field, f) for f in fields)]
+
+
+def _related(a: str, b: str) -> bool:
+    """One field path is the other or lies within it."""
+    short, long = sorted((a, b), key=len)
+    return long == short or (long.startswith(short) and long[len(short)] in ".[")
 
 
 def imported_kube_strategy(crd: Obj, version: str, schema: CustomTypeSchema) -> Strategy | None:
