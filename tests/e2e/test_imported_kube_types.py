@@ -3,6 +3,9 @@ validation: real kcp, a kcp-sim-cluster at the newest release attached as a Sync
 `python -m kcp_cluster_controller` (push mode), and each invalid manifest sent both to kcp and to the
 simulated cluster directly. The 422 bodies must be the same bytes: the kinds and groups are the same
 (the imported CRD keeps kube's names), so nothing is allowed to differ.
+
+A second logical cluster has a Kubernetes 1.25 cluster attached as well, so its types are negotiated
+down to what both clusters serve: kube's defaults for fields 1.25 lacks are not stored there.
 """
 
 from __future__ import annotations
@@ -21,18 +24,23 @@ import yaml
 from daemon_process import ClusterControllerProcess
 from syncer_fixtures import eventually, sim_cluster
 
-from kcp_process import KcpServer, free_port, run_kubectl
+from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 SERVICES = "/api/v1/namespaces/default/services"
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
 CRON_JOBS = "/apis/batch/v1/namespaces/default/cronjobs"
+STATEFUL_SETS = "/apis/apps/v1/namespaces/default/statefulsets"
+IMPORTED = ["deployments.apps", "statefulsets.apps", "services", "jobs.batch", "cronjobs.batch"]
+NEGOTIATED = "negotiated"  # the logical cluster whose types both the newest and 1.25 serve
+SYNC_TARGET_CRD = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
 
 @dataclass
 class Env:
     kcp: KcpServer
-    sim: KcpServer
+    sim: KcpServer  # the newest release, attached to admin and to NEGOTIATED
+    old: KcpServer  # 1.25, attached to NEGOTIATED
 
 
 def request(server: KcpServer, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
@@ -55,27 +63,36 @@ def served(server: KcpServer, path: str) -> bool:
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     root = tmp_path_factory.mktemp("imported-kube-types")
     kcp, sim = KcpServer(root / "kcp", free_port()), sim_cluster(root / "sim")
+    old = sim_cluster(root / "old", "--kubernetes-version", "1.25")
     controller = ClusterControllerProcess(kcp, root / "controller.log", [
         "--syncer-mode", "push", "--no-leader-elect", "--discovery-interval", "5"])
     started: list[KcpServer] = []
     try:
-        for server in (kcp, sim):
+        for server in (kcp, sim, old):
             server.start()
             started.append(server)
         controller.start()
         eventually(lambda: served(kcp, "/apis/workload.kcp.io/v1alpha1/synctargets"), "SyncTargets served in admin")
-        target = {"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": "sim"},
-                  "spec": {"kubeconfig": sim.kubeconfig.read_text(),
-                           "resources": ["deployments.apps", "services", "jobs.batch", "cronjobs.batch"]}}
-        run_kubectl(kcp, "apply", "-f", "-", input_text=yaml.safe_dump(target))
-        for path in (DEPLOYMENTS, SERVICES, JOBS, CRON_JOBS):
+        negotiated = cluster_kubeconfig(kcp, NEGOTIATED, NEGOTIATED)
+        run_kubectl(kcp, "apply", "-f", str(SYNC_TARGET_CRD), kubeconfig=negotiated)
+        eventually(lambda: served(kcp, f"/clusters/{NEGOTIATED}/apis/workload.kcp.io/v1alpha1/synctargets"),
+                   f"SyncTargets served in {NEGOTIATED}")
+        for name, server, kubeconfig in (("sim", sim, kcp.kubeconfig), ("newest", sim, negotiated),
+                                         ("older", old, negotiated)):
+            run_kubectl(kcp, "apply", "-f", "-", input_text=sync_target(name, server), kubeconfig=kubeconfig)
+        for path in (DEPLOYMENTS, SERVICES, JOBS, CRON_JOBS, STATEFUL_SETS):
             eventually(lambda path=path: served(kcp, path), f"{path} imported into kcp")  # type: ignore[misc]
-        yield Env(kcp, sim)
+        yield Env(kcp, sim, old)
         assert controller.stop() == 0, controller.log_tail(60)
     finally:
         controller.stop()
         for server in started:
             server.stop()
+
+
+def sync_target(name: str, server: KcpServer) -> str:
+    return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": name},
+                           "spec": {"kubeconfig": server.kubeconfig.read_text(), "resources": IMPORTED}})
 
 
 def deployment(name: str = "web", **spec: Any) -> dict[str, Any]:
@@ -239,3 +256,33 @@ def test_kubectl_describe_shows_kubes_rolling_update_strategy(env: Env, tmp_path
              if ":" in line and not line.startswith(" ")}
     assert lines["StrategyType"] == "RollingUpdate", out
     assert lines["RollingUpdateStrategy"] == "25% max unavailable, 25% max surge", out
+
+
+def imported_from(kcp: KcpServer, cluster: str, crd: str) -> str:
+    code, body = request(kcp, "GET", f"/clusters/{cluster}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+    return str(json.loads(body)["metadata"]["annotations"].get("workload.kcp.io/imported-from", "")) if code == 200 else ""
+
+
+def test_a_negotiated_type_gets_only_the_defaults_of_fields_every_cluster_serves(env: Env) -> None:
+    for crd in ("jobs.batch", "statefulsets.apps"):
+        eventually(lambda crd=crd: imported_from(env.kcp, NEGOTIATED, crd) == "newest,older",  # type: ignore[misc]
+                   f"{crd} in {NEGOTIATED} negotiated between both clusters")
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "negotiated"},
+           "spec": {"template": POD_TEMPLATE}}
+    stateful_set = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "negotiated"},
+                    "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "db"}}, "template": {
+                        "metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "db", "image": "db"}]}}}}
+    stored = {}
+    for cluster in ("admin", NEGOTIATED):
+        for path, obj in ((JOBS, job), (STATEFUL_SETS, stateful_set)):
+            code, body = request(env.kcp, "POST", f"/clusters/{cluster}{path}", obj)
+            assert code == 201, body
+            stored[cluster, obj["kind"]] = json.loads(body)["spec"]
+    # kube 1.29's Job default: stored where only the newest cluster serves the type, not where 1.25 does too
+    assert stored["admin", "Job"]["podReplacementPolicy"] == "TerminatingOrFailed"
+    assert "podReplacementPolicy" not in stored[NEGOTIATED, "Job"]
+    # the defaults of fields both releases serve are there
+    assert (stored[NEGOTIATED, "Job"]["backoffLimit"], stored[NEGOTIATED, "Job"]["completionMode"]) == (6, "NonIndexed")
+    assert stored[NEGOTIATED, "StatefulSet"]["updateStrategy"] == {"type": "RollingUpdate",
+                                                                   "rollingUpdate": {"partition": 0}}
+    assert stored[NEGOTIATED, "StatefulSet"]["podManagementPolicy"] == "OrderedReady"
