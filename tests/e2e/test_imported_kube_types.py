@@ -128,6 +128,8 @@ INVALID_DEPLOYMENTS = {
     "container without a name": edited(deployment(), f"{CONTAINER}.name", ...),
     "container without an image": edited(deployment(), f"{CONTAINER}.image", ...),
     "container port out of range": edited(deployment(), f"{CONTAINER}.ports.0.containerPort", 70000),
+    "container port without a number": edited(deployment(), f"{CONTAINER}.ports.0.containerPort", ...),
+    "container port name not an IANA service name": edited(deployment(), f"{CONTAINER}.ports.0.name", "Http--1"),
     "no containers": edited(deployment(), "spec.template.spec.containers", []),
     "two containers of one name": edited(deployment(), "spec.template.spec.containers",
                                          [{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]),

@@ -128,3 +128,18 @@ def test_rolling_update_amounts_are_counts_or_percents() -> None:
         "string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
     assert messages(policy.validate_budget({"spec": {"minAvailable": -1}})) == [
         "spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]
+
+
+def test_container_ports_are_checked_as_kube_checks_them() -> None:
+    ports = [{"name": "http", "containerPort": 80}, {"name": "http", "containerPort": 81},
+             {"name": "Web--Port-Number-9", "containerPort": 0, "hostPort": 70000}, {"name": "1234"}]
+    assert messages(v.container_ports(ports, "spec.containers[0].ports")) == [
+        'spec.containers[0].ports[1].name: Duplicate value: "http"',
+        'spec.containers[0].ports[2].name: Invalid value: "Web--Port-Number-9": must be no more than 15 characters',
+        'spec.containers[0].ports[2].name: Invalid value: "Web--Port-Number-9": must contain only alpha-numeric '
+        "characters (a-z, 0-9), and hyphens (-)",
+        'spec.containers[0].ports[2].name: Invalid value: "Web--Port-Number-9": must not contain consecutive hyphens',
+        "spec.containers[0].ports[2].containerPort: Required value",
+        "spec.containers[0].ports[2].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+        'spec.containers[0].ports[3].name: Invalid value: "1234": must contain at least one letter (a-z)',
+        "spec.containers[0].ports[3].containerPort: Required value"]

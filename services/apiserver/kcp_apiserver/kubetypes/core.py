@@ -60,8 +60,7 @@ def _service_port(port: Obj, path: str, kind: str, *, several: bool, names: set[
     names.add(name)
     number = port.get("port")
     if not isinstance(number, int) or not 0 < number < 65536:
-        causes.append(invalid(f"{path}.port", number if number is not None else 0,
-                              "must be between 1 and 65535, inclusive"))
+        causes.append(invalid(f"{path}.port", number if number is not None else 0, v.PORT_RANGE))
     if port.get("protocol") not in v.PROTOCOLS:
         causes.append(v.unsupported(f"{path}.protocol", port.get("protocol"), v.PROTOCOLS))
     if kind == "ClusterIP" and port.get("nodePort"):

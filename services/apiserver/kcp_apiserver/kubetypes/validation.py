@@ -15,6 +15,7 @@ from kcp_apiserver.apimachinery.status import APIError, Cause
 from kcp_apiserver.apimachinery.validation import (
     forbidden,
     invalid,
+    max_len_error,
     required,
     validate_dns_label,
     validate_labels,
@@ -93,6 +94,59 @@ def int_or_percent(field: str, value: Any, *, at_most_100: bool = False) -> list
 
 # -- pod specs ----------------------------------------------------------------------------------
 
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+PORT_NAME_CHARSET = re.compile(r"^[-a-z0-9]+$")
+PORT_NAME_MAX = 15
+
+
+def port_name(name: str) -> list[str]:
+    """kube's IsValidPortName (an IANA_SVC_NAME): what is wrong with a port's name, each said apart."""
+    problems = []
+    if len(name) > PORT_NAME_MAX:
+        problems.append(max_len_error(PORT_NAME_MAX))
+    if not PORT_NAME_CHARSET.match(name):
+        problems.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", name):
+        problems.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        problems.append("must not contain consecutive hyphens")
+    if name.startswith("-") or name.endswith("-"):
+        problems.append("must not begin or end with a hyphen")
+    return problems
+
+
+def _port_number(field: str, number: Any) -> list[Cause]:
+    if isinstance(number, int) and not 0 < number < 65536:
+        return [invalid(field, number, PORT_RANGE)]
+    return []
+
+
+def container_ports(ports: Any, field: str) -> list[Cause]:
+    """A container's ports as kube's validateContainerPorts checks them: names valid and unique in the
+    container, containerPort set and in range, hostPort in range when set, a known protocol."""
+    causes: list[Cause] = []
+    names: set[str] = set()
+    for j, port in enumerate(dicts(ports)):
+        path = f"{field}[{j}]"
+        name = port.get("name")
+        if name:
+            problems = port_name(str(name))
+            causes += [invalid(f"{path}.name", name, msg) for msg in problems]
+            if not problems and name in names:
+                causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_quote(str(name))}", f"{path}.name"))
+            names.add(str(name))
+        number = port.get("containerPort")
+        if not number:
+            causes.append(required(f"{path}.containerPort"))
+        else:
+            causes += _port_number(f"{path}.containerPort", number)
+        if port.get("hostPort"):
+            causes += _port_number(f"{path}.hostPort", port.get("hostPort"))
+        if port.get("protocol") not in (None, *PROTOCOLS):
+            causes.append(unsupported(f"{path}.protocol", port.get("protocol"), PROTOCOLS))
+    return causes
+
+
 def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTART_POLICIES) -> list[Cause]:
     """The rules a syncer's copies must pass: containers present and named, images set, the restart
     policy one the owner allows, names unique."""
@@ -117,13 +171,7 @@ def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTA
                 seen.add(str(name))
             if not c.get("image"):
                 causes.append(required(f"{path}.image"))
-            for j, port in enumerate(dicts(c.get("ports"))):
-                number = port.get("containerPort")
-                if isinstance(number, int) and not 0 < number < 65536:
-                    causes.append(invalid(f"{path}.ports[{j}].containerPort", number,
-                                          "must be between 1 and 65535, inclusive"))
-                if port.get("protocol") not in (None, *PROTOCOLS):
-                    causes.append(unsupported(f"{path}.ports[{j}].protocol", port.get("protocol"), PROTOCOLS))
+            causes += container_ports(c.get("ports"), f"{path}.ports")
     policy = spec.get("restartPolicy")
     if not policy:
         causes.append(required(f"{field}.restartPolicy"))
