@@ -145,3 +145,23 @@ def test_a_status_write_does_not_validate_the_spec_again() -> None:
     new["status"] = {"replicas": 0}
     assert res.strategy.validate_subresource_update("status", new, old) == []
     assert messages(res, new, old) == ["spec.replicas: Invalid value: -3: must be greater than or equal to 0"]
+
+
+async def _no_cluster_setup(cluster: str) -> None:
+    return None
+
+
+async def test_replacing_a_deployment_with_its_undefaulted_manifest_keeps_its_generation() -> None:
+    """kube defaults what it decodes before comparing specs: only a real change is a new generation."""
+    from kcp_apiserver.registry.admission import AdmissionChain
+    from kcp_apiserver.registry.store import Registry
+    from kcp_apiserver.storage.memory import MemoryStorage
+
+    registry = Registry(MemoryStorage(), admit=AdmissionChain([]), ensure_cluster=_no_cluster_setup)
+    res = deployments()
+    created = await registry.create(res, "c1", "default", deployment())
+    assert created["metadata"]["generation"] == 1
+    same = await registry.update(res, "c1", "default", "web", deployment())
+    assert same["metadata"]["generation"] == 1 and same["spec"]["replicas"] == 1
+    changed = await registry.update(res, "c1", "default", "web", deployment(replicas=3))
+    assert changed["metadata"]["generation"] == 2
