@@ -78,6 +78,7 @@ def test_a_job_template_is_immutable() -> None:
 
 def test_a_job_without_a_selector_is_checked_as_the_server_that_generates_one_would() -> None:
     template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "a"}]}}
+    defaults.pod_template(template)
     assert batch.validate_job({"spec": {"template": template}}) == []
     assert messages(batch.validate_job({"spec": {"manualSelector": True, "template": template}})) == [
         "spec.selector: Required value"]
@@ -143,3 +144,31 @@ def test_container_ports_are_checked_as_kube_checks_them() -> None:
         "spec.containers[0].ports[2].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
         'spec.containers[0].ports[3].name: Invalid value: "1234": must contain at least one letter (a-z)',
         "spec.containers[0].ports[3].containerPort: Required value"]
+
+
+def test_volumes_and_their_mounts_are_checked_as_kube_checks_them() -> None:
+    spec: dict[str, Any] = {"volumes": [{"name": "data"}, {"name": "data"}, {"name": "Cache"}], "containers": [
+        {"name": "c", "image": "i", "volumeMounts": [{"name": "data", "mountPath": "/d"},
+                                                     {"name": "cache", "mountPath": "/d"}, {"name": "Cache"}]}]}
+    defaults.pod_spec(spec)
+    assert messages(v.pod_spec(spec, "spec")) == [
+        'spec.volumes[1].name: Duplicate value: "data"',
+        'spec.volumes[2].name: Invalid value: "Cache": a lowercase RFC 1123 label must consist of lower case '
+        "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+        "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        'spec.containers[0].volumeMounts[1].name: Not found: "cache"',
+        'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/d": must be unique',
+        'spec.containers[0].volumeMounts[2].name: Not found: "Cache"',
+        "spec.containers[0].volumeMounts[2].mountPath: Required value"]
+
+
+def test_pull_and_dns_policies_are_kubes_and_init_container_names_differ_from_the_containers() -> None:
+    spec: dict[str, Any] = {"dnsPolicy": "Sometimes", "initContainers": [{"name": "c", "image": "i"}],
+                            "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Often"}]}
+    defaults.pod_spec(spec)
+    assert messages(v.pod_spec(spec, "spec")) == [
+        'spec.containers[0].imagePullPolicy: Unsupported value: "Often": supported values: "Always", '
+        '"IfNotPresent", "Never"',
+        'spec.initContainers[0].name: Duplicate value: "c"',
+        'spec.dnsPolicy: Unsupported value: "Sometimes": supported values: "ClusterFirstWithHostNet", '
+        '"ClusterFirst", "Default", "None"']

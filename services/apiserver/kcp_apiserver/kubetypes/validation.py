@@ -133,7 +133,7 @@ def container_ports(ports: Any, field: str) -> list[Cause]:
             problems = port_name(str(name))
             causes += [invalid(f"{path}.name", name, msg) for msg in problems]
             if not problems and name in names:
-                causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_quote(str(name))}", f"{path}.name"))
+                causes.append(_duplicate(f"{path}.name", str(name)))
             names.add(str(name))
         number = port.get("containerPort")
         if not number:
@@ -147,36 +147,96 @@ def container_ports(ports: Any, field: str) -> list[Cause]:
     return causes
 
 
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
+
+
+def _duplicate(field: str, value: str) -> Cause:
+    return Cause("FieldValueDuplicate", f"Duplicate value: {_quote(value)}", field)
+
+
+def _enum(field: str, value: Any, supported: tuple[str, ...]) -> list[Cause]:
+    """kube's switch over a string enum: empty is Required, anything else unknown is NotSupported."""
+    if not value:
+        return [required(field)]
+    return [] if value in supported else [unsupported(field, value, supported)]
+
+
+def volumes(spec: Obj, field: str) -> tuple[set[str], list[Cause]]:
+    """kube's ValidateVolumes for the names: required, DNS-1123 labels, unique. Returns the names a
+    container may mount (a volume with a problem is not one of them, as in kube)."""
+    names: set[str] = set()
+    causes: list[Cause] = []
+    for i, volume in enumerate(dicts(spec.get("volumes"))):
+        path = f"{field}[{i}].name"
+        name = str(volume.get("name") or "")
+        problems = [required(path)] if not name else [invalid(path, name, msg) for msg in validate_dns_label(name)]
+        if name in names:
+            problems.append(_duplicate(path, name))
+        if problems:
+            causes += problems
+        else:
+            names.add(name)
+    return names, causes
+
+
+def volume_mounts(mounts: Any, field: str, volume_names: set[str]) -> list[Cause]:
+    """kube's ValidateVolumeMounts: each names a volume of the pod and a mount path of its own."""
+    causes: list[Cause] = []
+    paths: set[str] = set()
+    for i, mount in enumerate(dicts(mounts)):
+        path = f"{field}[{i}]"
+        name = str(mount.get("name") or "")
+        if not name:
+            causes.append(required(f"{path}.name"))
+        if name not in volume_names:
+            causes.append(Cause("FieldValueNotFound", f"Not found: {_quote(name)}", f"{path}.name"))
+        mount_path = str(mount.get("mountPath") or "")
+        if not mount_path:
+            causes.append(required(f"{path}.mountPath"))
+        if mount_path in paths:
+            causes.append(invalid(f"{path}.mountPath", mount_path, "must be unique"))
+        paths.add(mount_path)
+    return causes
+
+
+def _containers(spec: Obj, key: str, field: str, names: set[str], volume_names: set[str]) -> list[Cause]:
+    causes: list[Cause] = []
+    for i, c in enumerate(dicts(spec.get(key))):
+        path = f"{field}.{key}[{i}]"
+        name = c.get("name")
+        if not name:
+            causes.append(required(f"{path}.name"))
+        else:
+            causes += [invalid(f"{path}.name", name, msg) for msg in validate_dns_label(str(name))]
+            if name in names:
+                causes.append(_duplicate(f"{path}.name", str(name)))
+            names.add(str(name))
+        if not c.get("image"):
+            causes.append(required(f"{path}.image"))
+        causes += container_ports(c.get("ports"), f"{path}.ports")
+        causes += volume_mounts(c.get("volumeMounts"), f"{path}.volumeMounts", volume_names)
+        causes += _enum(f"{path}.imagePullPolicy", c.get("imagePullPolicy"), PULL_POLICIES)
+    return causes
+
+
 def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTART_POLICIES) -> list[Cause]:
-    """The rules a syncer's copies must pass: containers present and named, images set, the restart
-    policy one the owner allows, names unique."""
+    """kube's ValidatePodSpec for what a workload's pods need, in kube's order: volumes, containers (then
+    init containers, whose names must differ from theirs), restart and DNS policies. `spec` is defaulted."""
     if not isinstance(spec, dict):
         return [required(field)]
-    causes: list[Cause] = []
-    containers = spec.get("containers")
-    if not containers:
+    volume_names, causes = volumes(spec, f"{field}.volumes")
+    if not spec.get("containers"):
         causes.append(required(f"{field}.containers"))
-    seen: set[str] = set()
-    for key in ("initContainers", "containers"):
-        for i, c in enumerate(dicts(spec.get(key))):
-            path = f"{field}.{key}[{i}]"
-            name = c.get("name")
-            if not name:
-                causes.append(required(f"{path}.name"))
-            else:
-                causes += [invalid(f"{path}.name", name, msg) for msg in validate_dns_label(str(name))]
-                if name in seen:
-                    causes.append(Cause("FieldValueDuplicate", f"Duplicate value: {_quote(str(name))}",
-                                        f"{path}.name"))
-                seen.add(str(name))
-            if not c.get("image"):
-                causes.append(required(f"{path}.image"))
-            causes += container_ports(c.get("ports"), f"{path}.ports")
+    names: set[str] = set()
+    for key in ("containers", "initContainers"):
+        causes += _containers(spec, key, field, names, volume_names)
     policy = spec.get("restartPolicy")
     if not policy:
         causes.append(required(f"{field}.restartPolicy"))
     elif policy not in restart_policies:
         causes.append(unsupported(f"{field}.restartPolicy", policy, restart_policies))
+    causes += _enum(f"{field}.dnsPolicy", spec.get("dnsPolicy"), DNS_POLICIES)
     causes += non_negative(f"{field}.terminationGracePeriodSeconds", spec.get("terminationGracePeriodSeconds"))
     return causes
 
