@@ -165,3 +165,12 @@ async def test_replacing_a_deployment_with_its_undefaulted_manifest_keeps_its_ge
     assert same["metadata"]["generation"] == 1 and same["spec"]["replicas"] == 1
     changed = await registry.update(res, "c1", "default", "web", deployment(replicas=3))
     assert changed["metadata"]["generation"] == 2
+
+
+def test_a_value_of_the_wrong_type_gets_the_schemas_causes_and_is_not_defaulted_away() -> None:
+    res = deployments()
+    obj = deployment(strategy="fast", selector={"matchLabels": "app=web"})
+    res.strategy.prepare_for_create(obj)
+    assert obj["spec"]["strategy"] == "fast"  # left for validation to refuse, not replaced by the default
+    assert messages(res, obj) == [
+        'spec.strategy: Invalid value: "string": spec.strategy in body must be of type object: "string"']

@@ -172,3 +172,15 @@ def test_pull_and_dns_policies_are_kubes_and_init_container_names_differ_from_th
         'spec.initContainers[0].name: Duplicate value: "c"',
         'spec.dnsPolicy: Unsupported value: "Sometimes": supported values: "ClusterFirstWithHostNet", '
         '"ClusterFirst", "Default", "None"']
+
+
+def test_a_stateful_set_mounts_the_volumes_of_its_claim_templates() -> None:
+    obj: dict[str, Any] = {"metadata": {"name": "db"}, "spec": {
+        "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
+        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [
+            {"name": "c", "image": "i", "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                                         {"name": "logs", "mountPath": "/logs"}]}]}}}}
+    defaults.stateful_set(obj, 35)
+    assert messages(apps.validate_stateful_set(obj)) == [
+        'spec.template.spec.containers[0].volumeMounts[1].name: Not found: "logs"']

@@ -7,9 +7,10 @@ custom resource gets. Two things differ from a built-in:
 - the served schema may be a reduced one (the lowest common denominator of several clusters' schemas,
   or an older release's): a default for a field it lacks is pruned again, so kcp never stores a field
   some cluster it syncs to cannot take;
-- the CRD's schema validation still runs (it is all that checks a value's type, which kube's decoder
-  would refuse), but where kube's validation already reports a field, the schema's causes on that field
-  (or within it, or on the part that holds it) are dropped: the 422 a client reads is kube's.
+- the CRD's schema validation still runs first (it is all that checks a value's type, which kube's
+  decoder would refuse: an object with a value of the wrong type gets the schema's causes alone), and
+  where kube's validation reports a field, the schema's causes on that field (or within it, or on the
+  part that holds it) are dropped: the 422 a client reads is kube's.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.strategy import Strategy
 from kcpcommon.kubetypes import is_imported_kube_type
 
+TYPE_INVALID = "FieldValueTypeInvalid"
+
 
 class ImportedKubeStrategy(Strategy):
+    """kube's defaults and validation over a served CRD schema (which may lack some of kube's fields)."""
+
     def __init__(self, rules: KubeType, schema: CustomTypeSchema) -> None:
         self._rules = rules
         self._schema = schema
@@ -39,21 +44,26 @@ class ImportedKubeStrategy(Strategy):
             self._schema.prune(obj)
 
     def validate(self, obj: Obj) -> list[Cause]:
-        kube = self._rules.validate(obj) if self._rules.validate is not None else []
-        return _kube_first(kube, self._schema.validate(obj, None))
+        return self._validate(obj, None)
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
-        kube = self._rules.validate(obj) if self._rules.validate is not None else []
-        if self._rules.validate_update is not None:
-            kube += self._rules.validate_update(obj, old)
-        return _kube_first(kube, self._schema.validate(obj, old))
+        return self._validate(obj, old)
 
     def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
         """A status write (the syncer's) cannot change the spec, so kube does not validate the spec again: an
         object stored before kube's rules applied still gets its status."""
         if subresource == "status":
             return self._schema.validate(obj, old)
-        return self.validate_update(obj, old)
+        return self._validate(obj, old)
+
+    def _validate(self, obj: Obj, old: Obj | None) -> list[Cause]:
+        schema = self._schema.validate(obj, old)
+        if any(c.reason == TYPE_INVALID for c in schema):
+            return schema  # kube would not have decoded it, so its validation never sees such an object
+        kube = self._rules.validate(obj) if self._rules.validate is not None else []
+        if old is not None and self._rules.validate_update is not None:
+            kube += self._rules.validate_update(obj, old)
+        return _kube_first(kube, schema)
 
 
 def _kube_first(kube: list[Cause], schema: list[Cause]) -> list[Cause]:

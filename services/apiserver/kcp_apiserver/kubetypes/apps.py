@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.kubetypes import validation as v
-from kcp_apiserver.kubetypes.fields import member, spec
+from kcp_apiserver.kubetypes.fields import dicts, member, spec
 from kcp_apiserver.registry.resource import Obj
 
 STATEFUL_SET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy",
@@ -48,7 +48,8 @@ def validate_replica_set(obj: Obj) -> list[Cause]:
 
 def validate_stateful_set(obj: Obj) -> list[Cause]:
     s = spec(obj)
-    causes = v.replicas(s) + v.selector_and_template(s, "statefulset")
+    claims = frozenset(str(member(claim, "metadata").get("name") or "") for claim in dicts(s.get("volumeClaimTemplates")))
+    causes = v.replicas(s) + v.selector_and_template(s, "statefulset", claim_volumes=claims)
     policy = s.get("podManagementPolicy")
     if policy not in ("OrderedReady", "Parallel"):
         causes.append(v.unsupported("spec.podManagementPolicy", policy, ("OrderedReady", "Parallel")))

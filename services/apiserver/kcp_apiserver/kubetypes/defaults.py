@@ -20,10 +20,12 @@ DEFAULT_TOLERATION_SECONDS = 300
 
 
 def _dict(parent: Obj, key: str) -> Obj:
+    """parent[key], created when missing; a value of another type is left for validation to refuse (what
+    is returned then is detached)."""
     value = parent.get(key)
-    if not isinstance(value, dict):
+    if value is None:
         value = parent[key] = {}
-    return value
+    return value if isinstance(value, dict) else {}
 
 
 def image_pull_policy(image: str) -> str:

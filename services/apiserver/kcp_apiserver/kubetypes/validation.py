@@ -220,12 +220,15 @@ def _containers(spec: Obj, key: str, field: str, names: set[str], volume_names: 
     return causes
 
 
-def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTART_POLICIES) -> list[Cause]:
+def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTART_POLICIES,
+             claim_volumes: frozenset[str] = frozenset()) -> list[Cause]:
     """kube's ValidatePodSpec for what a workload's pods need, in kube's order: volumes, containers (then
-    init containers, whose names must differ from theirs), restart and DNS policies. `spec` is defaulted."""
+    init containers, whose names must differ from theirs), restart and DNS policies. `spec` is defaulted;
+    `claim_volumes` are the volumes a StatefulSet's claim templates add to each pod."""
     if not isinstance(spec, dict):
         return [required(field)]
     volume_names, causes = volumes(spec, f"{field}.volumes")
+    volume_names |= claim_volumes
     if not spec.get("containers"):
         causes.append(required(f"{field}.containers"))
     names: set[str] = set()
@@ -241,12 +244,14 @@ def pod_spec(spec: Any, field: str, *, restart_policies: tuple[str, ...] = RESTA
     return causes
 
 
-def pod_template(template: Any, field: str, *, restart_policies: tuple[str, ...] = ("Always",)) -> list[Cause]:
+def pod_template(template: Any, field: str, *, restart_policies: tuple[str, ...] = ("Always",),
+                 claim_volumes: frozenset[str] = frozenset()) -> list[Cause]:
     if not isinstance(template, dict):
         return [required(field)]
     meta = member(template, "metadata")
     causes = validate_labels(meta.get("labels"), f"{field}.metadata.labels")
-    return causes + pod_spec(template.get("spec"), f"{field}.spec", restart_policies=restart_policies)
+    return causes + pod_spec(template.get("spec"), f"{field}.spec", restart_policies=restart_policies,
+                             claim_volumes=claim_volumes)
 
 
 def _selector(selector: Any, field: str, kind: str) -> tuple[LabelSelector | None, list[Cause]]:
@@ -263,11 +268,13 @@ def _selector(selector: Any, field: str, kind: str) -> tuple[LabelSelector | Non
 
 
 def selector_and_template(spec: Obj, kind: str, *, template_key: str = "template",
-                          restart_policies: tuple[str, ...] = ("Always",)) -> list[Cause]:
+                          restart_policies: tuple[str, ...] = ("Always",),
+                          claim_volumes: frozenset[str] = frozenset()) -> list[Cause]:
     """A workload's selector is required, not empty, and selects its own template's labels."""
     selector, causes = _selector(spec.get("selector"), "spec.selector", kind)
     template = spec.get(template_key)
-    causes += pod_template(template, f"spec.{template_key}", restart_policies=restart_policies)
+    causes += pod_template(template, f"spec.{template_key}", restart_policies=restart_policies,
+                           claim_volumes=claim_volumes)
     labels = ((template or {}).get("metadata") or {}).get("labels") if isinstance(template, dict) else None
     if selector is not None and not selector.empty and not selector.matches(labels or {}):
         causes.append(raw_invalid(f"spec.{template_key}.metadata.labels", go_string_map(labels),
