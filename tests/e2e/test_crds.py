@@ -272,6 +272,38 @@ async def test_cel_rules_are_enforced_and_broken_rules_refuse_the_crd(api: Api, 
     assert (await api.get(f"{path}/fine")).body["spec"]["color"] == "red"
 
 
+async def test_cel_cost_is_kube_s_estimate_at_crd_create_and_nested_alls_over_100_items_run(
+        api: Api, unique: str) -> None:
+    group, prefix = f"celcost{unique}.example.com", f"/clusters/celcost-{unique}"
+    nested = "self.names.all(a, self.names.all(b, a.size() <= 20))"
+
+    def with_names(max_items: int | None, rule: str) -> dict[str, Any]:
+        names: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+        if max_items is not None:
+            names["maxItems"] = max_items
+        crd = widget_crd(group, extra_props={"names": names})
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+            {"rule": rule, "message": "names are at most 20 characters"}]
+        return crd
+
+    costly = await api.post(f"{prefix}{CRD_PATH}", with_names(None, "self.names.all(a, self.names.all(b, a == b))"))
+    assert costly.status == 422, costly.body
+    cause = costly.body["details"]["causes"][0]
+    assert cause["reason"] == "FieldValueForbidden"
+    assert cause["field"] == "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    assert cause["message"].startswith("Forbidden: estimated rule cost exceeds budget by factor of more than 100x")
+
+    assert (await api.post(f"{prefix}{CRD_PATH}", with_names(100, nested))).status == 201
+    await wait_established(api, prefix, f"widgets.{group}")
+    path = f"{prefix}/apis/{group}/v1/namespaces/default/widgets"
+    await served(api, path)
+    names = [f"name-{i}" for i in range(100)]
+    assert (await api.post(path, widget("fine", group=group, names=names))).status == 201
+    refused = await api.post(path, widget("long", group=group, names=[*names[:99], "x" * 21]))
+    assert refused.status == 422, refused.body
+    assert 'spec: Invalid value: "object": names are at most 20 characters' in refused.body["message"]
+
+
 async def test_bad_crds_are_422_and_not_stored(api: Api, unique: str) -> None:
     group = f"bad{unique}.example.com"
     crd = widget_crd(group)

@@ -333,6 +333,26 @@ async def test_a_watch_from_now_starts_with_the_default_roles(api, cluster: str)
     assert one[0]["object"]["metadata"]["name"] == "view"
 
 
+async def test_clusterrole_lists_page_with_limit_and_continue(api, cluster: str) -> None:  # type: ignore[no-untyped-def]
+    """The default ClusterRoles (shared by every logical cluster) page like stored ones (issue 28 item 4)."""
+    path = f"/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterroles"
+    own = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "b-tenant"}}
+    assert (await api.post(path, own)).status == 201
+    everything = [i["metadata"]["name"] for i in (await api.get(path)).body["items"]]
+    assert "b-tenant" in everything and "cluster-admin" in everything and everything == sorted(everything)
+    pages, token = [], ""
+    while True:
+        reply = await api.get(path, params={"limit": "4", **({"continue": token} if token else {})})
+        assert reply.status == 200, reply.body
+        pages.append([i["metadata"]["name"] for i in reply.body["items"]])
+        token = reply.body["metadata"].get("continue", "")
+        if not token:
+            break
+        assert reply.body["metadata"]["remainingItemCount"] == len(everything) - sum(map(len, pages))
+    assert all(len(p) == 4 for p in pages[:-1]) and 0 < len(pages[-1]) <= 4
+    assert [name for p in pages for name in p] == everything
+
+
 def test_a_tenants_aggregating_clusterrole_gets_its_rules_written(kcp: KcpServer, cluster: str) -> None:
     kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps({
         "apiVersion": "v1", "kind": "List", "items": [

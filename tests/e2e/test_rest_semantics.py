@@ -56,6 +56,37 @@ async def test_update_with_stale_resource_version_is_409_conflict(api: Api, name
     assert (await api.get(f"{CM.format(ns=namespace)}/cas")).body["data"] == {"k": "v2"}
 
 
+async def test_resource_version_0_is_an_unconditional_update_and_patch(api: Api, namespace: str) -> None:
+    """kube reads `resourceVersion: "0"` in a written object as unset (issue 28 item 3)."""
+    path = f"{CM.format(ns=namespace)}/zero"
+    created = (await api.post(CM.format(ns=namespace), configmap("zero"))).body
+    assert (await api.put(path, dict(created, data={"k": "v2"}))).status == 200  # created's version is stale now
+    replaced = await api.put(path, {**created, "metadata": {**created["metadata"], "resourceVersion": "0"},
+                                    "data": {"k": "v3"}})
+    assert replaced.status == 200, replaced.body
+    patched = await api.patch(path, {"metadata": {"resourceVersion": "0"}, "data": {"k": "v4"}},
+                              "application/merge-patch+json")
+    assert patched.status == 200, patched.body
+    assert (await api.get(path)).body["data"] == {"k": "v4"}
+
+
+async def test_a_patch_of_the_wrong_type_is_kubes_422_on_the_patch(api: Api, namespace: str) -> None:
+    """kube's wording (issue 28 item 6): the unstructured converter's for a strategic merge patch, the JSON
+    decoder's over the patched object for a merge patch; nothing is stored."""
+    path = f"{CM.format(ns=namespace)}/typed"
+    created = (await api.post(CM.format(ns=namespace), configmap("typed"))).body
+    strategic = await api.patch(path, {"metadata": {"labels": "invalid"}}, "application/strategic-merge-patch+json")
+    assert strategic.status == 422 and strategic.body["reason"] == "Invalid"
+    assert strategic.body["message"] == (' "" is invalid: patch: Invalid value: "map[metadata:map[labels:invalid]]": '
+                                         "cannot restore map from string")
+    assert strategic.body["details"]["causes"][0]["field"] == "patch"
+    merge = await api.patch(path, {"data": {"a": 1}}, "application/merge-patch+json")
+    assert merge.status == 422 and merge.body["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    assert merge.body["message"].endswith("json: cannot unmarshal number into Go struct field data.a of type string")
+    assert '\\"data\\":{\\"a\\":1' in merge.body["message"]  # the patched object, as Go's JSON
+    assert (await api.get(path)).body["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
 async def test_noop_update_keeps_resource_version(api: Api, namespace: str) -> None:
     created = (await api.post(CM.format(ns=namespace), configmap("same"))).body
     again = await api.put(f"{CM.format(ns=namespace)}/same", created)

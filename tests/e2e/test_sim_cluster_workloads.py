@@ -126,6 +126,9 @@ def condition(obj: Any, type_: str) -> Any:
 # -- deployments ------------------------------------------------------------------------------
 
 
+CHANGE_CAUSE = "kubernetes.io/change-cause"
+
+
 def test_a_deployment_rolls_out_updates_and_rolls_back(cluster: KcpServer) -> None:
     ns = namespace(cluster, "rollouts")
     kubectl(cluster, "-n", ns, "create", "deployment", "web", "--image", "nginx:1.25", "--replicas", "3")
@@ -149,13 +152,19 @@ def test_a_deployment_rolls_out_updates_and_rolls_back(cluster: KcpServer) -> No
         assert (owner["kind"], owner["name"], owner["controller"]) == ("ReplicaSet", rs_name, True)
         assert pod["status"]["phase"] == "Running" and pod["status"]["podIP"] and pod["spec"]["nodeName"]
 
-    kubectl(cluster, "-n", ns, "set", "image", "deployment/web", "nginx=nginx:1.26")
+    # a change-cause written after the ReplicaSet exists still reaches it (kube copies it at every sync)
+    kubectl(cluster, "-n", ns, "annotate", "deployment/web", f"{CHANGE_CAUSE}=first")
+    eventually(lambda: get(cluster, "-n", ns, "replicaset", rs_name)["metadata"]["annotations"].get(CHANGE_CAUSE)
+               == "first", "the change-cause on the ReplicaSet")
+    kubectl(cluster, "-n", ns, "patch", "deployment/web", "-p", json.dumps({
+        "metadata": {"annotations": {CHANGE_CAUSE: "second"}},
+        "spec": {"template": {"spec": {"containers": [{"name": "nginx", "image": "nginx:1.26"}]}}}}))
     assert "successfully rolled out" in rollout(cluster, ns, "deployment/web")
     images = {p["spec"]["containers"][0]["image"] for p in pods(cluster, ns, "app=web")
               if not p["metadata"].get("deletionTimestamp")}
     assert images == {"nginx:1.26"}
     history = kubectl(cluster, "-n", ns, "rollout", "history", "deployment/web")
-    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    assert [line.split() for line in history.splitlines()[2:] if line.strip()] == [["1", "first"], ["2", "second"]]
     events = kubectl(cluster, "-n", ns, "get", "events", "--field-selector", "reason=ScalingReplicaSet")
     assert f"Scaled up replica set {rs_name} from 0 to 3" in events
 
@@ -456,7 +465,7 @@ spec:
     metadata: {labels: {app: db}}
     spec: {containers: [{name: c, image: postgres, volumeMounts: [{name: data, mountPath: /data}]}]}
   volumeClaimTemplates:
-  - metadata: {name: data}
+  - metadata: {name: data, labels: {tier: storage}, annotations: {volume.beta.kubernetes.io/storage-class: fast}}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 ---
 apiVersion: apps/v1
@@ -474,15 +483,21 @@ spec:
     claims = get(cluster, "-n", ns, "persistentvolumeclaims")["items"]
     assert sorted(c["metadata"]["name"] for c in claims) == ["data-db-0", "data-db-1", "data-db-2"]
     assert all(c["status"]["phase"] == "Bound" and c["status"]["capacity"] == {"storage": "1Gi"} for c in claims)
+    for claim in claims:  # a copy of the template: its labels and annotations, and the selector's labels
+        assert claim["metadata"]["labels"] == {"tier": "storage", "app": "db"}
+        assert claim["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"] == "fast"
     assert {v["persistentVolumeClaim"]["claimName"] for p in pods(cluster, ns, "app=db")
             for v in p["spec"]["volumes"] if "persistentVolumeClaim" in v} == {"data-db-0", "data-db-1", "data-db-2"}
     agents = pods(cluster, ns, "app=agent")
     assert sorted(p["spec"]["nodeName"] for p in agents) == ["sim-node-1", "sim-node-2", "sim-node-3"]
     for kind, container in (("statefulset/db", "c"), ("daemonset/agent", "c")):
-        kubectl(cluster, "-n", ns, "set", "image", kind, f"{container}=v2")
+        kubectl(cluster, "-n", ns, "patch", kind, "-p", json.dumps({  # as `kubectl set image --record` writes it
+            "metadata": {"annotations": {CHANGE_CAUSE: f"{kind} v2"}},
+            "spec": {"template": {"spec": {"containers": [{"name": container, "image": "v2"}]}}}}))
         rollout(cluster, ns, kind)
         history = kubectl(cluster, "-n", ns, "rollout", "history", kind)
-        assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"], history
+        assert [line.split(maxsplit=1) for line in history.splitlines()[2:] if line.strip()] == [
+            ["1", "<none>"], ["2", f"{kind} v2"]], history
         kubectl(cluster, "-n", ns, "rollout", "undo", kind)
         rollout(cluster, ns, kind)
     for selector, image in (("app=db", "postgres"), ("app=agent", "agent")):
@@ -490,6 +505,27 @@ spec:
             p["spec"]["containers"][0]["image"] for p in pods(cluster, ns, selector)} == {image},
             f"the {selector} pods to run {image} again")
     assert sorted(p["metadata"]["name"] for p in pods(cluster, ns, "app=db")) == ["db-0", "db-1", "db-2"]
+
+
+def test_every_namespace_gets_the_root_ca_and_keeps_it(cluster: KcpServer) -> None:
+    """kube's root-ca-cert-publisher (issue 28 items 5 and 9): created, recreated when deleted, restored."""
+    ns = namespace(cluster, "rootca")
+    ca = (cluster.root / "ca.crt").read_text()
+
+    def published() -> Any:
+        found = get(cluster, "-n", ns, "configmaps", "--field-selector", "metadata.name=kube-root-ca.crt")["items"]
+        return found[0] if found and found[0]["data"] == {"ca.crt": ca} else None
+
+    first = eventually(published, "kube-root-ca.crt in a new namespace")
+    assert "kube-apiserver" in first["metadata"]["annotations"]["kubernetes.io/description"]
+    kubectl(cluster, "-n", ns, "delete", "configmap", "kube-root-ca.crt")
+    again = eventually(published, "kube-root-ca.crt recreated")
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    kubectl(cluster, "-n", ns, "patch", "configmap", "kube-root-ca.crt", "-p", '{"data":{"ca.crt":"forged"}}')
+    restored = eventually(published, "kube-root-ca.crt restored")
+    assert restored["metadata"]["uid"] == again["metadata"]["uid"]
+    assert published() is not None and get(cluster, "-n", "default", "configmap", "kube-root-ca.crt")["data"] == {
+        "ca.crt": ca}
 
 
 # -- deletion -------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ async def test_timeout_seconds_ends_the_watch(api: Api, namespace: str) -> None:
 async def test_resource_version_older_than_the_cache_window_is_410_expired(api: Api, namespace: str) -> None:
     path = CM.format(ns=namespace)
     first = (await api.post(path, configmap("old"))).body["metadata"]["resourceVersion"]
-    fills = await asyncio.gather(*(api.post(path, configmap(f"fill-{i}")) for i in range(310)))  # the window holds 300
+    fills = await asyncio.gather(*(api.post(path, configmap(f"fill-{i}")) for i in range(310)))  # more than the window holds
     revisions = sorted(int(reply.body["metadata"]["resourceVersion"]) for reply in fills)
     # the watch cache has them all once a watch from the last but one hands out the last
     last = await collect(api, path, {"resourceVersion": str(revisions[-2])}, 1)

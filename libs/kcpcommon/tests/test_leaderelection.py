@@ -206,7 +206,9 @@ async def test_an_abandoned_lease_is_taken_only_after_the_lease_duration_from_wh
     started = time.monotonic()
     a = candidates(lease, "a").start()
     leads = await a.wait_leading(5)
-    assert 2.0 <= leads - started < 2.0 + SLOWEST_POLL + 0.5  # the holder's leaseDurationSeconds, not ours
+    # the holder's leaseDurationSeconds, not ours (1.5 s); the upper bound only says "not a second duration later"
+    # (a loaded machine delays a look by far more than SLOWEST_POLL, so that is no bound)
+    assert 2.0 <= leads - started < 2 * 2.0
     assert a.leaders == ["ghost", "a"]
     spec = (await read_lease(api, lease)).spec
     assert (spec.holder_identity, spec.lease_transitions) == ("a", 5)
@@ -299,8 +301,10 @@ async def test_two_replicas_fail_over_on_sigkill_and_hand_over_at_once_on_sigter
     terminated_at = b.send(signal.SIGTERM)
     c_leads = await c.wait_for("LEADING", P_LEASE)
     assert await b.exit_code() == 0
-    assert c_leads - terminated_at < 2.0 < P_LEASE
-    assert c_leads - b.times("STEPPED-DOWN")[0] <= P_SLOWEST_POLL + 0.3
+    # handed over: c leads well before b's lease could have run out (that takes P_LEASE from b's last renewal,
+    # at least P_LEASE - P_RETRY after the signal); how soon after b stepped down is a loaded machine's business
+    assert c_leads - terminated_at < 2.0 < P_LEASE - P_RETRY
+    assert b.times("STEPPED-DOWN")[0] <= c_leads
 
     # never two leaders at once
     intervals = sorted(leading_intervals(a, killed_at) + leading_intervals(b) + leading_intervals(c, time.time()))

@@ -116,7 +116,7 @@ async def test_a_waiting_get_wakes_when_a_delayed_key_comes_due(queue: WorkQueue
     await settle()
     assert clock.next_deadline() == 1003.0
     clock.advance(3.0)
-    assert await asyncio.wait_for(getter, 1) == "sooner"
+    assert await asyncio.wait_for(getter, 10) == "sooner"  # answered at all: a bound, not a speed
     queue.done("sooner")
 
 
@@ -172,7 +172,7 @@ async def test_shut_down_with_drain_waits_for_keys_in_flight(queue: WorkQueue[st
     with pytest.raises(ShutDown):  # "b" is still queued, but no new work is taken
         await queue.get()
     queue.done(key)
-    await asyncio.wait_for(drain, 1)
+    await asyncio.wait_for(drain, 10)  # answered at all: a bound, not a speed
 
 
 async def test_prometheus_metrics_report_depth_adds_retries_and_latencies(clock: FakeClock) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import structlog
 from prometheus_client import CollectorRegistry
 
+from kcpcommon.backoff import Backoff
 from kcpcommon.controller import Controller, Result
 from kcpcommon.errors import APIClientError, APIConflictError
 from kcpcommon.informer import DeletedFinalStateUnknown, deleted_object
@@ -106,22 +107,27 @@ class Syncer:
         return sorted(t.name for t in self.types.values() if t.synced)
 
     async def _discover_loop(self, ready: asyncio.Event | None) -> None:
-        """Resolve every type on both sides, again every `discovery_retry` s while some are not served."""
+        """Resolve every type on both sides, again every `discovery_retry` s while some are not served;
+        a failed discovery is retried with backoff (0.8 s doubling to 30 s), not on that period."""
         answered = False
+        failures = Backoff()
         while True:
+            delay = self.options.discovery_retry
             try:
                 await self._discover()
                 answered = True
+                failures.reset()
             except APIClientError as exc:
+                delay = failures.next()
                 self.metrics.error(exc.reason or "DiscoveryFailed")
-                self._log.warning("discovery failed; retrying", error=str(exc))
+                self._log.warning("discovery failed; retrying", error=str(exc), retry_in=round(delay, 2))
             if answered and ready is not None and not ready.is_set():
                 await self.informers.wait_for_sync()
                 ready.set()
                 self._log.info("syncer ready", synced=sorted(self.types), not_served=sorted(self._unserved))
             if answered and not self._unserved:
                 return
-            await asyncio.sleep(self.options.discovery_retry)
+            await asyncio.sleep(delay)
 
     async def _discover(self) -> None:
         for name in sorted(self._unserved):

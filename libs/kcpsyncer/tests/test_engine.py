@@ -328,3 +328,34 @@ def test_the_syncer_caches_objects_without_their_managed_fields() -> None:
     cached = typ.up_informer.indexer.list()
     assert [obj["metadata"]["name"] for obj in cached] == ["web"]
     assert "managedFields" not in cached[0]["metadata"]
+
+
+async def test_a_failed_discovery_backs_off_and_an_unserved_type_is_looked_for_on_the_period(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Errors retry after 0.8 s doubling (kcpcommon's Backoff, reset by an answer); a type that is simply not
+    served yet is looked for again every `discovery_retry` seconds."""
+    syncer = Harness().syncer
+    outcomes: list[str] = ["fail", "fail", "unserved", "fail", "served"]
+
+    async def discover() -> None:
+        outcome = outcomes.pop(0)
+        if outcome == "fail":
+            raise APITransportError("connection refused")
+        if outcome == "served":
+            syncer._unserved.clear()
+
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(syncer, "_discover", discover)
+    monkeypatch.setattr("kcpsyncer.engine.asyncio.sleep", sleep)
+    await asyncio.wait_for(syncer._discover_loop(None), 10)
+    assert outcomes == [] and len(waits) == 4
+    first, second, period, after_an_answer = waits
+    assert 0.8 <= first <= 1.6 and 1.6 <= second <= 3.2  # backing off
+    assert period == syncer.options.discovery_retry
+    assert 0.8 <= after_an_answer <= 1.6  # the answer in between started the backoff over

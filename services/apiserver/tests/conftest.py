@@ -8,14 +8,17 @@ import copy
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 from etcd3aio import Etcd3Client
 
 from kcp_apiserver.registry.typeschema import TypeSchema
+from kcp_apiserver.server.app import APIServer
+from kcp_apiserver.server.config import ServerConfig
 from kcp_apiserver.storage.embedded_etcd import etcd_binary, free_port
 
 
@@ -164,3 +167,25 @@ def widget_schema() -> TypeSchema:
     [res] = resources_for(crd)
     assert res.type_schema is not None
     return res.type_schema
+
+
+Serve = Callable[[ServerConfig], Awaitable[tuple[APIServer, TestClient[Any, Any]]]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Serve]:
+    """`await serve(config)`: an in-process API server and a client of it, both stopped after the test."""
+    started: list[tuple[APIServer, TestClient[Any, Any]]] = []
+
+    async def start(config: ServerConfig) -> tuple[APIServer, TestClient[Any, Any]]:
+        server = APIServer(config)
+        await server.start()
+        client = TestClient(TestServer(server.app()))
+        await client.start_server()
+        started.append((server, client))
+        return server, client
+
+    yield start
+    for server, client in reversed(started):
+        await client.close()
+        await server.stop()

@@ -4,6 +4,8 @@ bound the oldest of them is closed, so a client that sends a request in time is 
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from structlog.testing import capture_logs
 
 from kcp_apiserver.server.connections import ConnectionLimits, DeadlineSite, connection_budget
 from kcp_apiserver.server.pki import ensure_credentials
@@ -160,3 +163,34 @@ def test_the_budget_sets_descriptors_aside_for_the_process_itself() -> None:
     assert connection_budget(1024) == 768
     assert connection_budget(1_048_576) == 786_432
     assert connection_budget(100) == 1
+
+
+async def test_accept_failures_back_off_as_gos_server_does_and_an_accepted_connection_starts_over(
+        serve, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Out of descriptors, accept() fails at once again and again: the waits double from 5 ms (to 1 s), as
+    Go's http.Server waits, instead of spinning or waiting a fixed time; an accepted connection resets them."""
+    loop = asyncio.get_running_loop()
+    real_accept = loop.sock_accept
+    failures_left = [4]
+
+    async def sock_accept(listener: socket.socket) -> tuple[socket.socket, object]:
+        if failures_left[0]:
+            failures_left[0] -= 1
+            raise OSError(errno.EMFILE, "Too many open files")
+        return await real_accept(listener)
+
+    def delays() -> list[float]:
+        return [e["retry_in"] for e in logs if e["event"] == "accepting a connection failed"]
+
+    monkeypatch.setattr(loop, "sock_accept", sock_accept)
+    with capture_logs() as logs:
+        server = await serve(ConnectionLimits())
+        assert await server.get() == b"HTTP/1.1 200 OK"  # served once accept() works again
+        assert delays() == [0.005, 0.01, 0.02, 0.04]
+        failures_left[0] = 1
+        await server.tcp()  # accepted; the failure after it sheds it, the oldest connection still pending
+        async with asyncio.timeout(PATIENCE):
+            while len(delays()) < 5:
+                await asyncio.sleep(0.01)
+        assert await server.get() == b"HTTP/1.1 200 OK"
+    assert delays()[4] == 0.005

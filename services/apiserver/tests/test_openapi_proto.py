@@ -1,8 +1,11 @@
 """encode_swagger must produce bytes that gnostic's openapi.v2.Document parses.
 
-The test declares a subset of gnostic's OpenAPIv2.proto (same package, message
-names and field numbers), compiles it with grpc_tools.protoc, parses the
-encoder's output with the generated classes and checks what kubectl reads.
+The test declares a subset of gnostic's OpenAPIv2.proto (same message names and
+field numbers), compiles it with grpc_tools.protoc, parses the encoder's output
+with the generated classes and checks what kubectl reads. It is a second,
+independent statement of the wire contract beside the server's openapi_v2.proto,
+so its package is its own (the wire carries no package name; the two must not
+collide in protobuf's default descriptor pool).
 Every decoded message is also checked for unknown fields, which is what a
 wrong field number or wire type would leave behind.
 """
@@ -28,7 +31,7 @@ from kcp_apiserver.endpoints.openapi_proto import encode_swagger
 # use; fields left out point at messages this subset does not declare.
 OPENAPI_V2_SUBSET = """
 syntax = "proto3";
-package openapi.v2;
+package openapi.v2.subset;
 import "google/protobuf/any.proto";
 
 message Any { google.protobuf.Any value = 1; string yaml = 2; }
@@ -656,3 +659,37 @@ def test_values_of_the_wrong_json_type_are_dropped(openapi_v2: types.ModuleType)
 
 def test_empty_document_encodes_to_nothing() -> None:
     assert encode_swagger({}) == b""
+
+
+APISERVER = Path(__file__).resolve().parents[1]
+SERVER_PROTO = APISERVER / "kcp_apiserver" / "endpoints" / "openapi_v2.proto"
+
+
+def test_the_committed_generated_classes_are_what_make_proto_writes(tmp_path: Path) -> None:
+    """The server imports openapi_v2_pb2 without protoc at install time, so the committed file must be
+    exactly what `make proto` makes from the committed .proto."""
+    assert str(SERVER_PROTO.relative_to(APISERVER.parents[1])) in (APISERVER.parents[1] / "Makefile").read_text()
+    well_known = Path(protoc.__file__).parent / "_proto"
+    status = protoc.main(["protoc", f"-I{APISERVER}", f"-I{well_known}", f"--python_out={tmp_path}",
+                          f"--pyi_out={tmp_path}", str(SERVER_PROTO)])
+    assert status == 0, "protoc failed to compile openapi_v2.proto"
+    for generated in ("openapi_v2_pb2.py", "openapi_v2_pb2.pyi"):
+        fresh = (tmp_path / "kcp_apiserver" / "endpoints" / generated).read_text()
+        assert fresh == (SERVER_PROTO.parent / generated).read_text(), f"{generated} is stale: run `make proto`"
+
+
+def test_the_servers_messages_agree_with_the_independent_subset(openapi_v2: types.ModuleType) -> None:
+    """Every field the subset declares has the same number, type and cardinality in the server's .proto."""
+    from kcp_apiserver.endpoints import openapi_v2_pb2 as server
+
+    compared = 0
+    for name, subset_message in openapi_v2.DESCRIPTOR.message_types_by_name.items():
+        server_message = server.DESCRIPTOR.message_types_by_name[name]
+        for field in subset_message.fields:
+            mine = server_message.fields_by_number[field.number]
+            assert (mine.name, mine.type, mine.is_repeated) == (field.name, field.type, field.is_repeated), \
+                f"{name}.{field.name}"
+            if field.message_type is not None:
+                assert mine.message_type.name == field.message_type.name, f"{name}.{field.name}"
+            compared += 1
+    assert compared > 200

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from kcp_apiserver.apimachinery.request import AUTHENTICATED, UserInfo
 from kcp_apiserver.filters.authentication import StaticTokenAuthenticator
-from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.kcp import kcp_config
 
 ADMIN = {"Authorization": "Bearer admin-token"}
@@ -32,19 +30,11 @@ SYNC_TARGETS_CRD = {
 
 
 @pytest.fixture
-async def client(etcd_endpoint: str) -> AsyncIterator[TestClient[Any, Any]]:
+async def client(etcd_endpoint: str, serve: Any) -> TestClient[Any, Any]:
     config = kcp_config([etcd_endpoint], "admin-token", identity=f"imp-{uuid.uuid4().hex[:6]}")
     config.authenticators = [*config.authenticators,
                              StaticTokenAuthenticator({"alice-token": UserInfo("alice", groups=(AUTHENTICATED,))})]
-    server = APIServer(config)
-    await server.start()
-    test_client = TestClient(TestServer(server.app()))
-    await test_client.start_server()
-    try:
-        yield test_client
-    finally:
-        await test_client.close()
-        await server.stop()
+    return (await serve(config))[1]
 
 
 def prefix(cluster: str) -> str:

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from kcp_apiserver.apimachinery.request import AUTHENTICATED, UserInfo
-from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.kcp import kcp_config
 
 ADMIN = {"Authorization": "Bearer admin-token"}
@@ -32,18 +30,10 @@ class ClusterHeaderAuthenticator:
 
 
 @pytest.fixture
-async def client(etcd_endpoint: str) -> AsyncIterator[TestClient[Any, Any]]:
+async def client(etcd_endpoint: str, serve: Any) -> TestClient[Any, Any]:
     config = kcp_config([etcd_endpoint], "admin-token", identity=f"rbac-{uuid.uuid4().hex[:6]}")
     config.authenticators = [ClusterHeaderAuthenticator(), *config.authenticators]
-    server = APIServer(config)
-    await server.start()
-    test_client = TestClient(TestServer(server.app()))
-    await test_client.start_server()
-    try:
-        yield test_client
-    finally:
-        await test_client.close()
-        await server.stop()
+    return (await serve(config))[1]
 
 
 async def bind_bot_as_cluster_admin(client: TestClient[Any, Any], cluster: str) -> None:

@@ -4,13 +4,15 @@ for another issuer or audience, expired, not yet valid or malformed is refused."
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 from functools import cache
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import make_mocked_request
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from kcp_apiserver.apimachinery import jwt
@@ -23,6 +25,14 @@ from kcp_apiserver.registry.serviceaccounts import DEFAULT_ISSUER, LEEWAY_SECOND
 NOW = 1_800_000_000
 NONE_HEADER = b'{"alg":"none"}'
 ACCOUNT = {"metadata": {"name": "bot", "namespace": "team", "uid": "0b6f6c1c-0000-4000-8000-000000000001"}}
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 @cache
@@ -41,17 +51,17 @@ def tokens(n: int = 0, **kw: Any) -> ServiceAccountTokens:
 
 def parts(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     header, claims, _ = token.split(".")
-    return json.loads(jwt.b64url_decode(header)), json.loads(jwt.b64url_decode(claims))
+    return json.loads(b64url_decode(header)), json.loads(b64url_decode(claims))
 
 
 def resign(token: str, claims: dict[str, Any] | None = None, header: dict[str, Any] | None = None,
            key: rsa.RSAPrivateKey | None = None) -> str:
     """The token with other claims or header, signed again with `key` (default: the issuer's)."""
     old_header, old_claims = parts(token)
-    h = jwt.b64url(json.dumps(header or old_header).encode())
-    c = jwt.b64url(json.dumps(claims if claims is not None else old_claims).encode())
+    h = b64url(json.dumps(header or old_header).encode())
+    c = b64url(json.dumps(claims if claims is not None else old_claims).encode())
     signature = (key or rsa_key()).sign(f"{h}.{c}".encode(), padding.PKCS1v15(), hashes.SHA256())
-    return f"{h}.{c}.{jwt.b64url(signature)}"
+    return f"{h}.{c}.{b64url(signature)}"
 
 
 def test_a_token_carries_kubes_claims_and_the_logical_cluster() -> None:
@@ -81,7 +91,7 @@ def test_the_jwks_key_verifies_a_token_as_an_outside_consumer_would() -> None:
     n = int.from_bytes(base64.urlsafe_b64decode(key["n"] + "=" * (-len(key["n"]) % 4)), "big")
     public = rsa.RSAPublicNumbers(65537, n).public_key()
     signing_input, _, signature = token.rpartition(".")
-    public.verify(jwt.b64url_decode(signature), signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+    public.verify(b64url_decode(signature), signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
     doc = issuer.openid_configuration("https://kcp.example:6443/openid/v1/jwks")
     assert doc == {"issuer": DEFAULT_ISSUER, "jwks_uri": "https://kcp.example:6443/openid/v1/jwks",
                    "response_types_supported": ["id_token"], "subject_types_supported": ["public"],
@@ -99,12 +109,12 @@ def test_tampered_forged_and_malformed_tokens_are_refused() -> None:
     h, c, s = token.split(".")
     escalated = {**claims, "sub": "system:serviceaccount:kube-system:admin"}
     refused = {
-        "claims edited, signature kept": f"{h}.{jwt.b64url(json.dumps(escalated).encode())}.{s}",
+        "claims edited, signature kept": f"{h}.{b64url(json.dumps(escalated).encode())}.{s}",
         "signature altered": f"{h}.{c}.{_flip(s, 10)}",
         "payload altered": f"{h}.{_flip(c, 20)}.{s}",
         "signed by another key": resign(token, key=rsa_key(1)),
         "another key's kid": resign(token, header={**header, "kid": "other"}),
-        "alg none": f"{jwt.b64url(NONE_HEADER)}.{c}.",
+        "alg none": f"{b64url(NONE_HEADER)}.{c}.",
         "alg HS256": resign(token, header={"alg": "HS256", "kid": header["kid"]}),
         "two parts": f"{h}.{c}",
         "not base64": f"{h}.{c}.!!!",
@@ -121,6 +131,31 @@ def test_tampered_forged_and_malformed_tokens_are_refused() -> None:
     }
     for why, bad in refused.items():
         assert issuer.verify(bad, now=NOW + 10) is None, why
+    assert issuer.verify(token, now=NOW + 10) is not None
+
+
+def test_algorithm_confusion_and_another_signers_tokens_are_refused() -> None:
+    """`none`, HMAC keyed with our public key (which anyone can fetch from the JWKS), and a token that is
+    kube's in every byte but signed by another key under that key's own kid: none of them names a user."""
+    issuer = tokens()
+    token, _ = issuer.issue("admin", ACCOUNT, [DEFAULT_ISSUER], 3600, now=NOW)
+    header, claims = parts(token)
+    c = b64url(json.dumps(claims).encode())
+    public_pem = rsa_key().public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo)
+    for alg, digest in (("HS256", hashlib.sha256), ("HS384", hashlib.sha384), ("HS512", hashlib.sha512)):
+        h = b64url(json.dumps({"alg": alg, "kid": header["kid"]}).encode())
+        mac = hmac.new(public_pem, f"{h}.{c}".encode(), digest).digest()
+        assert issuer.verify(f"{h}.{c}.{b64url(mac)}", now=NOW + 10) is None, alg
+    for none in ({"alg": "none"}, {"alg": "None", "kid": header["kid"]}, {"alg": "none", "typ": "JWT"}):
+        assert issuer.verify(f"{b64url(json.dumps(none).encode())}.{c}.", now=NOW + 10) is None, none
+    other = tokens(1)
+    foreign, _ = other.issue("admin", ACCOUNT, [DEFAULT_ISSUER], 3600, now=NOW)
+    assert other.verify(foreign, now=NOW + 10) is not None  # a well-formed token, just not ours
+    assert parts(foreign)[0] == {"alg": "RS256", "kid": other.kid} and other.kid != issuer.kid
+    assert issuer.verify(foreign, now=NOW + 10) is None
+    assert issuer.verify(resign(foreign, header={"alg": "RS256", "kid": issuer.kid}, key=rsa_key(1)),
+                         now=NOW + 10) is None
     assert issuer.verify(token, now=NOW + 10) is not None
 
 
@@ -206,8 +241,6 @@ async def test_the_authenticator_names_the_service_account_and_checks_it_on_ever
 
 
 def test_the_signing_key_is_made_once_private_and_rsa(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from cryptography.hazmat.primitives import serialization
-
     from kcp_apiserver.server.pki import ensure_credentials, load_rsa_key
 
     creds = ensure_credentials(tmp_path, ["127.0.0.1"])

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from kcp_apiserver.apimachinery.request import UserInfo
 from kcp_apiserver.endpoints.watchstream import ChunkedStream, EventSink
@@ -30,17 +29,9 @@ class Anyone:
 
 
 @pytest.fixture
-async def served(etcd_endpoint: str) -> AsyncIterator[tuple[APIServer, TestClient[Any, Any]]]:
-    server = APIServer(ServerConfig(etcd_endpoints=[etcd_endpoint], resources=BUILTINS, authenticators=[Anyone()],
+async def served(etcd_endpoint: str, serve: Any) -> tuple[APIServer, TestClient[Any, Any]]:
+    return await serve(ServerConfig(etcd_endpoints=[etcd_endpoint], resources=BUILTINS, authenticators=[Anyone()],
                                     identity=f"slow-{uuid.uuid4().hex[:6]}"))
-    await server.start()
-    client = TestClient(TestServer(server.app()))
-    await client.start_server()
-    try:
-        yield server, client
-    finally:
-        await client.close()
-        await server.stop()
 
 
 def watchers_of(server: APIServer, cluster: str) -> list[Watcher]:

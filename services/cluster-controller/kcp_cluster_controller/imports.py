@@ -18,6 +18,7 @@ from typing import Any
 
 import structlog
 
+from kcpcommon import patchmeta
 from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APIAlreadyExistsError, APIConflictError, APINotFoundError
 from kcpcommon.kubetypes import IMPORTED_LABEL
@@ -54,9 +55,11 @@ class Verdict:
 
 
 def crd_for(views: list[ImportedType], schema: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+    """The CRD publishing the negotiated `schema`; its patch strategies ride in an annotation (kcpcommon.patchmeta)."""
     first = views[0]
+    crd_schema, patch_meta = patchmeta.split(schema)
     version: dict[str, Any] = {"name": first.version, "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": schema}}
+                               "schema": {"openAPIV3Schema": crd_schema}}
     subresources: dict[str, Any] = {}
     if all(v.status for v in views):
         subresources["status"] = {}
@@ -73,7 +76,9 @@ def crd_for(views: list[ImportedType], schema: dict[str, Any], targets: list[str
         names["shortNames"] = list(first.short_names)
     if first.categories:
         names["categories"] = list(first.categories)
-    annotations = {IMPORTED_FROM: ",".join(sorted(targets)), SCHEMA_DIGEST: digest(version)}
+    annotations = {IMPORTED_FROM: ",".join(sorted(targets)), SCHEMA_DIGEST: digest([version, patch_meta])}
+    if patch_meta:
+        annotations[patchmeta.PATCH_ANNOTATION] = patchmeta.encode(patch_meta)
     if _protected(first.group):
         annotations[API_APPROVAL] = KUBE_API_REVIEW
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -10,6 +10,7 @@ import structlog
 import yaml
 from prometheus_client import CollectorRegistry
 
+from kcpcommon.backoff import Backoff
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Controller
 from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon, serve_controller
@@ -44,7 +45,7 @@ async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER) -> Non
     """Create the SyncTarget CRD in `cluster`, or bring it up to date; retried until kcp answers."""
     crds = kcp.dynamic(cluster).resource("apiextensions.k8s.io/v1", "customresourcedefinitions", namespaced=False)
     wanted = synctarget_crd()
-    delay = 0.5
+    backoff = Backoff(initial=0.5, cap=10.0)
     while True:
         try:
             try:
@@ -58,9 +59,9 @@ async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER) -> Non
                     log.info("SyncTarget CRD updated", cluster=cluster)
             return
         except APIClientError as exc:
-            log.warning("cannot install the SyncTarget CRD yet", cluster=cluster, error=str(exc))
+            delay = backoff.next()
+            log.warning("cannot install the SyncTarget CRD yet", cluster=cluster, error=str(exc), retry_in=round(delay, 2))
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
 
 
 async def serve(settings: ClusterControllerSettings) -> None:

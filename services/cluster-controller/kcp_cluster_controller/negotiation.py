@@ -6,6 +6,10 @@ that narrows the published schema (an older release lacking a field the others h
 *incompatible*: objects using those fields could not be synced to it. `missing(published, schema)`
 names the fields a cluster lacks; with a hand-made CRD the hand-made schema is `published`.
 
+How lists and fields merge (strategic merge patch's strategy and merge key, a list's type and map
+keys) is kept only where every cluster says the same: where they differ, the field patches as a
+plain CRD field does (replaced whole), which every cluster's objects survive.
+
 Paths are written as `spec.template.spec.containers[*].resizePolicy` (`[*]` for list items,
 `{*}` for map values).
 """
@@ -19,6 +23,9 @@ Schema = dict[str, Any]
 
 INT_OR_STRING = "x-kubernetes-int-or-string"
 PRESERVE = "x-kubernetes-preserve-unknown-fields"
+# how a field merges: kept only when every cluster agrees
+MERGE_KEYS = ("x-kubernetes-patch-strategy", "x-kubernetes-patch-merge-key", "x-kubernetes-list-type",
+              "x-kubernetes-list-map-keys")
 
 
 def _kind(schema: Mapping[str, Any]) -> str:
@@ -45,7 +52,7 @@ def _narrow(a: Mapping[str, Any], b: Mapping[str, Any]) -> Schema:
     if _kind(a) != _kind(b):  # no common shape: keep the field, accept anything in it
         return {k: v for k, v in a.items() if k == "description"} | {"type": "object", PRESERVE: True} \
             if _kind(a) == "object" or _kind(b) == "object" else dict(a)
-    out = dict(a)
+    out = {k: v for k, v in a.items() if k not in MERGE_KEYS or b.get(k) == v}
     if "properties" in a and "properties" in b:
         props_b = b["properties"]
         out["properties"] = {name: _narrow(sub, props_b[name]) for name, sub in a["properties"].items()

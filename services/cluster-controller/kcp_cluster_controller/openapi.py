@@ -9,8 +9,10 @@ kube's CRD tooling (controller-gen) writes these types:
 - Time and MicroTime become strings of format date-time;
 - RawExtension and FieldsV1 become objects that keep unknown fields;
 - the root's `metadata` is `{type: object}` (the server owns ObjectMeta's schema);
-- keywords CRD schemas do not take (patch strategies, GVK lists) are dropped, and so are object
-  defaults (`{}`: the physical cluster defaults); scalar defaults stay, as list-map keys need them;
+- keywords CRD schemas do not take (GVK lists) are dropped, and so are object defaults (`{}`: the
+  physical cluster defaults); scalar defaults stay, as list-map keys need them;
+- strategic merge patch's `x-kubernetes-patch-strategy` and `-merge-key` stay on their fields here:
+  negotiation narrows them with the rest, and the CRD carries them in an annotation (kcpcommon.patchmeta);
   a node without a type keeps unknown fields;
 - a list-map key without a default (documents before kube's +default markers) defaults to TCP when it
   is a protocol, as kube defaults it, and is required otherwise.
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from kcpcommon.patchmeta import PATCH_KEYS
 
 Schema = dict[str, Any]
 
@@ -47,7 +51,7 @@ KEPT = frozenset({
     "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "multipleOf", "enum",
     "maxProperties", "minProperties", "required", "nullable", "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-embedded-resource", "x-kubernetes-int-or-string", "x-kubernetes-list-map-keys",
-    "x-kubernetes-list-type", "x-kubernetes-map-type",
+    "x-kubernetes-list-type", "x-kubernetes-map-type", *PATCH_KEYS,
 })
 
 
@@ -82,7 +86,7 @@ class _Inliner:
     def node(self, schema: Mapping[str, Any], seen: tuple[str, ...]) -> Schema:
         ref = _ref_of(schema)
         if ref is not None:
-            siblings = {k: v for k, v in schema.items() if k in ("description",)}
+            siblings = {k: v for k, v in schema.items() if k in ("description", *PATCH_KEYS)}
             if ref in SPECIAL:
                 return {**SPECIAL[ref], **siblings}
             if ref in seen or ref not in self.components:

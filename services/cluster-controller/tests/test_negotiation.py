@@ -11,6 +11,7 @@ from kcp_cluster_controller.imports import Importer
 from kcp_cluster_controller.negotiation import describe, lowest_common_denominator, missing
 from kcp_cluster_controller.physical import ImportedType
 
+from kcpcommon import patchmeta
 from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.keys import ObjectKey
 
@@ -57,6 +58,47 @@ def test_preserve_unknown_fields_accepts_anything() -> None:
 
 def test_describe_names_every_field_up_to_the_limit() -> None:
     assert describe(["a", "b", "c"], limit=2) == "a, b and 1 more"
+
+
+def merged_containers(list_type: dict[str, Any], key: str = "name") -> dict[str, Any]:
+    schema = pod_template({"name": {"type": "string"}, "image": {"type": "string"}})
+    containers = schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"][
+        "containers"]
+    containers.update({"x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": key, **list_type})
+    return schema
+
+
+def containers_of(schema: dict[str, Any]) -> dict[str, Any]:
+    return schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"]["containers"]
+
+
+def test_patch_strategies_survive_negotiation_where_every_cluster_agrees() -> None:
+    new = merged_containers({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]})
+    old = merged_containers({})  # kube 1.25 had no list type on containers, only the patch strategy
+    lcd = containers_of(lowest_common_denominator([new, old]))
+    assert lcd["x-kubernetes-patch-strategy"] == "merge" and lcd["x-kubernetes-patch-merge-key"] == "name"
+    assert "x-kubernetes-list-type" not in lcd and "x-kubernetes-list-map-keys" not in lcd
+    both = containers_of(lowest_common_denominator([new, new]))
+    assert both["x-kubernetes-list-type"] == "map" and both["x-kubernetes-list-map-keys"] == ["name"]
+    differ = containers_of(lowest_common_denominator([new, merged_containers({}, key="image")]))
+    assert "x-kubernetes-patch-merge-key" not in differ  # no agreement: the list is replaced whole
+
+
+async def test_the_published_crd_carries_the_patch_strategies_in_an_annotation_not_its_schema() -> None:
+    crds = FakeCRDs()
+    importer = Importer(lambda cluster: crds)  # type: ignore[arg-type,return-value]
+    importer.set_views("org", "new", {"deployments.apps": view(merged_containers({}))})
+    await importer.publish("org", "deployments.apps")
+    crd = crds.crds["deployments.apps"]
+    containers = containers_of(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    assert not any(k.startswith("x-kubernetes-patch") for k in containers)
+    meta = patchmeta.decode(crd["metadata"]["annotations"][patchmeta.PATCH_ANNOTATION])
+    assert meta == {"spec.template.spec.containers": {"x-kubernetes-patch-strategy": "merge",
+                                                      "x-kubernetes-patch-merge-key": "name"}}
+    digest = crd["metadata"]["annotations"]["workload.kcp.io/schema-digest"]
+    importer.set_views("org", "new", {"deployments.apps": view(merged_containers({}, key="image"))})
+    await importer.publish("org", "deployments.apps")  # only the strategies changed: the CRD is rewritten
+    assert crds.crds["deployments.apps"]["metadata"]["annotations"]["workload.kcp.io/schema-digest"] != digest
 
 
 def view(schema: dict[str, Any]) -> ImportedType:

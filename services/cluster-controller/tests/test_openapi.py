@@ -84,9 +84,20 @@ def test_time_is_a_date_time_string_and_raw_extension_keeps_unknown_fields(schem
 
 def test_keywords_a_crd_does_not_take_are_dropped(schema: dict[str, Any]) -> None:
     ports = schema["properties"]["spec"]["properties"]["ports"]
-    assert "x-kubernetes-patch-strategy" not in ports and "x-kubernetes-patch-merge-key" not in ports
     assert ports["x-kubernetes-list-type"] == "map"
     assert "x-kubernetes-group-version-kind" not in schema
+
+
+def test_patch_strategies_stay_on_their_fields_for_negotiation_and_the_crds_annotation() -> None:
+    spec = {**SPEC, "properties": {**SPEC["properties"], "strategy": {
+        "allOf": [{"$ref": REF + "Ref"}], "x-kubernetes-patch-strategy": "retainKeys", "default": {}}}}
+    doc = document(Widget=WIDGET, WidgetSpec=spec, WidgetStatus=STATUS, Port=PORT, Ref=NAMED,
+                   **{"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": OBJECT_META})
+    props = crd_schema(doc, "example.io", "v1", "Widget")["properties"]["spec"]["properties"]
+    assert props["ports"]["x-kubernetes-patch-strategy"] == "merge"
+    assert props["ports"]["x-kubernetes-patch-merge-key"] == "containerPort"
+    assert props["strategy"]["x-kubernetes-patch-strategy"] == "retainKeys"  # beside a $ref
+    assert props["strategy"]["properties"] == NAMED["properties"]
 
 
 def test_list_map_keys_get_a_default_or_become_required(schema: dict[str, Any]) -> None:

@@ -14,8 +14,11 @@ from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.server.config import ServerParts
 from kcp_sim_cluster.api import resource
 from kcp_sim_cluster.api.serviceips import SERVICE_CIDR
+from kcpcommon.backoff import Backoff
 
 log = structlog.get_logger("kcp-sim-cluster")
+
+STARTUP_RETRY_MIN, STARTUP_RETRY_MAX = 0.2, 5.0  # seconds between tries to reach etcd at startup
 
 KUBERNETES = "kubernetes"
 LABELS = {"component": "apiserver", "provider": "kubernetes"}
@@ -78,6 +81,7 @@ class ClusterBootstrap:
 
     @staticmethod
     async def _retry(cluster: str, step: Any) -> None:
+        backoff = Backoff(initial=STARTUP_RETRY_MIN, cap=STARTUP_RETRY_MAX)
         while True:
             try:
                 await step(cluster)
@@ -85,8 +89,10 @@ class ClusterBootstrap:
             except APIError as exc:
                 if exc.code not in (500, 503, 504):
                     raise
-                log.warning("etcd unavailable at startup, retrying", cluster=cluster)
-                await asyncio.sleep(1.0)
+                delay = backoff.next()
+                log.warning("etcd unavailable at startup, retrying", cluster=cluster, error=exc.message,
+                            retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
 
     async def stop(self) -> None:
         return None

@@ -18,9 +18,9 @@ from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
 from kcp_sim_cluster.settings import SimClusterSettings
 
 
-def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...]) -> ControlPlaneOptions:
+def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...], root_ca: str = "") -> ControlPlaneOptions:
     return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
-                               eviction_toleration=args.eviction_toleration, clusters=clusters)
+                               eviction_toleration=args.eviction_toleration, clusters=clusters, root_ca=root_ca)
 
 
 def service_ips(release: str) -> AdmissionFactory:
@@ -41,7 +41,7 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     controllers, compaction) with a cluster's API in place of kcp's: `logical_clusters` are where the
     simulated clusters live (the default logical cluster for one)."""
     base = kcp_server_config(args, backend, reserved=ReservedGroups(groups=()))  # CRDs may take kcp.io too
-    options = control_plane_options(args, logical_clusters)
+    options = control_plane_options(args, logical_clusters, backend.creds.ca_cert.read_text())
     bootstrap = functools.partial(ClusterBootstrap, release=args.release, clusters=logical_clusters,
                                   address=advertise_address(args), port=args.secure_port)
     return dataclasses.replace(

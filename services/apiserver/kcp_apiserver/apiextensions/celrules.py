@@ -4,16 +4,15 @@ cel-expr-python (the CEL project's own C++ runtime for Python) evaluates them. R
 with `self` and `oldSelf` as dynamic values: a syntax error or an unknown function refuses the CRD,
 as kube does, but a rule naming a field the schema lacks fails when it runs rather than when the
 CRD is created (kube type-checks rules against the schema). Transition rules, those that name
-`oldSelf`, run only on updates where the old value can be found, as kube does. kube's cost
-estimates and its Kubernetes-specific libraries (quantity, url, ip, isSorted...) are not here.
+`oldSelf`, run only on updates where the old value can be found, as kube does. kube's
+Kubernetes-specific libraries (quantity, url, ip, isSorted...) are not here.
 
-Cost. The C++ runtime stops a comprehension after ~10,000 iterations, but it holds the GIL throughout and
-counts no other work, so `self.all(x, !(x + 1 in self))` over 20,000 integers (120 KiB) stalled the
-server for 10 s. kube stops such a rule at its per-call cost limit (1,000,000). Here a rule whose
-macro bodies (`all`, `exists`, `exists_one`, `map`, `filter`) name `self` or `oldSelf` is estimated
-before it runs: iterations (the size of the value) times the size of each value those bodies name,
-strings counted as kube counts them (a tenth of a unit per byte). Past the limit the rule is not run
-and the write is refused with kube's words for a rule out of cost, and no further rule runs.
+Cost, as kube counts it (`celcost`). The C++ runtime holds the GIL and counts no cost, so before a rule
+runs its cost is estimated: with the schema's bounds when the CRD is compiled, and, when that bound is
+not small, again with the sizes of the object at hand. A rule over kube's per-call limit (1,000,000) is
+not run and the write is refused with kube's words, as is a rule that would overrun what is left of
+kube's budget for one object (10,000,000); in both cases no further rule runs. Within the cost, a rule
+that needs more than the C++ runtime's 10,000 comprehension iterations is run again by `celloops`.
 """
 
 from __future__ import annotations
@@ -23,16 +22,21 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kcp_apiserver.apiextensions import celast
+from kcp_apiserver.apiextensions.celcost import SchemaSizes, ValueSizes, estimate, shape_of
+from kcp_apiserver.apiextensions.celloops import ITERATION_BUDGET_EXCEEDED, CelError, Driver, builds_lists
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.apimachinery.validation import forbidden, invalid, required
 from kcp_apiserver.registry.resource import Obj
 
 OLD_SELF = re.compile(r"\boldSelf\b")
 PER_CALL_LIMIT = 1_000_000  # kube's celconfig.PerCallLimit
-_MACRO_CALL = re.compile(r"\.\s*(?:all|exists_one|exists|map|filter)\s*\(")
-_WHOLE_VALUE_REF = re.compile(r"\b(self|oldSelf)\b((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)")
+RUNTIME_COST_BUDGET = 10_000_000  # kube's celconfig.RuntimeCELCostBudget, for all the rules of one object
+# a rule whose schema-bound cost is at most this is charged that bound, without measuring the object
+_CHEAP = 10_000
 _OUT_OF_COST = ("'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to "
                 "call cost exceeds limit for rule: {}")
+_OUT_OF_BUDGET = "validation failed due to running out of cost budget, no further validation rules will be run"
 REASONS = ("FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate")
 
 
@@ -74,15 +78,30 @@ def rule_errors(rule: Obj) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Rule:
+class _Expression:
+    """A rule or messageExpression with its cost bound under the schema (0 for an empty one)."""
+
     text: str
+    bound: int
+
+    @classmethod
+    def of(cls, text: str, schema: Any, root: bool) -> _Expression:
+        ast = _checked(text) if text.strip() else None
+        return cls(text, 0 if ast is None else estimate(ast, SchemaSizes(shape_of(schema, root))).max)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    rule: _Expression
     message: str
-    message_expression: str
+    message_expression: _Expression
     reason: str
     field_path: str
     transition: bool
-    rescans: tuple[tuple[str, tuple[str, ...]], ...]  # (variable, field path) each macro body names
-    message_rescans: tuple[tuple[str, tuple[str, ...]], ...]  # the same for messageExpression
+
+    @property
+    def text(self) -> str:
+        return self.rule.text
 
 
 @dataclass(slots=True)
@@ -98,24 +117,24 @@ class _Node:
     map_keys: tuple[str, ...]
 
 
-def compile_rules(schema: Any) -> _Node | None:
+def compile_rules(schema: Any, root: bool = True) -> _Node | None:
     """The rule tree of a schema, or None when no node carries x-kubernetes-validations."""
     if not isinstance(schema, dict):
         return None
     rules = tuple(
-        _Rule(text=r["rule"], message=(r.get("message") or "").strip(),
-              message_expression=r.get("messageExpression") or "", reason=r.get("reason") or "FieldValueInvalid",
-              field_path=r.get("fieldPath") or "", transition=bool(OLD_SELF.search(r["rule"])),
-              rescans=_rescans(r["rule"]), message_rescans=_rescans(r.get("messageExpression") or ""))
+        _Rule(rule=_Expression.of(r["rule"], schema, root), message=(r.get("message") or "").strip(),
+              message_expression=_Expression.of(r.get("messageExpression") or "", schema, root),
+              reason=r.get("reason") or "FieldValueInvalid", field_path=r.get("fieldPath") or "",
+              transition=bool(OLD_SELF.search(r["rule"])))
         for r in schema.get("x-kubernetes-validations") or [] if isinstance(r, dict) and r.get("rule"))
     props = {}
     for name, sub in (schema.get("properties") or {}).items():
-        child = compile_rules(sub)
+        child = compile_rules(sub, root=isinstance(sub, dict) and bool(sub.get("x-kubernetes-embedded-resource")))
         if child is not None:
             props[name] = child
     extra = schema.get("additionalProperties")
-    additional = compile_rules(extra) if isinstance(extra, dict) else None
-    items = compile_rules(schema.get("items"))
+    additional = compile_rules(extra, root=False) if isinstance(extra, dict) else None
+    items = compile_rules(schema.get("items"), root=False)
     if not (rules or props or additional or items):
         return None
     type_name = schema.get("type") or ("integer-or-string" if schema.get("x-kubernetes-int-or-string") else "")
@@ -123,90 +142,64 @@ def compile_rules(schema: Any) -> _Node | None:
                  tuple(schema.get("x-kubernetes-list-map-keys") or ()))
 
 
+@functools.lru_cache(maxsize=16384)
+def _checked(text: str) -> celast.CheckedAst | None:
+    """The checked AST of an expression, None if it does not compile (it then fails when it runs)."""
+    try:
+        return celast.parse(compile_expression(text).serialize())
+    except CompileError:
+        return None
+
+
 _MISSING = object()
 
 
 class _OutOfCost(Exception):
-    """A rule would cost more than kube's per-call limit: kube runs no further rule."""
+    """kube runs no further rule once one exceeds the per-call limit or the object's budget."""
+
+
+@dataclass(slots=True)
+class _Budget:
+    remaining: int = RUNTIME_COST_BUDGET
 
 
 def evaluate(node: _Node, obj: Obj, old: Obj | None = None) -> list[Cause]:
     """Run every rule over an object (and, on update, its old version); one cause per failed rule."""
     causes: list[Cause] = []
     try:
-        _check(node, obj, _MISSING if old is None else old, "", causes)
+        _check(node, obj, _MISSING if old is None else old, "", causes, _Budget())
     except _OutOfCost:
         pass
     return causes
 
 
-def _rescans(rule: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The `self`/`oldSelf` paths named inside the rule's macro bodies: work done once per iteration."""
-    named: list[tuple[str, tuple[str, ...]]] = []
-    for call in _MACRO_CALL.finditer(rule):
-        body = _argument_text(rule, call.end())
-        named += [(m[1], tuple(part.strip(" .") for part in m[2].split(".") if part.strip(" .")))
-                  for m in _WHOLE_VALUE_REF.finditer(body)]
-    return tuple(dict.fromkeys(named))
+def _cost(expression: _Expression, data: dict[str, Any]) -> int:
+    """What running the expression on this data is charged: its schema bound if small, else its estimate on
+    the data's own sizes."""
+    if expression.bound <= _CHEAP:
+        return expression.bound
+    ast = _checked(expression.text)
+    return 0 if ast is None else estimate(ast, ValueSizes(data)).max
 
 
-def _argument_text(rule: str, start: int) -> str:
-    """The text up to the parenthesis closing the call opened just before `start`, string literals blanked."""
-    out, depth, i, quote = [], 1, start, ""
-    while i < len(rule) and depth:
-        c = rule[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        else:
-            depth += (c == "(") - (c == ")")
-            out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _cost_size(value: Any) -> int:
-    """kube-like traversal cost of a value: one per list item or map entry, a tenth per string byte."""
-    size, stack = 0, [value]
-    while stack:
-        current = stack.pop()
-        size += 1
-        if isinstance(current, str):
-            size += len(current) // 10
-        elif isinstance(current, dict):
-            stack.extend(current.values())
-        elif isinstance(current, list):
-            stack.extend(current)
-    return size
-
-
-def _estimated_cost(rescans: tuple[tuple[str, tuple[str, ...]], ...], data: dict[str, Any]) -> int:
-    """Iterations (the size of self) times the size of what each iteration reads again."""
-    per_iteration = 0
-    for variable, fields in rescans:
-        named = data.get(variable)
-        for field in fields:
-            if not isinstance(named, dict) or field not in named:
-                break
-            named = named[field]
-        per_iteration += _cost_size(named)
-    return _cost_size(data["self"]) * per_iteration
-
-
-def _check(node: _Node, value: Any, old: Any, path: str, causes: list[Cause]) -> None:
+def _check(node: _Node, value: Any, old: Any, path: str, causes: list[Cause], budget: _Budget) -> None:
     if value is None:
         return
+    if node.rules and budget.remaining <= 0:
+        causes.append(invalid(path, node.type_name, _OUT_OF_BUDGET))
+        raise _OutOfCost
     for rule in node.rules:
         if rule.transition and old is _MISSING:
             continue
         data = {"self": value, "oldSelf": old} if rule.transition else {"self": value}
-        if rule.rescans and _estimated_cost(rule.rescans, data) > PER_CALL_LIMIT:
+        cost = _cost(rule.rule, data)
+        if cost > PER_CALL_LIMIT:
             causes.append(invalid(path, node.type_name, _OUT_OF_COST.format(rule.message or rule.text.strip())))
             raise _OutOfCost
+        if cost > budget.remaining:
+            causes.append(invalid(path, node.type_name, _OUT_OF_BUDGET))
+            raise _OutOfCost
+        budget.remaining -= cost
         outcome, is_error = _run(rule.text, data)
         if outcome is True:
             continue
@@ -214,20 +207,20 @@ def _check(node: _Node, value: Any, old: Any, path: str, causes: list[Cause]) ->
             detail = outcome if is_error else f"must evaluate to a bool, not {outcome!r}"
             causes.append(invalid(path, node.type_name, f"{rule.text.strip()}: evaluation error: {detail}"))
             continue
-        causes.append(_failure(rule, node.type_name, _join(path, rule.field_path), _message(rule, data)))
+        causes.append(_failure(rule, node.type_name, _join(path, rule.field_path), _message(rule, data, budget)))
     if isinstance(value, dict):
         old_map = old if isinstance(old, dict) else {}
         for name, child in node.props.items():
             if name in value:
-                _check(child, value[name], old_map.get(name, _MISSING), _join(path, name), causes)
+                _check(child, value[name], old_map.get(name, _MISSING), _join(path, name), causes, budget)
         if node.additional is not None:
             for name, sub in value.items():
                 if name not in node.props:
-                    _check(node.additional, sub, old_map.get(name, _MISSING), f"{path}[{name}]", causes)
+                    _check(node.additional, sub, old_map.get(name, _MISSING), f"{path}[{name}]", causes, budget)
     elif isinstance(value, list) and node.items is not None:
         correlate = _correlator(node, old)
         for i, item in enumerate(value):
-            _check(node.items, item, correlate(item), f"{path}[{i}]", causes)
+            _check(node.items, item, correlate(item), f"{path}[{i}]", causes, budget)
 
 
 def _correlator(node: _Node, old: Any):  # type: ignore[no-untyped-def]
@@ -243,21 +236,38 @@ def _correlator(node: _Node, old: Any):  # type: ignore[no-untyped-def]
 
 def _run(expression: str, data: dict[str, Any]) -> tuple[Any, bool]:
     """The expression's value, and whether that value is an evaluation error (CEL returns errors as values)."""
+    ast = _checked(expression)
     try:
+        if ast is not None and builds_lists(ast):
+            raise RuntimeError(ITERATION_BUDGET_EXCEEDED)  # map()/filter() are built in chunks
         result = compile_expression(expression).eval(data=data)
         return result.value(), result.type().name() == "ERROR"
     except Exception as exc:
+        if ITERATION_BUDGET_EXCEEDED in str(exc) and ast is not None:
+            value = _driver(expression).run(data)
+            return (value.message, True) if isinstance(value, CelError) else (value, False)
         return str(exc), True
 
 
-def _message(rule: _Rule, data: dict[str, Any]) -> str:
-    """messageExpression's string if it yields one (not an error, within the cost limit), else message, else
+@functools.lru_cache(maxsize=1024)
+def _driver(expression: str) -> Driver:
+    """The split runner of an expression, with the C++ programs of its parts, kept across writes."""
+    ast = _checked(expression)
+    assert ast is not None
+    return Driver(_env(), ast)
+
+
+def _message(rule: _Rule, data: dict[str, Any], budget: _Budget) -> str:
+    """messageExpression's string if it yields one (not an error, within the cost limits), else message, else
     kube's default."""
-    too_costly = rule.message_rescans and _estimated_cost(rule.message_rescans, data) > PER_CALL_LIMIT
-    if rule.message_expression and not too_costly:
-        value, is_error = _run(rule.message_expression, data)
-        if not is_error and isinstance(value, str) and value.strip():
-            return value.strip()
+    expression = rule.message_expression
+    if expression.text:
+        cost = _cost(expression, data)
+        if cost <= min(PER_CALL_LIMIT, budget.remaining):
+            budget.remaining -= cost
+            value, is_error = _run(expression.text, data)
+            if not is_error and isinstance(value, str) and value.strip():
+                return value.strip()
     return rule.message or f"failed rule: {rule.text.strip()}"
 
 

@@ -22,6 +22,8 @@ from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy
 from kcp_apiserver.registry.tables import AGE, NAME, human_duration, parse_time
+from kcpcommon import patchmeta
+from kcpcommon.kubetypes import is_imported_kube_type
 
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
@@ -39,20 +41,24 @@ class CompiledSchema:
 
     digest: str  # tells two CRDs' schemas apart where the schema itself is not compared
     type_schema: CustomTypeSchema  # walk, prune, default, validate (schema and CEL rules)
+    annotated: Obj | None = None  # an imported kube type's schema with its patch strategies (read-only, shared)
 
 
 @functools.lru_cache(maxsize=4096)
-def _compile(schema_json: bytes) -> CompiledSchema:
+def _compile(schema_json: bytes, patch_json: bytes) -> CompiledSchema:
     from kcp_apiserver.apiextensions.schema import compile_schema
 
     schema = orjson.loads(schema_json)
-    type_schema = CustomTypeSchema(schema, compile_schema(schema), compile_rules(schema))
-    return CompiledSchema(hashlib.sha256(schema_json).hexdigest()[:16], type_schema)
+    meta = orjson.loads(patch_json)
+    walked = patchmeta.annotated(schema, meta) if meta else None
+    type_schema = CustomTypeSchema(schema, compile_schema(schema), compile_rules(schema), walked=walked)
+    return CompiledSchema(hashlib.sha256(schema_json + patch_json).hexdigest()[:16], type_schema, walked)
 
 
-def compiled_schema(schema: Obj) -> CompiledSchema:
-    """Shared by every CRD (in any logical cluster) whose schema has the same content."""
-    return _compile(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+def compiled_schema(schema: Obj, patch_meta: patchmeta.PatchMeta | None = None) -> CompiledSchema:
+    """Shared by every CRD (in any logical cluster) whose schema (and patch strategies) have the same content."""
+    return _compile(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS),
+                    orjson.dumps(patch_meta or {}, option=orjson.OPT_SORT_KEYS))
 
 
 def _format_cell(value: Any, type_: str) -> Any:
@@ -128,9 +134,23 @@ def version_schema(version: Obj) -> Obj:
     return schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True}  # type: ignore[no-any-return]
 
 
+def kube_patch_meta(crd: Obj) -> patchmeta.PatchMeta | None:
+    """The patch strategies of an imported kube type (its CRD's annotation); None for any other CRD.
+
+    Only CRDs the cluster controller imported as kube's own types are read: a tenant's CRD stays a custom
+    resource whatever it is annotated with."""
+    if not is_imported_kube_type(crd):
+        return None
+    return patchmeta.decode(((crd.get("metadata") or {}).get("annotations") or {}).get(patchmeta.PATCH_ANNOTATION))
+
+
 def resources_for(crd: Obj) -> list[Resource]:
-    """One Resource per served version of an established CRD (accepted names are what is served)."""
+    """One Resource per served version of an established CRD (accepted names are what is served).
+
+    An imported kube type publishes its schema with its patch strategies back on the fields, as kube's
+    OpenAPI has them (kubectl apply reads them there to compute its patch)."""
     spec = crd["spec"]
+    patch_meta = kube_patch_meta(crd)
     names = (crd.get("status") or {}).get("acceptedNames") or spec["names"]
     group = spec["group"]
     stored = storage_version(crd)
@@ -139,7 +159,7 @@ def resources_for(crd: Obj) -> list[Resource]:
         if not version.get("served", True):
             continue
         schema = version_schema(version)
-        compiled = compiled_schema(schema)
+        compiled = compiled_schema(schema, patch_meta)
         subresources = version.get("subresources") or spec.get("subresources") or {}
         scale = subresources.get("scale")
         warning = None
@@ -153,7 +173,8 @@ def resources_for(crd: Obj) -> list[Resource]:
             strategy=(imported_kube_strategy(crd, version["name"], compiled.type_schema)
                       or FunctionStrategy(validate=compiled.type_schema.validate)),
             columns=_columns(version, spec),
-            schema=schema, schema_digest=compiled.digest, type_schema=compiled.type_schema,
+            schema=compiled.annotated if compiled.annotated is not None else schema,
+            schema_digest=compiled.digest, type_schema=compiled.type_schema, kube_type=patch_meta is not None,
             storage_version=stored, deprecation_warning=warning,
             scale=ScaleSpec(scale["specReplicasPath"], scale["statusReplicasPath"],
                             scale.get("labelSelectorPath", "")) if scale else None,

@@ -24,8 +24,10 @@ class CustomTypeSchema(RootDelegate):
     Built once per distinct schema and shared by every CRD that has it, in any logical cluster.
     """
 
-    def __init__(self, schema: Obj, compiled: CompiledSchema, rules: Any) -> None:
-        self.root = OpenAPINodes({}, structural=True).node(schema)
+    def __init__(self, schema: Obj, compiled: CompiledSchema, rules: Any, *, walked: Obj | None = None) -> None:
+        """`walked`: the schema field paths walk when it is not `schema` itself (an imported kube type's, with the
+        patch strategies its CRD carries in an annotation)."""
+        self.root = OpenAPINodes({}, structural=True).node(walked if walked is not None else schema)
         self._compiled = compiled
         self._rules = rules  # celrules tree, or None without x-kubernetes-validations
 

@@ -20,6 +20,7 @@ from kcp_apiserver.apiextensions.defaults import stored_versions_after
 from kcp_apiserver.apiextensions.fields import Obj, enum_value, get, get_str, schema_has, validate_dns1035_label
 from kcp_apiserver.apiextensions.internal import InternalSpec, InternalVersion, internal_spec
 from kcp_apiserver.apiextensions.openapischema import SchemaOptions, schema_options, validate_validation
+from kcp_apiserver.apiextensions.rulecost import estimated_cost_errors
 from kcp_apiserver.apiextensions.shape import shape_errors
 from kcp_apiserver.apiextensions.structural import structural_init_error
 from kcp_apiserver.apiextensions.versionfields import (
@@ -178,7 +179,7 @@ def _validate_spec(spec: InternalSpec, opts: _Opts, *, core: bool = False) -> li
             causes.append(required(f"spec.names.{key}"))
     causes += validate_names(spec.names, "spec.names")
     any_status = _status_enabled(spec.subresources) or any(_status_enabled(v.subresources) for v in spec.versions)
-    causes += validate_validation(spec.validation, any_status, opts.schema, "spec.validation")
+    causes += _validate_validation(spec.validation, any_status, opts.schema, "spec.validation")
     causes += validate_subresources(spec.subresources, "spec.subresources")
     for i, col in enumerate(spec.columns):
         causes += validate_column(col, f"spec.additionalPrinterColumns[{i}]")
@@ -195,6 +196,13 @@ def _validate_spec(spec: InternalSpec, opts: _Opts, *, core: bool = False) -> li
     causes += validate_conversion(spec.conversion, "spec.conversion",
                                   require_recognized_review_version=opts.require_recognized_conversion_review_version)
     return causes
+
+
+def _validate_validation(validation: Obj | None, status_enabled: bool, opts: SchemaOptions, path: str) -> list[Cause]:
+    """A schema's own rules, then (on a schema they accept, as kube compiles rules only then) the estimated
+    cost of its CEL rules."""
+    causes = validate_validation(validation, status_enabled, opts, path)
+    return causes or estimated_cost_errors(get(validation, "openAPIV3Schema"), f"{path}.openAPIV3Schema")
 
 
 def _version_json(v: InternalVersion) -> Obj:
@@ -233,7 +241,7 @@ def _validate_version(version: InternalVersion, path: str, status_enabled: bool,
                       opts: _Opts) -> list[Cause]:
     causes = [invalid(f"{path}.deprecationWarning", version.deprecation_warning, msg)
               for msg in _deprecation_warning_errors(version.deprecated, version.deprecation_warning)]
-    causes += validate_validation(version.schema, status_enabled, opts.schema, f"{path}.schema")
+    causes += _validate_validation(version.schema, status_enabled, opts.schema, f"{path}.schema")
     causes += validate_subresources(version.subresources, f"{path}.subresources")
     for i, col in enumerate(version.columns):
         causes += validate_column(col, f"{path}.additionalPrinterColumns[{i}]")

@@ -226,6 +226,12 @@ class DecodeError(ValueError):
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def marshal(value: Any) -> str:
+    """JSON as Go's json.Marshal writes an unstructured value: map keys sorted, <, > and & escaped."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
 def go_string(value: str) -> str:
     """A string as Go decodes it: a lone UTF-16 surrogate escape (`"\\ud800"`) becomes U+FFFD."""
     return _LONE_SURROGATE.sub("\ufffd", value)

@@ -1,24 +1,31 @@
-"""RS256 JSON Web Tokens (RFC 7519), the compact form service-account tokens travel in.
+"""RS256 JSON Web Tokens (RFC 7519) as kube's service-account tokens carry them, signed and verified by PyJWT.
 
-Only what kube's service-account tokens need: an RS256 signature under a `kid` that names the key
-(kube's key id: the unpadded base64url SHA-256 of the public key's DER), and a JSON claims set.
-Time claims are checked by the caller, which knows its clock and leeway.
+What is kube's rather than PyJWT's: the header is `{"alg":"RS256","kid":...}` with no `typ` (go-jose
+writes none), the `kid` is the unpadded base64url SHA-256 of the public key's DER, and base64url is the
+unpadded form only (go-jose's RawURLEncoding refuses `=`; PyJWT would pad and accept it). Only RS256 is
+accepted, so `none` and HMAC keyed with the public key (the classic confusion attack) are refused.
+PyJWT checks the issuer and the audiences; the time claims are the caller's, which knows its clock and
+go-jose's leeway rule (a token is still valid at exactly `exp + leeway`; PyJWT's is one second stricter).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import orjson
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+import jwt as pyjwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+from jwt.utils import base64url_encode
+
+if TYPE_CHECKING:
+    from jwt.types import Options
 
 ALGORITHM = "RS256"
 MAX_TOKEN_BYTES = 16 * 1024  # a bigger "token" is not one of ours: refused before any decoding
+_TIMES_CHECKED_BY_CALLER: Options = {"verify_exp": False, "verify_nbf": False, "verify_iat": False,
+                                     "require": ["iss", "aud"]}
 
 
 class InvalidToken(Exception):
@@ -26,16 +33,7 @@ class InvalidToken(Exception):
 
 
 def b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def b64url_decode(text: str) -> bytes:
-    if "=" in text:
-        raise InvalidToken("padded base64url")
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidToken("bad base64url") from exc
+    return base64url_encode(data).decode()
 
 
 def key_id(public_key: rsa.RSAPublicKey) -> str:
@@ -45,21 +43,15 @@ def key_id(public_key: rsa.RSAPublicKey) -> str:
 
 
 def jwk(public_key: rsa.RSAPublicKey) -> dict[str, str]:
-    """The key as a JSON Web Key, in the order kube's /openid/v1/jwks lists its fields."""
-    numbers = public_key.public_numbers()
-
-    def unsigned(value: int) -> str:
-        return b64url(value.to_bytes((value.bit_length() + 7) // 8, "big"))
-
+    """The key as a JSON Web Key, with the fields (and in the order) kube's /openid/v1/jwks lists."""
+    numbers = RSAAlgorithm.to_jwk(public_key, as_dict=True)
     return {"use": "sig", "kty": "RSA", "kid": key_id(public_key), "alg": ALGORITHM,
-            "n": unsigned(numbers.n), "e": unsigned(numbers.e)}
+            "n": numbers["n"], "e": numbers["e"]}
 
 
 def encode(claims: dict[str, Any], private_key: rsa.RSAPrivateKey) -> str:
-    header = {"alg": ALGORITHM, "kid": key_id(private_key.public_key())}
-    signing_input = f"{b64url(orjson.dumps(header))}.{b64url(orjson.dumps(claims))}"
-    signature = private_key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
-    return f"{signing_input}.{b64url(signature)}"
+    return pyjwt.encode(claims, private_key, algorithm=ALGORITHM,
+                        headers={"kid": key_id(private_key.public_key()), "typ": None})
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -67,28 +59,18 @@ def looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2 and len(token) <= MAX_TOKEN_BYTES
 
 
-def decode(token: str, public_key: rsa.RSAPublicKey, kid: str) -> dict[str, Any]:
-    """The claims of a token this key signed; raises InvalidToken for anything else."""
-    if not looks_like_jwt(token):
-        raise InvalidToken("not a JWT")
-    header_part, claims_part, signature_part = token.split(".")
+def decode(token: str, public_key: rsa.RSAPublicKey, kid: str, *, issuer: str,
+           audiences: tuple[str, ...]) -> dict[str, Any]:
+    """The claims of a token this key signed for this issuer and one of these audiences; raises
+    InvalidToken for anything else."""
+    if not looks_like_jwt(token) or "=" in token:
+        raise InvalidToken("not a JWT in unpadded base64url")
     try:
-        header = orjson.loads(b64url_decode(header_part))
-    except orjson.JSONDecodeError as exc:
-        raise InvalidToken("bad header") from exc
-    if not isinstance(header, dict) or header.get("alg") != ALGORITHM:
-        raise InvalidToken("unsupported algorithm")  # never "none", never HMAC with the public key
-    if header.get("kid", kid) != kid:
+        decoded = pyjwt.decode_complete(token, public_key, algorithms=[ALGORITHM], issuer=issuer,
+                                        audience=list(audiences), options=_TIMES_CHECKED_BY_CALLER)
+    except pyjwt.PyJWTError as exc:
+        raise InvalidToken(str(exc)) from exc
+    if decoded["header"].get("kid", kid) != kid:
         raise InvalidToken("unknown key id")
-    try:
-        public_key.verify(b64url_decode(signature_part), f"{header_part}.{claims_part}".encode(),
-                          padding.PKCS1v15(), hashes.SHA256())
-    except InvalidSignature as exc:
-        raise InvalidToken("bad signature") from exc
-    try:
-        claims = orjson.loads(b64url_decode(claims_part))
-    except orjson.JSONDecodeError as exc:
-        raise InvalidToken("bad claims") from exc
-    if not isinstance(claims, dict):
-        raise InvalidToken("claims are not an object")
+    claims: dict[str, Any] = decoded["payload"]
     return claims

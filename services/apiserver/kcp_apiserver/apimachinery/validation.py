@@ -187,6 +187,21 @@ def render_value(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def go_format(value: Any) -> str:
+    """An unstructured value as Go's fmt `%v` prints it (maps with sorted keys, slices space-separated)."""
+    if value is None:
+        return "<nil>"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(go_format(v) for v in value) + "]"
+    if isinstance(value, float):
+        return format(value, "g").replace("e+0", "e+").replace("e-0", "e-")
+    return str(value)
+
+
 def invalid(field: str, value: Any, detail: str) -> Cause:
     return Cause("FieldValueInvalid", f"Invalid value: {render_value(value)}: {detail}", field)
 

@@ -63,7 +63,8 @@ class NamespaceController:
         """Delete the namespace's content; remove the namespace once empty. True when finished."""
         remaining = 0
         for res in self.namespaced_resources(cluster):
-            await self.registry.delete_collection(res, cluster, namespace)
+            async for _ in self.registry.delete_pages(res, cluster, namespace):
+                pass  # page by page, nothing kept: a namespace may hold tens of thousands of objects
             remaining += await self.storage.count(scope_prefix(res.prefix, cluster, namespace))
         if remaining:
             return False

@@ -13,10 +13,9 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import (
-    BUILTIN_BODY_TYPES,
-    CUSTOM_BODY_TYPES,
     PROTOBUF,
     body_media_type,
+    body_types,
     decode_object,
     json_response,
     read_body,
@@ -111,7 +110,8 @@ async def decode_body(ep: Endpoints, request: web.Request, res: Resource, *,
     """The request's object, with unknown and duplicate fields handled by fieldValidation."""
     body = await read_body(request)
     obj = decode_object(body, body_media_type(request), res.kind,
-                        accept=CUSTOM_BODY_TYPES if res.is_custom else BUILTIN_BODY_TYPES)
+                        accept=body_types(custom=res.is_custom, kube_type=res.kube_type, api_version=res.api_version,
+                                          kind=res.kind))
     if not isinstance(obj, dict):
         raise st.bad_request("the body of the request must be an object")
     warnings: list[str] = []

@@ -20,12 +20,27 @@ MODES = {"", "Strict", "Warn", "Ignore"}
 SCALE = "io.k8s.api.autoscaling.v1.Scale"
 
 
+class UndecodableObject(st.APIError):
+    """An object whose values have the wrong JSON types for its kind; `problems` worded as Go's decoder words
+    them (a PATCH rewords them as kube's patcher does)."""
+
+    problems: list[str]
+
+
+def undecodable(res: Resource, problems: list[str]) -> UndecodableObject:
+    error = UndecodableObject(400, "BadRequest", f'{res.kind} in version "{res.version}" cannot be handled as a '
+                                                 f'{res.kind}: ' + "; ".join(problems))
+    error.problems = problems
+    return error
+
+
 class FieldValidator:
     """Checks, prunes and defaults request objects against their type's schema."""
 
     def patch_meta(self, res: Resource) -> SchemaNode | None:
-        """The schema strategic merge patch walks; None for custom resources, which kube answers with 415."""
-        return None if res.is_custom else res.type_schema
+        """The schema strategic merge patch walks; None for custom resources, which kube answers with 415
+        (kube's own types imported as CRDs are not custom resources to their users: they merge as in kube)."""
+        return None if res.is_custom and not res.kube_type else res.type_schema
 
     def scale_patch_meta(self) -> SchemaNode | None:
         return schemas.type_schema(SCALE)
@@ -43,8 +58,7 @@ class FieldValidator:
         if schema is not None:
             type_errors = schema.decode_errors(obj)
             if type_errors:
-                raise st.bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
-                                     + "; ".join(type_errors))
+                raise undecodable(res, type_errors)
             unknown = schema.prune(obj)
             if default:
                 schema.default(obj)

@@ -2,21 +2,22 @@
 
 client-go asks ``/openapi/v2`` for
 ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf`` and hands the
-body to ``proto.Unmarshal`` with the message types of google/gnostic
-(``openapiv2/OpenAPIv2.proto``, package ``openapi.v2``).  This module turns the
-JSON form of the document (a plain dict) into that wire format with a small
-hand-written protobuf writer, so no generated code is needed at runtime.
+body to ``proto.Unmarshal`` with the message types of google/gnostic (package
+``openapi.v2``). The messages are declared in ``openapi_v2.proto`` beside this
+module and generated into ``openapi_v2_pb2`` (committed; ``make proto``); this
+module fills them from the JSON form of the document (a plain dict).
 
 Mapping rules, following what gnostic's own compiler produces:
 
-* JSON maps become repeated ``Named*`` messages (``name`` = 1, ``value`` = 2),
-  in the order of the dict.
-* Keys starting with ``x-`` become ``vendor_extension`` entries
-  (``NamedAny``) wherever the message has that field.  Their values, like
-  ``default``, ``example`` and ``enum`` values, travel as YAML text in
-  ``Any.yaml``; JSON is valid YAML, so the text is JSON in flow style.
-* proto3 scalars holding their zero value are left out, except inside a
-  ``oneof`` (``additionalProperties: false`` must still be sent).
+* JSON maps become repeated ``Named*`` messages (``name``, ``value``), in the
+  order of the dict.
+* Keys starting with ``x-`` become ``vendor_extension`` entries (``NamedAny``)
+  wherever the message has that field. Their values, like ``default``,
+  ``example`` and ``enum`` values, travel as YAML text in ``Any.yaml``; JSON is
+  valid YAML, so the text is JSON in flow style.
+* proto3 scalars holding their zero value are left out (protobuf does that),
+  except inside a ``oneof`` (``additionalProperties: false`` must still be
+  sent). An object that is present stays present even when empty.
 * A value of the wrong JSON type for its field (say a number where a string
   belongs) is dropped rather than guessed at, as are unknown keys.
 """
@@ -25,79 +26,51 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kcp_apiserver.endpoints import openapi_v2_pb2 as pb
+
 __all__ = ["encode_swagger"]
 
-_VARINT = 0
-_FIXED64 = 1
-_LENGTH_DELIMITED = 2
+_INT64 = range(-(1 << 63), 1 << 63)
 
 
-class _Writer:
-    """Collects the fields of one protobuf message in wire format."""
-
-    __slots__ = ("buf",)
-
-    def __init__(self) -> None:
-        self.buf = bytearray()
-
-    def _varint(self, value: int) -> None:
-        value &= 0xFFFFFFFFFFFFFFFF  # negative int64 values use ten bytes
-        while value >= 0x80:
-            self.buf.append((value & 0x7F) | 0x80)
-            value >>= 7
-        self.buf.append(value)
-
-    def _tag(self, field: int, wire_type: int) -> None:
-        self._varint((field << 3) | wire_type)
-
-    def raw(self, field: int, payload: bytes | bytearray) -> None:
-        """A length-delimited field (string, bytes or embedded message)."""
-        self._tag(field, _LENGTH_DELIMITED)
-        self._varint(len(payload))
-        self.buf += payload
-
-    def message(self, field: int, child: _Writer) -> None:
-        """An embedded message; always written, so an empty one stays present."""
-        self.raw(field, child.buf)
-
-    def string(self, field: int, value: Any) -> None:
-        if isinstance(value, str) and value:
-            self.raw(field, _utf8(value))
-
-    def strings(self, field: int, values: Any) -> None:
-        if isinstance(values, str):
-            values = [values]
-        if isinstance(values, list):
-            for value in values:
-                if isinstance(value, str):
-                    self.raw(field, _utf8(value))
-
-    def boolean(self, field: int, value: Any, *, in_oneof: bool = False) -> None:
-        if isinstance(value, bool) and (value or in_oneof):
-            self._tag(field, _VARINT)
-            self._varint(int(value))
-
-    def int64(self, field: int, value: Any) -> None:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and value:
-            self._tag(field, _VARINT)
-            self._varint(value)
-
-    def double(self, field: int, value: Any) -> None:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value:
-            self._tag(field, _FIXED64)
-            self.buf += struct.pack("<d", float(value))
+# --- values of the wrong JSON type are dropped --------------------------------
 
 
-def _utf8(text: str) -> bytes:
-    # Go's proto.Unmarshal rejects invalid UTF-8 in proto3 strings, and lone
-    # surrogates cannot be encoded, so they become "?".
-    return text.encode("utf-8", "replace")
+def _text(value: Any) -> str:
+    """A string field's value: "" (left out) unless `value` is a string. Go's proto.Unmarshal rejects
+    invalid UTF-8, and lone surrogates cannot be encoded, so they become "?"."""
+    if not isinstance(value, str):
+        return ""
+    if value.isascii():
+        return value
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "replace").decode()
+    return value
+
+
+def _texts(values: Any) -> list[str]:
+    if isinstance(values, str):
+        values = [values]
+    return [_text(v) for v in values if isinstance(v, str)] if isinstance(values, list) else []
+
+
+def _flag(value: Any) -> bool:
+    return value if isinstance(value, bool) else False
+
+
+def _int64(value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in _INT64 else 0
+
+
+def _double(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 # Characters allowed raw in JSON strings but not raw in YAML (non-printable
@@ -118,506 +91,428 @@ def _yaml_text(value: Any) -> str:
     return _YAML_UNSAFE.sub(_yaml_escape, text)
 
 
-# --- shared small messages -------------------------------------------------
+# --- shared small messages ------------------------------------------------------
 
 
-def _any(value: Any) -> _Writer:
-    """``openapi.v2.Any``: ``value`` (google.protobuf.Any) = 1 is never used,
-    ``yaml`` = 2 carries the value."""
-    out = _Writer()
-    out.string(2, _yaml_text(value))
-    return out
-
-
-def _vendor_extensions(out: _Writer, field: int, data: Mapping[str, Any]) -> None:
-    """Every ``x-`` key of ``data`` as a ``NamedAny`` in ``field``."""
+def _vendor_extensions(out: Any, data: Mapping[str, Any]) -> None:
+    """Every ``x-`` key of ``data`` as a ``NamedAny`` in ``out.vendor_extension``."""
     for key, value in data.items():
         if isinstance(key, str) and key.startswith("x-"):
-            named = _Writer()
-            named.string(1, key)
-            named.message(2, _any(value))
-            out.message(field, named)
+            out.vendor_extension.add(name=key).value.yaml = _yaml_text(value)
 
 
-def _named(out: _Writer, field: int, data: Any, encode: Callable[[Any], _Writer | None],
-           *, skip_extensions: bool = False) -> None:
-    """A JSON map as repeated ``Named*`` messages (name = 1, value = 2)."""
+def _named(entries: Any, data: Any, fill: Callable[[Any, Any], bool], *, skip_extensions: bool = False) -> None:
+    """A JSON map as repeated ``Named*`` messages; `fill(message, value)` says False for a value it
+    cannot carry, and that entry is left out."""
     if not isinstance(data, Mapping):
         return
     for key, value in data.items():
         if not isinstance(key, str) or (skip_extensions and key.startswith("x-")):
             continue
-        body = encode(value)
-        if body is None:
-            continue
-        named = _Writer()
-        named.string(1, key)
-        named.message(2, body)
-        out.message(field, named)
+        entry = entries.add(name=_text(key))
+        entry.value.SetInParent()
+        if not fill(entry.value, value):
+            del entries[-1]
 
 
-def _anys(out: _Writer, field: int, values: Any) -> None:
+def _anys(out: Any, values: Any) -> None:
     if isinstance(values, list):
         for value in values:
-            out.message(field, _any(value))
+            out.add(yaml=_yaml_text(value))
 
 
-def _external_docs(data: Any) -> _Writer | None:
+def _external_docs(out: pb.ExternalDocs, data: Any) -> bool:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.string(1, data.get("description"))
-    out.string(2, data.get("url"))
-    _vendor_extensions(out, 3, data)
-    return out
+        return False
+    out.SetInParent()
+    out.description = _text(data.get("description"))
+    out.url = _text(data.get("url"))
+    _vendor_extensions(out, data)
+    return True
 
 
-def _optional_message(out: _Writer, field: int, body: _Writer | None) -> None:
-    if body is not None:
-        out.message(field, body)
+def _json_reference(out: pb.JsonReference, data: Mapping[str, Any]) -> None:
+    out.SetInParent()
+    out._ref = _text(data.get("$ref"))
+    out.description = _text(data.get("description"))
 
 
-def _json_reference(data: Mapping[str, Any]) -> _Writer:
-    out = _Writer()
-    out.string(1, data.get("$ref"))
-    out.string(2, data.get("description"))
-    return out
+# --- schemas ----------------------------------------------------------------------
 
 
-# --- schemas ---------------------------------------------------------------
-
-
-def _xml(data: Any) -> _Writer | None:
+def _xml(out: pb.Xml, data: Any) -> None:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.string(1, data.get("name"))
-    out.string(2, data.get("namespace"))
-    out.string(3, data.get("prefix"))
-    out.boolean(4, data.get("attribute"))
-    out.boolean(5, data.get("wrapped"))
-    _vendor_extensions(out, 6, data)
-    return out
+        return
+    out.SetInParent()
+    out.name = _text(data.get("name"))
+    out.namespace = _text(data.get("namespace"))
+    out.prefix = _text(data.get("prefix"))
+    out.attribute = _flag(data.get("attribute"))
+    out.wrapped = _flag(data.get("wrapped"))
+    _vendor_extensions(out, data)
 
 
-def _additional_properties(value: Any) -> _Writer | None:
-    """``AdditionalPropertiesItem``: oneof schema = 1 / boolean = 2."""
-    out = _Writer()
-    if isinstance(value, bool):
-        out.boolean(2, value, in_oneof=True)
-    elif isinstance(value, Mapping):
-        out.message(1, _schema_message(value))
-    else:
-        return None
-    return out
-
-
-def _schema(data: Any) -> _Writer | None:
-    """``openapi.v2.Schema``; None when data is not an object."""
-    return _schema_message(data) if isinstance(data, Mapping) else None
-
-
-def _schema_message(data: Mapping[str, Any]) -> _Writer:
-    """``openapi.v2.Schema`` of an object."""
-    out = _Writer()
-    out.string(1, data.get("$ref"))
-    out.string(2, data.get("format"))
-    out.string(3, data.get("title"))
-    out.string(4, data.get("description"))
+def _schema(out: pb.Schema, data: Any) -> bool:
+    """``openapi.v2.Schema``; False when data is not an object."""
+    if not isinstance(data, Mapping):
+        return False
+    out.SetInParent()
+    get = data.get
+    out._ref = _text(get("$ref"))
+    out.format = _text(get("format"))
+    out.title = _text(get("title"))
+    out.description = _text(get("description"))
     if "default" in data:
-        out.message(5, _any(data["default"]))
-    out.double(6, data.get("multipleOf"))
-    out.double(7, data.get("maximum"))
-    out.boolean(8, data.get("exclusiveMaximum"))
-    out.double(9, data.get("minimum"))
-    out.boolean(10, data.get("exclusiveMinimum"))
-    out.int64(11, data.get("maxLength"))
-    out.int64(12, data.get("minLength"))
-    out.string(13, data.get("pattern"))
-    out.int64(14, data.get("maxItems"))
-    out.int64(15, data.get("minItems"))
-    out.boolean(16, data.get("uniqueItems"))
-    out.int64(17, data.get("maxProperties"))
-    out.int64(18, data.get("minProperties"))
-    out.strings(19, data.get("required") if isinstance(data.get("required"), list) else None)
-    _anys(out, 20, data.get("enum"))
-    if "additionalProperties" in data:
-        _optional_message(out, 21, _additional_properties(data["additionalProperties"]))
-    if "type" in data:
-        type_item = _Writer()  # TypeItem { repeated string value = 1 }
-        type_item.strings(1, data["type"])
-        if type_item.buf:
-            out.message(22, type_item)
-    items = data.get("items")
+        out.default.yaml = _yaml_text(data["default"])
+    out.multiple_of = _double(get("multipleOf"))
+    out.maximum = _double(get("maximum"))
+    out.exclusive_maximum = _flag(get("exclusiveMaximum"))
+    out.minimum = _double(get("minimum"))
+    out.exclusive_minimum = _flag(get("exclusiveMinimum"))
+    out.max_length = _int64(get("maxLength"))
+    out.min_length = _int64(get("minLength"))
+    out.pattern = _text(get("pattern"))
+    out.max_items = _int64(get("maxItems"))
+    out.min_items = _int64(get("minItems"))
+    out.unique_items = _flag(get("uniqueItems"))
+    out.max_properties = _int64(get("maxProperties"))
+    out.min_properties = _int64(get("minProperties"))
+    if isinstance(get("required"), list):
+        out.required.extend(_texts(data["required"]))
+    _anys(out.enum, get("enum"))
+    additional = get("additionalProperties")
+    if isinstance(additional, bool):
+        out.additional_properties.boolean = additional
+    elif isinstance(additional, Mapping):
+        _schema(out.additional_properties.schema, additional)
+    types = _texts(get("type"))
+    if types:
+        out.type.value.extend(types)
+    items = get("items")
     if isinstance(items, Mapping):
         items = [items]
     if isinstance(items, list):
-        items_item = _Writer()  # ItemsItem { repeated Schema schema = 1 }
+        out.items.SetInParent()
         for item in items:
-            _optional_message(items_item, 1, _schema(item))
-        out.message(23, items_item)
-    if isinstance(data.get("allOf"), list):
+            if isinstance(item, Mapping):
+                _schema(out.items.schema.add(), item)
+    if isinstance(get("allOf"), list):
         for part in data["allOf"]:
-            _optional_message(out, 24, _schema(part))
-    if isinstance(data.get("properties"), Mapping):
-        properties = _Writer()  # Properties { repeated NamedSchema additional_properties = 1 }
-        _named(properties, 1, data["properties"], _schema)
-        out.message(25, properties)
-    out.string(26, data.get("discriminator"))
-    out.boolean(27, data.get("readOnly"))
-    _optional_message(out, 28, _xml(data.get("xml")))
-    _optional_message(out, 29, _external_docs(data.get("externalDocs")))
+            if isinstance(part, Mapping):
+                _schema(out.all_of.add(), part)
+    if isinstance(get("properties"), Mapping):
+        out.properties.SetInParent()
+        _named(out.properties.additional_properties, data["properties"], _schema)
+    out.discriminator = _text(get("discriminator"))
+    out.read_only = _flag(get("readOnly"))
+    _xml(out.xml, get("xml"))
+    _external_docs(out.external_docs, get("externalDocs"))
     if "example" in data:
-        out.message(30, _any(data["example"]))
-    _vendor_extensions(out, 31, data)
-    return out
+        out.example.yaml = _yaml_text(data["example"])
+    _vendor_extensions(out, data)
+    return True
 
 
-# --- parameters ------------------------------------------------------------
+# --- parameters -------------------------------------------------------------------
 
 
-def _primitive_fields(out: _Writer, data: Mapping[str, Any], first: int) -> None:
-    """The run of fields shared, in this order, by ``PrimitivesItems``,
-    ``Header`` and the non-body parameter sub-schemas: ``type`` at ``first``
-    through ``multiple_of`` at ``first + 16``."""
-    out.string(first, data.get("type"))
-    out.string(first + 1, data.get("format"))
-    _optional_message(out, first + 2, _primitives_items(data.get("items")))
-    out.string(first + 3, data.get("collectionFormat"))
+_Primitives = pb.PrimitivesItems | pb.Header | pb.HeaderParameterSubSchema | pb.PathParameterSubSchema | \
+    pb.QueryParameterSubSchema | pb.FormDataParameterSubSchema
+
+
+def _primitive_fields(out: _Primitives, data: Mapping[str, Any]) -> None:
+    """The run of fields (`type` through `multiple_of`) that ``PrimitivesItems``, ``Header`` and the
+    non-body parameter sub-schemas share, under the same names."""
+    get = data.get
+    out.type = _text(get("type"))
+    out.format = _text(get("format"))
+    _primitives_items(out.items, get("items"))
+    out.collection_format = _text(get("collectionFormat"))
     if "default" in data:
-        out.message(first + 4, _any(data["default"]))
-    out.double(first + 5, data.get("maximum"))
-    out.boolean(first + 6, data.get("exclusiveMaximum"))
-    out.double(first + 7, data.get("minimum"))
-    out.boolean(first + 8, data.get("exclusiveMinimum"))
-    out.int64(first + 9, data.get("maxLength"))
-    out.int64(first + 10, data.get("minLength"))
-    out.string(first + 11, data.get("pattern"))
-    out.int64(first + 12, data.get("maxItems"))
-    out.int64(first + 13, data.get("minItems"))
-    out.boolean(first + 14, data.get("uniqueItems"))
-    _anys(out, first + 15, data.get("enum"))
-    out.double(first + 16, data.get("multipleOf"))
+        out.default.yaml = _yaml_text(data["default"])
+    out.maximum = _double(get("maximum"))
+    out.exclusive_maximum = _flag(get("exclusiveMaximum"))
+    out.minimum = _double(get("minimum"))
+    out.exclusive_minimum = _flag(get("exclusiveMinimum"))
+    out.max_length = _int64(get("maxLength"))
+    out.min_length = _int64(get("minLength"))
+    out.pattern = _text(get("pattern"))
+    out.max_items = _int64(get("maxItems"))
+    out.min_items = _int64(get("minItems"))
+    out.unique_items = _flag(get("uniqueItems"))
+    _anys(out.enum, get("enum"))
+    out.multiple_of = _double(get("multipleOf"))
+    _vendor_extensions(out, data)
 
 
-def _primitives_items(data: Any) -> _Writer | None:
-    if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    _primitive_fields(out, data, 1)
-    _vendor_extensions(out, 18, data)
-    return out
+def _primitives_items(out: pb.PrimitivesItems, data: Any) -> None:
+    if isinstance(data, Mapping):
+        out.SetInParent()
+        _primitive_fields(out, data)
 
 
-def _non_body_sub_schema(data: Mapping[str, Any], *, allow_empty_value: bool) -> _Writer:
-    """Query/FormData sub-schemas have ``allow_empty_value`` = 5 and start the
-    primitive run at 6; Header/Path sub-schemas start it at 5."""
-    out = _Writer()
-    out.boolean(1, data.get("required"))
-    out.string(2, data.get("in"))
-    out.string(3, data.get("description"))
-    out.string(4, data.get("name"))
-    if allow_empty_value:
-        out.boolean(5, data.get("allowEmptyValue"))
-        _primitive_fields(out, data, 6)
-        _vendor_extensions(out, 23, data)
+def _non_body_sub_schema(out: pb.NonBodyParameter, where: str, data: Mapping[str, Any]) -> None:
+    """The oneof member for the parameter's location; query and formData also carry allowEmptyValue."""
+    sub: pb.HeaderParameterSubSchema | pb.PathParameterSubSchema | pb.QueryParameterSubSchema | \
+        pb.FormDataParameterSubSchema
+    if where == "header":
+        sub = out.header_parameter_sub_schema
+    elif where == "path":
+        sub = out.path_parameter_sub_schema
     else:
-        _primitive_fields(out, data, 5)
-        _vendor_extensions(out, 22, data)
-    return out
+        sub = out.query_parameter_sub_schema if where == "query" else out.form_data_parameter_sub_schema
+        sub.allow_empty_value = _flag(data.get("allowEmptyValue"))
+    sub.SetInParent()
+    sub.required = _flag(data.get("required"))
+    setattr(sub, "in", where)
+    sub.description = _text(data.get("description"))
+    sub.name = _text(data.get("name"))
+    _primitive_fields(sub, data)
 
 
-# NonBodyParameter oneof member per "in", and whether it has allow_empty_value.
-_NON_BODY = {
-    "header": (1, False),
-    "formData": (2, True),
-    "query": (3, True),
-    "path": (4, False),
-}
+_NON_BODY = frozenset({"header", "formData", "query", "path"})
 
 
-def _parameter(data: Any) -> _Writer | None:
-    """``Parameter``: oneof body_parameter = 1 / non_body_parameter = 2."""
+def _parameter(out: pb.Parameter, data: Any) -> bool:
+    """``Parameter``: oneof body_parameter / non_body_parameter, by ``in``."""
     if not isinstance(data, Mapping):
-        return None
+        return False
     where = data.get("in")
-    out = _Writer()
     if where == "body":
-        body = _Writer()
-        body.string(1, data.get("description"))
-        body.string(2, data.get("name"))
-        body.string(3, where)
-        body.boolean(4, data.get("required"))
-        _optional_message(body, 5, _schema(data.get("schema")))
-        _vendor_extensions(body, 6, data)
-        out.message(1, body)
-    elif where in _NON_BODY:
-        member, allow_empty_value = _NON_BODY[where]
-        non_body = _Writer()
-        non_body.message(member, _non_body_sub_schema(data, allow_empty_value=allow_empty_value))
-        out.message(2, non_body)
-    else:
-        return None
-    return out
+        body = out.body_parameter
+        body.SetInParent()
+        body.description = _text(data.get("description"))
+        body.name = _text(data.get("name"))
+        setattr(body, "in", where)
+        body.required = _flag(data.get("required"))
+        _schema(body.schema, data.get("schema"))
+        _vendor_extensions(body, data)
+        return True
+    if where in _NON_BODY:
+        _non_body_sub_schema(out.non_body_parameter, where, data)
+        return True
+    return False
 
 
-def _parameters_item(data: Any) -> _Writer | None:
-    """``ParametersItem``: oneof parameter = 1 / json_reference = 2."""
+def _parameters_items(out: Any, values: Any) -> None:
+    """``repeated ParametersItem``: oneof parameter / json_reference (a ``$ref``)."""
+    if not isinstance(values, list):
+        return
+    for value in values:
+        if not isinstance(value, Mapping):
+            continue
+        item = out.add()
+        if "$ref" in value:
+            _json_reference(item.json_reference, value)
+        elif not _parameter(item.parameter, value):
+            del out[-1]
+
+
+# --- responses --------------------------------------------------------------------
+
+
+def _header(out: pb.Header, data: Any) -> bool:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    if "$ref" in data:
-        out.message(2, _json_reference(data))
-        return out
-    parameter = _parameter(data)
-    if parameter is None:
-        return None
-    out.message(1, parameter)
-    return out
+        return False
+    _primitive_fields(out, data)
+    out.description = _text(data.get("description"))
+    return True
 
 
-def _parameters_items(out: _Writer, field: int, values: Any) -> None:
-    if isinstance(values, list):
-        for value in values:
-            _optional_message(out, field, _parameters_item(value))
+def _example(out: pb.Any, value: Any) -> bool:
+    out.yaml = _yaml_text(value)
+    return True
 
 
-# --- responses -------------------------------------------------------------
-
-
-def _header(data: Any) -> _Writer | None:
+def _response(out: pb.Response, data: Any) -> bool:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    _primitive_fields(out, data, 1)
-    out.string(18, data.get("description"))
-    _vendor_extensions(out, 19, data)
-    return out
-
-
-def _response(data: Any) -> _Writer | None:
-    if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.string(1, data.get("description"))
-    schema = _schema(data.get("schema"))
-    if schema is not None:
-        schema_item = _Writer()  # SchemaItem: oneof schema = 1 / file_schema = 2
-        schema_item.message(1, schema)
-        out.message(2, schema_item)
+        return False
+    out.SetInParent()
+    out.description = _text(data.get("description"))
+    _schema(out.schema.schema, data.get("schema"))
     if isinstance(data.get("headers"), Mapping):
-        headers = _Writer()  # Headers { repeated NamedHeader additional_properties = 1 }
-        _named(headers, 1, data["headers"], _header)
-        out.message(3, headers)
+        out.headers.SetInParent()
+        _named(out.headers.additional_properties, data["headers"], _header)
     if isinstance(data.get("examples"), Mapping):
-        examples = _Writer()  # Examples { repeated NamedAny additional_properties = 1 }
-        _named(examples, 1, data["examples"], _any)
-        out.message(4, examples)
-    _vendor_extensions(out, 5, data)
-    return out
+        out.examples.SetInParent()
+        _named(out.examples.additional_properties, data["examples"], _example)
+    _vendor_extensions(out, data)
+    return True
 
 
-def _response_value(data: Any) -> _Writer | None:
-    """``ResponseValue``: oneof response = 1 / json_reference = 2."""
+def _response_value(out: pb.ResponseValue, data: Any) -> bool:
+    """``ResponseValue``: oneof response / json_reference (a ``$ref``)."""
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
+        return False
     if "$ref" in data:
-        out.message(2, _json_reference(data))
-    else:
-        response = _response(data)
-        assert response is not None
-        out.message(1, response)
-    return out
+        _json_reference(out.json_reference, data)
+        return True
+    return _response(out.response, data)
 
 
-def _responses(data: Any) -> _Writer | None:
-    if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    _named(out, 1, data, _response_value, skip_extensions=True)
-    _vendor_extensions(out, 2, data)
-    return out
+def _responses(out: pb.Responses, data: Any) -> None:
+    if isinstance(data, Mapping):
+        out.SetInParent()
+        _named(out.response_code, data, _response_value, skip_extensions=True)
+        _vendor_extensions(out, data)
 
 
-# --- operations and paths --------------------------------------------------
+# --- operations and paths ---------------------------------------------------------
 
 
-def _string_array(scopes: Any) -> _Writer:
-    out = _Writer()  # StringArray { repeated string value = 1 }
-    out.strings(1, scopes if isinstance(scopes, list) else None)
-    return out
+def _string_array(out: pb.StringArray, scopes: Any) -> bool:
+    if isinstance(scopes, list):
+        out.value.extend(_texts(scopes))
+    return True
 
 
-def _security_requirements(out: _Writer, field: int, values: Any) -> None:
-    """``repeated SecurityRequirement``, each a map of scheme name -> scopes
-    (``NamedStringArray``)."""
+def _security_requirements(out: Any, values: Any) -> None:
+    """``repeated SecurityRequirement``, each a map of scheme name -> scopes."""
     if isinstance(values, list):
         for requirement in values:
-            _optional_message(out, field, _map_message(requirement, _string_array))
+            if isinstance(requirement, Mapping):
+                _named(out.add().additional_properties, requirement, _string_array)
 
 
-def _operation(data: Any) -> _Writer | None:
+def _operation(out: pb.Operation, data: Any) -> None:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.strings(1, data.get("tags"))
-    out.string(2, data.get("summary"))
-    out.string(3, data.get("description"))
-    _optional_message(out, 4, _external_docs(data.get("externalDocs")))
-    out.string(5, data.get("operationId"))
-    out.strings(6, data.get("produces"))
-    out.strings(7, data.get("consumes"))
-    _parameters_items(out, 8, data.get("parameters"))
-    _optional_message(out, 9, _responses(data.get("responses")))
-    out.strings(10, data.get("schemes"))
-    out.boolean(11, data.get("deprecated"))
-    _security_requirements(out, 12, data.get("security"))
-    _vendor_extensions(out, 13, data)
-    return out
+        return
+    out.SetInParent()
+    out.tags.extend(_texts(data.get("tags")))
+    out.summary = _text(data.get("summary"))
+    out.description = _text(data.get("description"))
+    _external_docs(out.external_docs, data.get("externalDocs"))
+    out.operation_id = _text(data.get("operationId"))
+    out.produces.extend(_texts(data.get("produces")))
+    out.consumes.extend(_texts(data.get("consumes")))
+    _parameters_items(out.parameters, data.get("parameters"))
+    _responses(out.responses, data.get("responses"))
+    out.schemes.extend(_texts(data.get("schemes")))
+    out.deprecated = _flag(data.get("deprecated"))
+    _security_requirements(out.security, data.get("security"))
+    _vendor_extensions(out, data)
 
 
-_PATH_ITEM_OPERATIONS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
+_PATH_ITEM_OPERATIONS = ("get", "put", "post", "delete", "options", "head", "patch")
 
 
-def _path_item(data: Any) -> _Writer | None:
+def _path_item(out: pb.PathItem, data: Any) -> bool:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.string(1, data.get("$ref"))
-    for method, field in _PATH_ITEM_OPERATIONS.items():
-        _optional_message(out, field, _operation(data.get(method)))
-    _parameters_items(out, 9, data.get("parameters"))
-    _vendor_extensions(out, 10, data)
-    return out
+        return False
+    out._ref = _text(data.get("$ref"))
+    for method in _PATH_ITEM_OPERATIONS:
+        _operation(getattr(out, method), data.get(method))
+    _parameters_items(out.parameters, data.get("parameters"))
+    _vendor_extensions(out, data)
+    return True
 
 
-def _paths(data: Any) -> _Writer | None:
+# --- document-level pieces --------------------------------------------------------
+
+
+def _info(out: pb.Info, data: Any) -> None:
     if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    _vendor_extensions(out, 1, data)
-    _named(out, 2, data, _path_item, skip_extensions=True)
-    return out
-
-
-# --- document-level pieces -------------------------------------------------
-
-
-def _info(data: Any) -> _Writer | None:
-    if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.string(1, data.get("title"))
-    out.string(2, data.get("version"))
-    out.string(3, data.get("description"))
-    out.string(4, data.get("termsOfService"))
+        return
+    out.SetInParent()
+    out.title = _text(data.get("title"))
+    out.version = _text(data.get("version"))
+    out.description = _text(data.get("description"))
+    out.terms_of_service = _text(data.get("termsOfService"))
     contact = data.get("contact")
     if isinstance(contact, Mapping):
-        body = _Writer()
-        body.string(1, contact.get("name"))
-        body.string(2, contact.get("url"))
-        body.string(3, contact.get("email"))
-        _vendor_extensions(body, 4, contact)
-        out.message(5, body)
+        out.contact.SetInParent()
+        out.contact.name = _text(contact.get("name"))
+        out.contact.url = _text(contact.get("url"))
+        out.contact.email = _text(contact.get("email"))
+        _vendor_extensions(out.contact, contact)
     license_ = data.get("license")
     if isinstance(license_, Mapping):
-        body = _Writer()
-        body.string(1, license_.get("name"))
-        body.string(2, license_.get("url"))
-        _vendor_extensions(body, 3, license_)
-        out.message(6, body)
-    _vendor_extensions(out, 7, data)
-    return out
+        out.license.SetInParent()
+        out.license.name = _text(license_.get("name"))
+        out.license.url = _text(license_.get("url"))
+        _vendor_extensions(out.license, license_)
+    _vendor_extensions(out, data)
 
 
-def _oauth2_scopes(data: Any) -> _Writer:
-    out = _Writer()  # Oauth2Scopes { repeated NamedString additional_properties = 1 }
-    if isinstance(data, Mapping):
-        for name, description in data.items():
-            if isinstance(name, str):
-                named = _Writer()
-                named.string(1, name)
-                named.string(2, description)
-                out.message(1, named)
-    return out
-
-
-# (type, flow) -> (SecurityDefinitionsItem oneof member, the member's fields in
-# field-number order); vendor_extension follows the last of them.
-_SECURITY_LAYOUTS: dict[tuple[Any, Any], tuple[int, tuple[str, ...]]] = {
-    ("basic", None): (1, ("type", "description")),
-    ("apiKey", None): (2, ("type", "name", "in", "description")),
-    ("oauth2", "implicit"): (3, ("type", "flow", "scopes", "authorizationUrl", "description")),
-    ("oauth2", "password"): (4, ("type", "flow", "scopes", "tokenUrl", "description")),
-    ("oauth2", "application"): (5, ("type", "flow", "scopes", "tokenUrl", "description")),
-    ("oauth2", "accessCode"): (6, ("type", "flow", "scopes", "authorizationUrl", "tokenUrl", "description")),
+# (type, flow) -> the SecurityDefinitionsItem oneof member that holds it
+_SECURITY_MEMBERS: dict[tuple[Any, Any], str] = {
+    ("basic", None): "basic_authentication_security",
+    ("apiKey", None): "api_key_security",
+    ("oauth2", "implicit"): "oauth2_implicit_security",
+    ("oauth2", "password"): "oauth2_password_security",
+    ("oauth2", "application"): "oauth2_application_security",
+    ("oauth2", "accessCode"): "oauth2_access_code_security",
 }
+# JSON key -> field, for the fields the members may have
+_SECURITY_FIELDS = {"type": "type", "flow": "flow", "name": "name", "in": "in", "authorizationUrl": "authorization_url",
+                    "tokenUrl": "token_url", "description": "description"}
 
 
-def _security_definitions_item(data: Any) -> _Writer | None:
-    """``SecurityDefinitionsItem``: the oneof member follows ``type`` (and
-    ``flow`` for oauth2); each member message lists its own fields in order."""
+def _security_definitions_item(out: pb.SecurityDefinitionsItem, data: Any) -> bool:
+    """The oneof member follows ``type`` (and ``flow`` for oauth2)."""
     if not isinstance(data, Mapping):
-        return None
+        return False
     kind, flow = data.get("type"), data.get("flow")
-    layout = _SECURITY_LAYOUTS.get((kind, flow if kind == "oauth2" else None))
-    if layout is None:
-        return None
-    member, fields = layout
-    body = _Writer()
-    for number, key in enumerate(fields, start=1):
-        if key == "scopes":
-            body.message(number, _oauth2_scopes(data.get(key)))
-        else:
-            body.string(number, data.get(key))
-    _vendor_extensions(body, len(fields) + 1, data)
-    out = _Writer()
-    out.message(member, body)
-    return out
+    member_name = _SECURITY_MEMBERS.get((kind, flow if kind == "oauth2" else None))
+    if member_name is None:
+        return False
+    member = getattr(out, member_name)
+    member.SetInParent()
+    fields = member.DESCRIPTOR.fields_by_name
+    for key, field in _SECURITY_FIELDS.items():
+        if field in fields:
+            setattr(member, field, _text(data.get(key)))
+    if "scopes" in fields:
+        member.scopes.SetInParent()
+        scopes = data.get("scopes")
+        if isinstance(scopes, Mapping):
+            for name, description in scopes.items():
+                if isinstance(name, str):
+                    member.scopes.additional_properties.add(name=_text(name), value=_text(description))
+    _vendor_extensions(member, data)
+    return True
 
 
-def _tag(data: Any) -> _Writer | None:
-    if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    out.string(1, data.get("name"))
-    out.string(2, data.get("description"))
-    _optional_message(out, 3, _external_docs(data.get("externalDocs")))
-    _vendor_extensions(out, 4, data)
-    return out
+def _tag(out: pb.Tag, data: Mapping[str, Any]) -> None:
+    out.name = _text(data.get("name"))
+    out.description = _text(data.get("description"))
+    _external_docs(out.external_docs, data.get("externalDocs"))
+    _vendor_extensions(out, data)
 
 
-def _map_message(data: Any, encode: Callable[[Any], _Writer | None]) -> _Writer | None:
-    """A message whose only field is ``repeated Named* additional_properties = 1``."""
-    if not isinstance(data, Mapping):
-        return None
-    out = _Writer()
-    _named(out, 1, data, encode)
-    return out
+def _map(out: Any, data: Any, fill: Callable[[Any, Any], bool]) -> None:
+    """A message whose only field is ``repeated Named* additional_properties``, present when data is a map."""
+    if isinstance(data, Mapping):
+        out.SetInParent()
+        _named(out.additional_properties, data, fill)
 
 
-def encode_swagger(doc: dict) -> bytes:
+def encode_swagger(doc: dict[str, Any]) -> bytes:
     """Encode the Swagger 2.0 document ``doc`` as an ``openapi.v2.Document``
     protobuf message (the body served for
     ``application/com.github.proto-openapi.spec.v2@v1.0+protobuf``)."""
-    out = _Writer()
-    out.string(1, doc.get("swagger"))
-    _optional_message(out, 2, _info(doc.get("info")))
-    out.string(3, doc.get("host"))
-    out.string(4, doc.get("basePath"))
-    out.strings(5, doc.get("schemes"))
-    out.strings(6, doc.get("consumes"))
-    out.strings(7, doc.get("produces"))
-    _optional_message(out, 8, _paths(doc.get("paths")))
-    _optional_message(out, 9, _map_message(doc.get("definitions"), _schema))
-    _optional_message(out, 10, _map_message(doc.get("parameters"), _parameter))
-    _optional_message(out, 11, _map_message(doc.get("responses"), _response))
-    _security_requirements(out, 12, doc.get("security"))
-    _optional_message(out, 13, _map_message(doc.get("securityDefinitions"), _security_definitions_item))
+    out = pb.Document()
+    out.swagger = _text(doc.get("swagger"))
+    _info(out.info, doc.get("info"))
+    out.host = _text(doc.get("host"))
+    out.base_path = _text(doc.get("basePath"))
+    out.schemes.extend(_texts(doc.get("schemes")))
+    out.consumes.extend(_texts(doc.get("consumes")))
+    out.produces.extend(_texts(doc.get("produces")))
+    paths = doc.get("paths")
+    if isinstance(paths, Mapping):
+        out.paths.SetInParent()
+        _vendor_extensions(out.paths, paths)
+        _named(out.paths.path, paths, _path_item, skip_extensions=True)
+    _map(out.definitions, doc.get("definitions"), _schema)
+    _map(out.parameters, doc.get("parameters"), _parameter)
+    _map(out.responses, doc.get("responses"), _response)
+    _security_requirements(out.security, doc.get("security"))
+    _map(out.security_definitions, doc.get("securityDefinitions"), _security_definitions_item)
     if isinstance(doc.get("tags"), list):
         for tag in doc["tags"]:
-            _optional_message(out, 14, _tag(tag))
-    _optional_message(out, 15, _external_docs(doc.get("externalDocs")))
-    _vendor_extensions(out, 16, doc)
-    return bytes(out.buf)
+            if isinstance(tag, Mapping):
+                _tag(out.tags.add(), tag)
+    _external_docs(out.external_docs, doc.get("externalDocs"))
+    _vendor_extensions(out, doc)
+    return out.SerializeToString()

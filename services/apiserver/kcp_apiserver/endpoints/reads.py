@@ -12,11 +12,12 @@ from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param, respond_object, warning_headers
 from kcp_apiserver.endpoints.liststream import stream_list
 from kcp_apiserver.endpoints.wire import json_response, wants_table
+from kcp_apiserver.registry.continuetoken import decode_continue
 from kcp_apiserver.registry.conversion import cluster_of, presenter
-from kcp_apiserver.registry.listing import Entry, decoded, items_json
+from kcp_apiserver.registry.listing import Entry, items_json
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.registry.shared import SharedObjects
-from kcp_apiserver.registry.store import parse_resource_version
+from kcp_apiserver.registry.shared import SharedObjects, page, with_shared
+from kcp_apiserver.registry.store import ListResult, parse_resource_version
 from kcp_apiserver.registry.tables import to_table
 
 
@@ -34,14 +35,15 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
     listoptions.validate_list(query)
     matches, _ = build_filter(res, query)
     cluster = None if info.wildcard else info.cluster
-    result = await ep.registry.list(res, cluster, namespace, matches=matches, limit=int_param(query, "limit"),
-                                    continue_token=query.get("continue", ""),
-                                    resource_version=query.get("resourceVersion", ""),
-                                    exact=query.get("resourceVersionMatch", "") == listoptions.EXACT,
-                                    cache=await ep.caches.get(res))
-    shared = ep.registry.shared.get(res.prefix)
-    if shared is not None and not info.wildcard and not query.get("continue"):
-        result.entries = with_shared(result.entries, shared, info.cluster, matches)
+    shared = None if info.wildcard else ep.registry.shared.get(res.prefix)
+    if shared is not None:
+        result = await list_with_shared(ep, res, info.cluster, shared, query, matches)
+    else:
+        result = await ep.registry.list(res, cluster, namespace, matches=matches, limit=int_param(query, "limit"),
+                                        continue_token=query.get("continue", ""),
+                                        resource_version=query.get("resourceVersion", ""),
+                                        exact=query.get("resourceVersionMatch", "") == listoptions.EXACT,
+                                        cache=await ep.caches.get(res))
     list_meta: dict[str, Any] = {"resourceVersion": str(result.revision)}
     if result.continue_token:
         list_meta["continue"] = result.continue_token
@@ -63,13 +65,21 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
     return await stream_list(request, head, items_json(entries), headers)
 
 
-def with_shared(entries: list[Entry], shared: SharedObjects, cluster: str,
-                matches: Callable[[Obj], bool] | None) -> list[Entry]:
-    """A cluster's stored objects and the shared ones it does not shadow, in name order as etcd's keys."""
-    stored = {decoded(e)["metadata"]["name"]: e for e in entries}
-    for name in shared.names():
-        if name not in stored:
-            obj = shared.get(cluster, name)
-            if obj is not None and (matches is None or matches(obj)):
-                stored[name] = obj
-    return [stored[name] for name in sorted(stored)]
+async def list_with_shared(ep: Endpoints, res: Resource, cluster: str, shared: SharedObjects, query: Any,
+                           matches: Callable[[Obj], bool] | None) -> ListResult:
+    """A list of a resource with shared objects (kube's default ClusterRoles): the cluster's stored objects
+    merged with the shared ones, then paged. A continuation reads the stored ones again at the first
+    page's revision, so every page comes from one state, as etcd's pages do."""
+    token = query.get("continue", "")
+    revision, start = decode_continue(token) if token else (0, "")
+    if revision:
+        stored = await ep.registry.list(res, cluster, "", matches=matches, resource_version=str(revision), exact=True)
+    else:
+        stored = await ep.registry.list(res, cluster, "", matches=matches,
+                                        resource_version=query.get("resourceVersion", ""),
+                                        exact=query.get("resourceVersionMatch", "") == listoptions.EXACT,
+                                        cache=await ep.caches.get(res))
+    merged = with_shared(stored.entries, shared, cluster, matches)
+    entries, next_token, remaining = page(merged, res.prefix, cluster, stored.revision,
+                                         limit=int_param(query, "limit"), start=start, exact=matches is None)
+    return ListResult(entries, stored.revision, next_token, remaining)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -10,7 +11,7 @@ from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.base import Endpoints, decode_body, respond_object
 from kcp_apiserver.registry.resource import Obj, Resource
 
-Answer = Callable[[RequestContext, Obj], Obj]
+Answer = Callable[[RequestContext, Obj], Obj | Awaitable[Obj]]
 
 
 async def create(ep: Endpoints, request: web.Request, res: Resource, ctx: RequestContext,
@@ -18,4 +19,7 @@ async def create(ep: Endpoints, request: web.Request, res: Resource, ctx: Reques
     obj, warnings = await decode_body(ep, request, res)
     obj.setdefault("apiVersion", res.api_version)
     obj.setdefault("kind", res.kind)
-    return respond_object(request, res, answer(ctx, obj), 201, warnings)
+    answered = answer(ctx, obj)
+    if inspect.isawaitable(answered):
+        answered = await answered
+    return respond_object(request, res, answered, 201, warnings)

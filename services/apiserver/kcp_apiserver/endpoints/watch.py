@@ -16,12 +16,12 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param
-from kcp_apiserver.endpoints.reads import with_shared
 from kcp_apiserver.endpoints.watchstream import ChunkedStream, EventSink, TableEncoder
 from kcp_apiserver.endpoints.wire import wants_table
 from kcp_apiserver.registry.conversion import cluster_of, present, presenter, variant
 from kcp_apiserver.registry.listing import decoded
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.shared import with_shared
 from kcp_apiserver.registry.watch import (
     ADDED,
     TOO_SLOW,

@@ -79,6 +79,22 @@ def body_media_type(request: web.Request) -> str:
     return request.headers.get(hdrs.CONTENT_TYPE, "").split(";")[0].strip().lower() or JSON
 
 
+def body_types(*, custom: bool, kube_type: bool, api_version: str, kind: str) -> tuple[str, ...]:
+    """The media types a type's bodies decode from.
+
+    Custom resources have no protobuf. kube's own types imported as CRDs take it where kubeproto has the
+    kind's message (kubectl's typed commands send it: `kubectl create deployment`); a kind it has not is
+    JSON and YAML only, and kcp's OpenAPI names only JSON, so nothing promises protobuf for it."""
+    if not custom:
+        return BUILTIN_BODY_TYPES
+    if kube_type:
+        from kcp_apiserver.apimachinery import kubeproto
+
+        if kubeproto.message_for(api_version, kind, decoding=True) is not None:
+            return BUILTIN_BODY_TYPES
+    return CUSTOM_BODY_TYPES
+
+
 def unsupported_body(accepted: Sequence[str]) -> st.APIError:
     return st.APIError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted "
                                                     f"media types include: {', '.join(accepted)}")

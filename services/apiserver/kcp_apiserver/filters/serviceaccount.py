@@ -48,7 +48,9 @@ class ServiceAccountAuthenticator:
         self.lookup = lookup
 
     async def authenticate(self, request: web.Request) -> UserInfo | None:
-        token = bearer_token(request)
+        return await self.authenticate_token(bearer_token(request))
+
+    async def authenticate_token(self, token: str) -> UserInfo | None:
         if not token or self.lookup is None or not looks_like_jwt(token):
             return None
         now = time.time()

@@ -19,11 +19,12 @@ from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.rbac import defaults
 from kcp_apiserver.rbac.rules import Rule, compile_rules, go_quote
+from kcpcommon import keys
+from kcpcommon.keys import CLUSTER_ANNOTATION
 
 Obj = dict[str, Any]
 SubjectKey = tuple[str, str]  # ("user", name) or ("group", name)
 BindingKey = tuple[str, str]  # (namespace, name); "" namespace: a ClusterRoleBinding
-CLUSTER_ANNOTATION = "kcp.io/cluster"
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 
 
@@ -135,7 +136,7 @@ def cluster_role_of(obj: Obj) -> ClusterRoleEntry:
 
 
 def cluster_of(obj: Obj) -> str:
-    return str((obj["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, ""))
+    return keys.cluster_of(obj) or ""
 
 
 class PolicyIndex:

@@ -71,6 +71,9 @@ class Resource:
     subresources: tuple[Subresource, ...] = ()
     # custom resources only
     schema: Obj | None = field(default=None, compare=False, hash=False)  # openAPIV3Schema
+    # a kube built-in that physical clusters serve, imported as a CRD (kcpcommon.kubetypes): it takes strategic
+    # merge patch and protobuf bodies as kube serves it, where other custom resources answer 415
+    kube_type: bool = False
     schema_digest: str = ""  # tells two CRDs' schemas apart where the schema itself is not compared
     # the one schema interface (prune, default, validate, list and map types); filled from `definition`
     # for built-in types, by the CRD code for custom resources; one per distinct schema, shared

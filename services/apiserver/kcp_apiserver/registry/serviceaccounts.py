@@ -80,15 +80,8 @@ class ServiceAccountTokens:
         """The subject of a valid token of ours, or None: another issuer's, for another audience, expired,
         not yet valid, or not signed by this key. Whether the service account still exists is the caller's."""
         try:
-            claims = jwt.decode(token, self.public_key, self.kid)
+            claims = jwt.decode(token, self.public_key, self.kid, issuer=self.issuer, audiences=self.api_audiences)
         except jwt.InvalidToken:
-            return None
-        if claims.get("iss") != self.issuer:
-            return None
-        audiences = claims.get("aud")
-        if isinstance(audiences, str):
-            audiences = [audiences]
-        if not isinstance(audiences, list) or not set(audiences) & set(self.api_audiences):
             return None
         current = time.time() if now is None else now
         expires, not_before, issued = claims.get("exp"), claims.get("nbf"), claims.get("iat")

@@ -10,7 +10,7 @@ import asyncio
 import copy
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,7 @@ from kcp_apiserver.storage.watchcache import WatchCache
 from kcpcommon.keys import CLUSTER_ANNOTATION
 
 CONSISTENT_FROM_CACHE_MIN = 500  # objects in scope from which a consistent read first asks if the cache is fresh
+DELETE_PAGE = 500  # objects a collection delete reads, decodes and deletes before reading more
 TOO_LARGE_RV_WAIT = 3.0  # seconds a read waits for a resourceVersion the server has not reached (kube's 3 s)
 Objs = list[Obj]  # a name for the annotation: inside Registry, `list` is the method
 SERVER_SET_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
@@ -348,7 +349,7 @@ class Registry:
             raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
         meta["name"] = name
         self._check_namespace(res, namespace, meta)
-        wanted_rv = meta.get("resourceVersion") or ""
+        wanted_rv = _precondition(meta.get("resourceVersion"))
 
         async def mutate(current: Stored) -> Obj:
             if wanted_rv and wanted_rv != str(current.mod_revision):
@@ -372,7 +373,7 @@ class Registry:
             if exceeds_depth(patched):
                 raise _undecodable_patch(patched)
             meta = _metadata(res, patched)
-            rv = meta.get("resourceVersion")
+            rv = _precondition(meta.get("resourceVersion"))
             if rv and rv != str(current.mod_revision):
                 raise st.conflict(res.plural, name, res.group)
             if meta.get("name") != name:
@@ -541,18 +542,45 @@ class Registry:
                                 matches: Callable[[Obj], bool] | None = None, dry_run: bool = False,
                                 ctx: RequestContext | None = None,
                                 propagation: Propagation | None = None) -> Objs:
-        listed = await self.list(res, cluster, namespace, matches=matches)
-        deleted = []
-        for obj in listed.items:
-            meta = obj["metadata"]
-            try:
-                gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"], dry_run=dry_run,
-                                            ctx=ctx, propagation=propagation)
-                deleted.append(gone)
-            except st.APIError as exc:
-                if exc.code != 404:
-                    raise
+        """kube's DeleteCollection: every object of the scope that matches, deleted; answers what was deleted."""
+        deleted: Objs = []
+        async for page in self.delete_pages(res, cluster, namespace, matches=matches, dry_run=dry_run, ctx=ctx,
+                                            propagation=propagation):
+            deleted.extend(page)
         return deleted
+
+    async def delete_pages(self, res: Resource, cluster: str, namespace: str, *,
+                           matches: Callable[[Obj], bool] | None = None, dry_run: bool = False,
+                           ctx: RequestContext | None = None,
+                           propagation: Propagation | None = None) -> AsyncIterator[Objs]:
+        """A collection delete a page at a time: what each page deleted (or marked deleting).
+
+        Each page is read from etcd, decoded and deleted before the next is read, so a namespace of
+        50,000 objects never has more than a page of them in memory at once, nor decodes them all in
+        one step of the event loop. Callers that need no answer (the namespace finalizer) drop each
+        page. Every page is read at etcd's current revision from where the last one ended: a
+        deletion that outlasts a compaction goes on (a consistent continue token would pin the first
+        page's revision and turn 410 Gone)."""
+        token = ""
+        while True:
+            listed = await self.list(res, cluster, namespace, matches=matches, limit=DELETE_PAGE,
+                                     continue_token=token)
+            # kube's inconsistent continue (revision -1): from where this page ended, at the latest revision
+            token = encode_continue(-1, decode_continue(listed.continue_token)[1]) if listed.continue_token else ""
+            page: Objs = []
+            for entry in listed.entries:
+                meta = decoded(entry)["metadata"]
+                try:
+                    gone, _ = await self.delete(res, cluster, meta.get("namespace", ""), meta["name"],
+                                                dry_run=dry_run, ctx=ctx, propagation=propagation)
+                    page.append(gone)
+                except st.APIError as exc:
+                    if exc.code != 404:
+                        raise
+            del listed  # the read page is not held while the caller has the deleted one
+            yield page
+            if not token:
+                return
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -673,6 +701,12 @@ def _mark_deleting(res: Resource, obj: Obj) -> None:
 def _finalized(res: Resource, obj: Obj) -> bool:
     """A deleting object whose last finalizer is gone is removed, as kube does."""
     return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(res, obj)
+
+
+def _precondition(resource_version: Any) -> str:
+    """The resourceVersion an update or patch must find: "" for none. kube reads "0" as unset here (an
+    unconditional update), so a `kubectl replace` of a file saved with `resourceVersion: "0"` works."""
+    return "" if resource_version in (None, "", "0") else str(resource_version)
 
 
 def parse_resource_version(value: str) -> int:

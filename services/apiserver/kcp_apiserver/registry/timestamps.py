@@ -12,10 +12,9 @@ as they are).
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
-from kcp_apiserver.apimachinery import metatime
+from kcp_apiserver.apimachinery import gojson, metatime
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.validation import render_value
 from kcp_apiserver.registry import schemas
@@ -150,9 +149,7 @@ def normalize_timestamps(res: Resource, obj: Obj, *, patch: bool = False) -> Non
         if not patch:
             raise st.bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: '
                                  f"{exc.message}") from None
-        patched = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        patched = patched.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        message = f"Invalid value: {render_value(patched)}: {exc.message}"
+        message = f"Invalid value: {render_value(gojson.marshal(obj))}: {exc.message}"
         raise st.APIError(422, "Invalid", f' "" is invalid: patch: {message}',
                           {"causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}]}
                           ) from None

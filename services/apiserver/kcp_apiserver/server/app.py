@@ -24,7 +24,9 @@ from kcp_apiserver.filters.observability import Metrics, observe
 from kcp_apiserver.filters.pretty import pretty
 from kcp_apiserver.filters.requestinfo import request_info
 from kcp_apiserver.filters.timeout import request_timeout
+from kcp_apiserver.filters.tokenreview import TokenReviewer
 from kcp_apiserver.registry.admission import AdmissionChain
+from kcp_apiserver.registry.builtin.reviews import AUTHENTICATION
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, LogicalClusters
 from kcp_apiserver.registry.store import Registry
@@ -32,12 +34,14 @@ from kcp_apiserver.server.config import Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.election import LeaderElection
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.etcd_client import etcd_client
+from kcpcommon.backoff import Backoff
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("apiserver")
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 CONTROLLERS_ELECTION = "kcp-apiserver-controllers"
+STARTUP_RETRY_MIN, STARTUP_RETRY_MAX = 0.2, 5.0  # seconds between tries to reach etcd at startup
 RESOURCE_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"})
 
 
@@ -76,6 +80,12 @@ class APIServer:
         self._leading: asyncio.Task[None] | None = None
         self.ready = False
 
+    def _token_reviews(self) -> dict[tuple[str, str], TokenReviewer]:
+        """TokenReviews are answered by the server's own token authenticators (the list as it stands then)."""
+        tokens = self.config.service_accounts
+        return {(AUTHENTICATION, "tokenreviews"): TokenReviewer(self.config.authenticators,
+                                                                tokens.api_audiences if tokens is not None else ())}
+
     async def start(self) -> None:
         config = self.config
         if self.audit is not None:
@@ -92,16 +102,18 @@ class APIServer:
                                                   caches=self.caches)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
                                          fields=FieldValidator(), tokens=config.service_accounts,
-                                         answers=config.answers)
+                                         answers={**self._token_reviews(), **config.answers})
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
+        backoff = Backoff(initial=STARTUP_RETRY_MIN, cap=STARTUP_RETRY_MAX)
         while True:
             try:
                 await self.clusters.ensure(DEFAULT_CLUSTER)
                 break
-            except st.APIError:
-                log.warning("etcd unavailable at startup, retrying")
-                await asyncio.sleep(1.0)
+            except st.APIError as exc:
+                delay = backoff.next()
+                log.warning("etcd unavailable at startup, retrying", error=exc.message, retry_in=round(delay, 2))
+                await asyncio.sleep(delay)
         if config.run_controllers and config.controllers:
             self.election = LeaderElection(self.client, CONTROLLERS_ELECTION, config.identity)
             self._leading = spawn(self.election.run(lambda: self._lead(parts)), name="controllers")

@@ -35,6 +35,7 @@ from typing import cast
 import structlog
 from aiohttp import web
 
+from kcpcommon.backoff import Backoff
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("connections")
@@ -43,7 +44,9 @@ HEAD_ENDS = (b"\n\n", b"\n\r\n")  # the blank line that ends a request head (CRL
 FD_RESERVE_MIN = 256  # descriptors kept for the process's own files, etcd streams and logs ...
 FD_RESERVE_SHARE = 4  # ... or a quarter of the limit, whichever is more
 WARN_EVERY = 10.0  # seconds between two warnings that connections are being shed
-ACCEPT_RETRY = 0.05  # seconds before accepting again after accept() failed (asyncio's own server waits 1 s)
+# after accept() failed, wait before accepting again as Go's http.Server does: 5 ms, doubling to 1 s, and
+# start over once a connection is accepted (asyncio's own server always waits 1 s)
+ACCEPT_RETRY_MIN, ACCEPT_RETRY_MAX = 0.005, 1.0
 
 
 def connection_budget(open_files_limit: int) -> int:
@@ -265,14 +268,18 @@ class DeadlineSite(web.BaseSite):
         loop = asyncio.get_running_loop()
         server = self._runner.server
         assert server is not None, "the runner is set up before its sites start"
+        backoff = Backoff(initial=ACCEPT_RETRY_MIN, cap=ACCEPT_RETRY_MAX, jitter=0.0)
         while True:
             try:
                 sock, peer = await loop.sock_accept(listener)
             except OSError as exc:  # out of descriptors after all (files, etcd streams): shed, retry soon
-                log.warning("accepting a connection failed", error=str(exc), open=self.connections.open)
+                delay = backoff.next()
+                log.warning("accepting a connection failed", error=str(exc), open=self.connections.open,
+                            retry_in=delay)
                 self.connections.shed_oldest()
-                await asyncio.sleep(ACCEPT_RETRY)
+                await asyncio.sleep(delay)
                 continue
+            backoff.reset()
             sock.setblocking(False)
             conn = Connection(self.connections, server, sock, str(peer[0]) if peer else "")
             if not self.connections.admit(conn):

@@ -37,7 +37,7 @@ from kcp_sim_cluster.controlplane.objects import (
 from kcp_sim_cluster.controlplane.podutil import is_terminal
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey
 
 log = structlog.get_logger("sim.deployment")
 
@@ -47,7 +47,13 @@ REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX = "deployment.kubernetes.io/max-replicas"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-NOT_COPIED = (LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED, MAX)
+ROLLBACK_TO = "deprecated.deployment.rollback.to"
+NOT_COPIED = (LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED, MAX, ROLLBACK_TO)
+
+
+def _copied_annotations(d: Obj) -> dict[str, str]:
+    """The Deployment's annotations its ReplicaSets carry (the server stamps its own cluster annotation)."""
+    return {k: v for k, v in annotations_of(d).items() if k not in NOT_COPIED and k != CLUSTER_ANNOTATION}
 
 
 def revision(obj: Obj) -> int:
@@ -229,12 +235,17 @@ class DeploymentController(SimController):
         max_old = max((revision(rs) for rs in olds), default=0)
         new_revision = max_old + 1
         if new_rs is not None:
-            if revision(new_rs) < new_revision or annotations_of(new_rs).get(DESIRED) is None:
+            # kube copies the Deployment's annotations (a change-cause among them) to its new ReplicaSet on every
+            # sync, not only when creating it
+            copied = _copied_annotations(d)
+            stale = any(annotations_of(new_rs).get(k) != v for k, v in copied.items())
+            if revision(new_rs) < new_revision or annotations_of(new_rs).get(DESIRED) is None or stale:
                 previous = revision(new_rs)
                 surge, _ = _fenceposts(d)
 
                 def mark(rs: dict[str, Any]) -> None:
                     notes = rs["metadata"].setdefault("annotations", {})
+                    notes.update(copied)
                     if previous and previous < new_revision:
                         history = [h for h in notes.get(REVISION_HISTORY, "").split(",") if h]
                         notes[REVISION_HISTORY] = ",".join([*history, str(previous)])
@@ -267,7 +278,7 @@ class DeploymentController(SimController):
             size = want
         else:
             size = rollout.new_rs_replicas(want, surge, 0, sum(spec_replicas(rs) for rs in olds))
-        notes = {k: v for k, v in annotations_of(d).items() if k not in NOT_COPIED}
+        notes = _copied_annotations(d)
         notes.update({REVISION: str(new_revision), DESIRED: str(want), MAX: str(want + surge)})
         name = f"{d['metadata']['name']}-{hash_}"
         rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",

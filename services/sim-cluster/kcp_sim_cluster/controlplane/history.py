@@ -4,7 +4,8 @@ Each distinct template a set has had is kept as a ControllerRevision named `<set
 the patch that restores it (`{"spec": {"template": {..., "$patch": "replace"}}}`) and a revision
 number. `kubectl rollout history` lists them and `kubectl rollout undo` applies one's patch; a set
 whose template returns to an older one gets that revision back with the next number, as kube does.
-Beyond revisionHistoryLimit, the oldest unused revisions are deleted.
+Beyond revisionHistoryLimit, the oldest unused revisions are deleted. A revision keeps the set's
+annotations of when it was made (the change-cause that `rollout history` shows).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from kcp_apiserver.registry.resource import Resource
 from kcp_sim_cluster.controlplane.informer import key_of
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, labels, owner_reference
 from kcp_sim_cluster.controlplane.runtime import Sim
+from kcpcommon.keys import CLUSTER_ANNOTATION
 
 REVISION_LABEL = "controller-revision-hash"
 
@@ -33,10 +35,14 @@ async def sync_history(sim: Sim, res: Resource, owner: Obj, template: Obj, hash_
     if current is None:
         key = key_of(owner)
         data_template = {**copy_obj(template), "$patch": "replace"}
-        body = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
-                "metadata": {"name": name, "namespace": key.namespace,
-                             "labels": {**labels(template), REVISION_LABEL: hash_},
-                             "ownerReferences": [owner_reference(owner)]},
+        # kube's revision carries the set's annotations as they were: `rollout history` shows its change-cause
+        notes = {k: v for k, v in (owner["metadata"].get("annotations") or {}).items() if k != CLUSTER_ANNOTATION}
+        meta: dict[str, Any] = {"name": name, "namespace": key.namespace,
+                                "labels": {**labels(template), REVISION_LABEL: hash_},
+                                "ownerReferences": [owner_reference(owner)]}
+        if notes:
+            meta["annotations"] = notes
+        body = {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": meta,
                 "data": {"spec": {"template": data_template}}, "revision": newest + 1}
         await sim.create(res, key.cluster, key.namespace, body)
     elif revision_number(current) < newest:

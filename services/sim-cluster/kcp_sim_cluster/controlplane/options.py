@@ -12,3 +12,4 @@ class ControlPlaneOptions:
     ready_delay: float  # seconds from a pod's containers starting to the pod being Ready
     eviction_toleration: float  # seconds a NotReady node's pods stay before they are evicted
     clusters: tuple[str, ...] = field(default=())  # logical clusters the control plane runs in
+    root_ca: str = ""  # PEM of the CA that signs the server's certificate, published in every namespace

@@ -35,7 +35,7 @@ RESOURCES = {
     "statefulsets": ("apps", "statefulsets"), "daemonsets": ("apps", "daemonsets"),
     "jobs": ("batch", "jobs"), "cronjobs": ("batch", "cronjobs"),
     "persistentvolumeclaims": ("", "persistentvolumeclaims"),
-    "controllerrevisions": ("apps", "controllerrevisions"),
+    "controllerrevisions": ("apps", "controllerrevisions"), "configmaps": ("", "configmaps"),
 }
 
 

@@ -137,11 +137,14 @@ class StatefulSetController(SimController):
         volumes = [v for v in pod["spec"].get("volumes") or []]
         for template in templates:
             name = claim_name(template, key.name, ordinal)
+            template_meta = template.get("metadata") or {}
+            # kube's claim is a copy of the template (its annotations too), with the selector's labels added
             claim: dict[str, Any] = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                                      "metadata": {"name": name, "namespace": key.namespace,
-                                                  "labels": {**(template.get("metadata") or {}).get("labels", {}),
-                                                             **selector}},
+                                                  "labels": {**template_meta.get("labels", {}), **selector}},
                                      "spec": copy_obj(template.get("spec") or {})}
+            if template_meta.get("annotations"):
+                claim["metadata"]["annotations"] = dict(template_meta["annotations"])
             if retention.get("whenDeleted") == "Delete":
                 claim["metadata"]["ownerReferences"] = [{**owner_reference(sts), "controller": True}]
             await self.sim.create(self.pvc_res, key.cluster, key.namespace, claim)  # None: it exists, kept

@@ -19,4 +19,6 @@ RESOURCES: tuple[Resource, ...] = (
              True, definition="io.k8s.api.authorization.v1.LocalSubjectAccessReview", verbs=CREATE_ONLY),
     Resource(AUTHENTICATION, "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False,
              definition="io.k8s.api.authentication.v1.SelfSubjectReview", verbs=CREATE_ONLY),
+    Resource(AUTHENTICATION, "v1", "TokenReview", "tokenreviews", "tokenreview", False,
+             definition="io.k8s.api.authentication.v1.TokenReview", verbs=CREATE_ONLY),
 )

@@ -1,0 +1,200 @@
+"""Day-2 kubectl on kube's own types served through kcp, with every real process: kcp, two simulated
+physical clusters of different releases (kube 1.25 and the newest), the cluster controller (push mode:
+it imports the types and runs both syncers) and the deployment splitter.
+
+kubectl sends strategic merge patches (client-side apply, set, rollout restart, edit, patch) and
+protobuf bodies (`kubectl create deployment|job|cronjob|service`) for these kinds: kcp takes both for
+the imported types, and each change reaches the pods the physical clusters run. A hand-made CRD keeps
+kube's 415 for strategic merge patch. Every command runs with kubectl 1.32 and 1.35; one set-up serves
+all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from daemon_process import ClusterControllerProcess
+from splitter_fixtures import SplitterProcess
+from syncer_fixtures import Rest, eventually, sim_cluster
+
+from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcpsyncer import downstream_namespace
+
+CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+LOGICAL_CLUSTER = "day2"
+RESOURCES = ["deployments.apps", "services", "configmaps", "secrets", "jobs.batch", "cronjobs.batch"]
+
+
+@dataclass
+class Fleet:
+    kcp: KcpServer
+    clusters: dict[str, KcpServer]  # SyncTarget name -> physical cluster
+    kubeconfig: Path
+
+    def kubectl(self, *args: str, **kwargs: Any) -> str:
+        return run_kubectl(self.kcp, *args, kubeconfig=self.kubeconfig, **kwargs).stdout
+
+
+def sync_target(name: str, physical: KcpServer) -> str:
+    return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": name},
+                           "spec": {"kubeconfig": physical.kubeconfig.read_text(), "resources": RESOURCES}})
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    root = tmp_path_factory.mktemp("day2")
+    kcp = KcpServer(root / "kcp", free_port())
+    old, new = sim_cluster(root / "old", "--kubernetes-version", "1.25"), sim_cluster(root / "new")
+    controller = ClusterControllerProcess(kcp, root / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--heartbeat-threshold", "8",
+        "--discovery-interval", "5"])
+    splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"])
+    started: list[KcpServer] = []
+    try:
+        for server in (kcp, old, new):
+            server.start()
+            started.append(server)
+        controller.start()
+        splitter.start(wait_ready=False)
+        kubeconfig = cluster_kubeconfig(kcp, LOGICAL_CLUSTER, LOGICAL_CLUSTER)
+        fleet = Fleet(kcp, {"old": old, "new": new}, kubeconfig)
+        fleet.kubectl("apply", "-f", str(CRD_FILE))
+        eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+                   "SyncTargets served")
+        for name, physical in fleet.clusters.items():
+            fleet.kubectl("apply", "-f", "-", input_text=sync_target(name, physical))
+        for name in fleet.clusters:
+            fleet.kubectl("wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s", timeout=100)
+        eventually(lambda: run_kubectl(kcp, "get", "deployments,services,jobs,cronjobs", kubeconfig=kubeconfig,
+                                       check=False).returncode == 0, "the types imported into kcp", timeout=90)
+        yield fleet
+        assert splitter.stop() == 0, splitter.log_tail()
+        assert controller.stop() == 0, controller.log_tail(60)
+    finally:
+        splitter.stop()
+        controller.stop()
+        for server in started:
+            server.stop()
+
+
+def manifest(name: str, image: str, ports: list[int]) -> str:
+    return yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment",
+                           "metadata": {"name": name, "labels": {"app": name}},
+                           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                                    "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
+                                        {"name": "nginx", "image": image,
+                                         "ports": [{"containerPort": p} for p in ports]},
+                                        {"name": "sidecar", "image": "envoy:1"}]}}}})
+
+
+def downstream_pods(physical: KcpServer, app: str) -> list[dict[str, Any]]:
+    namespace = downstream_namespace(LOGICAL_CLUSTER, "default")
+    pods = Rest(physical).get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{app}") or {}
+    return [p for p in pods.get("items") or [] if not p["metadata"].get("deletionTimestamp")]
+
+
+def every_pod(fleet: Fleet, app: str, check: Callable[[dict[str, Any]], bool]) -> bool:
+    """Both physical clusters run pods of `app`, and every live one passes `check`."""
+    for physical in fleet.clusters.values():
+        pods = downstream_pods(physical, app)
+        if not pods or not all(check(p) for p in pods):
+            return False
+    return True
+
+
+def container(pod: dict[str, Any], name: str = "nginx") -> dict[str, Any]:
+    return next(c for c in pod["spec"]["containers"] if c["name"] == name)
+
+
+def test_day_2_commands_on_a_deployment_reach_the_pods_of_both_clusters(fleet: Fleet, kubectl_version: str) -> None:
+    app = f"web-{kubectl_version.replace('.', '-')}"
+    fleet.kubectl("apply", "-f", "-", input_text=manifest(app, "nginx:1.26", [80, 9090]))
+    # client-side apply again: a strategic merge patch with a new image and one port fewer
+    fleet.kubectl("apply", "-f", "-", input_text=manifest(app, "nginx:1.27", [80]))
+    stored = yaml.safe_load(fleet.kubectl("get", f"deployment/{app}", "-o", "yaml"))
+    nginx, sidecar = stored["spec"]["template"]["spec"]["containers"]
+    assert (nginx["image"], [p["containerPort"] for p in nginx["ports"]]) == ("nginx:1.27", [80])
+    assert sidecar["image"] == "envoy:1"
+    eventually(lambda: every_pod(fleet, app, lambda p: container(p)["image"] == "nginx:1.27"),
+               "nginx:1.27 on the downstream pods", timeout=90)
+
+    fleet.kubectl("set", "image", f"deployment/{app}", "nginx=nginx:1.28")
+    fleet.kubectl("set", "env", f"deployment/{app}", "-c", "nginx", "GREETING=hello")
+    fleet.kubectl("set", "resources", f"deployment/{app}", "-c", "nginx", "--limits=cpu=200m")
+    fleet.kubectl("rollout", "restart", f"deployment/{app}")
+    fleet.kubectl("patch", f"deployment/{app}", "-p", '{"spec":{"template":{"spec":{"containers":'
+                  '[{"name":"nginx","env":[{"name":"STRATEGIC","value":"1"}]}]}}}}')
+    fleet.kubectl("patch", f"deployment/{app}", "--type", "merge", "-p", '{"metadata":{"annotations":{"merged":"1"}}}')
+    fleet.kubectl("patch", f"deployment/{app}", "--type", "json",
+                  "-p", '[{"op":"add","path":"/metadata/labels/json","value":"1"}]')
+    fleet.kubectl("edit", f"deployment/{app}", env={"KUBE_EDITOR": "sed -i s/nginx:1.28/nginx:1.29/"})
+    fleet.kubectl("label", f"deployment/{app}", "team=a")
+    fleet.kubectl("annotate", f"deployment/{app}", "note=x")
+
+    stored = yaml.safe_load(fleet.kubectl("get", f"deployment/{app}", "-o", "yaml"))
+    assert {"json": "1", "team": "a"}.items() <= stored["metadata"]["labels"].items()
+    assert {"merged": "1", "note": "x"}.items() <= stored["metadata"]["annotations"].items()
+    assert "kubectl.kubernetes.io/restartedAt" in stored["spec"]["template"]["metadata"]["annotations"]
+    nginx, sidecar = stored["spec"]["template"]["spec"]["containers"]
+    assert nginx["image"] == "nginx:1.29" and sidecar == {"name": "sidecar", "image": "envoy:1"}
+    # merged by name; kube puts a patch's new item before the server's own when no order directive says otherwise
+    assert nginx["env"] == [{"name": "STRATEGIC", "value": "1"}, {"name": "GREETING", "value": "hello"}]
+
+    def changed(pod: dict[str, Any]) -> bool:
+        nginx = container(pod)
+        env = {e["name"]: e.get("value") for e in nginx.get("env") or []}
+        return nginx["image"] == "nginx:1.29" and env == {"GREETING": "hello", "STRATEGIC": "1"} and \
+            nginx.get("resources", {}).get("limits", {}).get("cpu") == "200m" and \
+            container(pod, "sidecar")["image"] == "envoy:1"
+
+    eventually(lambda: every_pod(fleet, app, changed), "image, env and limits on the downstream pods", timeout=120)
+
+
+def test_kubectl_create_sends_protobuf_for_kube_s_types_and_kcp_takes_it(fleet: Fleet, kubectl_version: str) -> None:
+    suffix = kubectl_version.replace(".", "-")
+    fleet.kubectl("create", "deployment", f"made-{suffix}", "--image=nginx:1.27", "--replicas=2")
+    fleet.kubectl("create", "job", f"once-{suffix}", "--image=busybox")
+    fleet.kubectl("create", "cronjob", f"tick-{suffix}", "--image=busybox", "--schedule=*/5 * * * *")
+    fleet.kubectl("create", "service", "clusterip", f"front-{suffix}", "--tcp=80:8080")
+    kinds = fleet.kubectl("get", f"deployment/made-{suffix}", f"job/once-{suffix}", f"cronjob/tick-{suffix}",
+                          f"service/front-{suffix}", "-o", "jsonpath={.items[*].kind}")
+    assert kinds.split() == ["Deployment", "Job", "CronJob", "Service"]
+    eventually(lambda: every_pod(fleet, f"made-{suffix}", lambda p: container(p)["image"] == "nginx:1.27"),
+               "the created deployment's pods downstream", timeout=90)
+
+
+HAND_MADE = """apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+"""
+
+
+def test_a_hand_made_crd_still_answers_415_to_a_strategic_merge_patch(fleet: Fleet) -> None:
+    fleet.kubectl("apply", "-f", "-", input_text=HAND_MADE)
+    fleet.kubectl("wait", "crd/widgets.example.com", "--for", "condition=Established", "--timeout=30s")
+    widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 1}\n"
+    eventually(lambda: run_kubectl(fleet.kcp, "apply", "-f", "-", input_text=widget, kubeconfig=fleet.kubeconfig,
+                                   check=False).returncode == 0, "a Widget created")
+    refused = run_kubectl(fleet.kcp, "patch", "widget/w", "--type", "strategic", "-p", '{"spec":{"size":2}}',
+                          kubeconfig=fleet.kubeconfig, check=False)
+    assert refused.returncode != 0
+    assert "the body of the request was in an unknown format" in refused.stderr, refused.stderr
+    fleet.kubectl("patch", "widget/w", "--type", "merge", "-p", '{"spec":{"size":2}}')
