@@ -34,13 +34,13 @@ DEPLOYMENT_SCHEMA = {"type": "object", "properties": {
     "status": OPEN}}
 
 
-def deployments(*, imported: bool = True, group: str = "apps") -> Resource:
+def deployments(*, imported: bool = True, group: str = "apps", schema: Obj | None = None) -> Resource:
     labels = {IMPORTED_LABEL: "true"} if imported else {}
     crd = {"metadata": {"name": f"deployments.{group}", "labels": labels},
            "spec": {"group": group, "scope": "Namespaced",
                     "names": {"plural": "deployments", "kind": "Deployment"},
                     "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                                  "schema": {"openAPIV3Schema": copy.deepcopy(DEPLOYMENT_SCHEMA)}}]}}
+                                  "schema": {"openAPIV3Schema": copy.deepcopy(schema or DEPLOYMENT_SCHEMA)}}]}}
     [res] = resources_for(crd)
     return res
 
@@ -174,3 +174,21 @@ def test_a_value_of_the_wrong_type_gets_the_schemas_causes_and_is_not_defaulted_
     assert obj["spec"]["strategy"] == "fast"  # left for validation to refuse, not replaced by the default
     assert messages(res, obj) == [
         'spec.strategy: Invalid value: "string": spec.strategy in body must be of type object: "string"']
+
+
+def test_kube_does_not_ask_for_a_default_the_served_schema_does_not_keep() -> None:
+    """kube requires a container's imagePullPolicy and a pod's dnsPolicy, which its defaults always set;
+    a schema without them cannot keep them, and the object is valid all the same."""
+    schema: Any = copy.deepcopy(DEPLOYMENT_SCHEMA)
+    pod = schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"]
+    del pod["dnsPolicy"], pod["containers"]["items"]["properties"]["imagePullPolicy"]
+    res = deployments(schema=schema)
+    obj = deployment()
+    res.strategy.prepare_for_create(obj)
+    assert "dnsPolicy" not in obj["spec"]["template"]["spec"]
+    assert "imagePullPolicy" not in obj["spec"]["template"]["spec"]["containers"][0]
+    assert messages(res, obj) == []
+    old = copy.deepcopy(obj)
+    obj["spec"]["replicas"] = -1
+    res.strategy.prepare_for_update(obj, old)
+    assert messages(res, obj, old) == ["spec.replicas: Invalid value: -1: must be greater than or equal to 0"]

@@ -6,7 +6,8 @@ custom resource gets. Two things differ from a built-in:
 
 - the served schema may be a reduced one (the lowest common denominator of several clusters' schemas,
   or an older release's): a default for a field it lacks is pruned again, so kcp never stores a field
-  some cluster it syncs to cannot take;
+  some cluster it syncs to cannot take (kube's validation still reads the object with every default,
+  so it does not ask for a field that is not served);
 - the CRD's schema validation still runs first (it is all that checks a value's type, which kube's
   decoder would refuse: an object with a value of the wrong type gets the schema's causes alone), and
   where kube's validation reports a field, the schema's causes on that field (or within it, or on the
@@ -16,6 +17,7 @@ custom resource gets. Two things differ from a built-in:
 from __future__ import annotations
 
 from kcp_apiserver.apiextensions.typeschema import CustomTypeSchema
+from kcp_apiserver.apimachinery.jsonvalues import json_copy
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.kubetypes.kinds import KubeType, kube_type
 from kcp_apiserver.registry.resource import Obj
@@ -31,6 +33,7 @@ class ImportedKubeStrategy(Strategy):
     def __init__(self, rules: KubeType, schema: CustomTypeSchema) -> None:
         self._rules = rules
         self._schema = schema
+        self._prunes_defaults = False  # set once a default was not kept: validation then reads a defaulted copy
 
     def prepare_for_create(self, obj: Obj) -> None:
         self._default(obj)
@@ -41,7 +44,17 @@ class ImportedKubeStrategy(Strategy):
     def _default(self, obj: Obj) -> None:
         if self._rules.default is not None:
             self._rules.default(obj)
-            self._schema.prune(obj)
+            if self._schema.prune(obj):
+                self._prunes_defaults = True
+
+    def _as_kube_holds(self, obj: Obj) -> Obj:
+        """obj with all of kube's defaults, also those the served schema does not keep: kube's validation
+        requires some of them (a container's imagePullPolicy), and cannot require what is not served."""
+        if not self._prunes_defaults or self._rules.default is None:
+            return obj
+        view = json_copy(obj)
+        self._rules.default(view)
+        return view
 
     def validate(self, obj: Obj) -> list[Cause]:
         return self._validate(obj, None)
@@ -60,9 +73,10 @@ class ImportedKubeStrategy(Strategy):
         schema = self._schema.validate(obj, old)
         if any(c.reason == TYPE_INVALID for c in schema):
             return schema  # kube would not have decoded it, so its validation never sees such an object
-        kube = self._rules.validate(obj) if self._rules.validate is not None else []
+        view = self._as_kube_holds(obj)
+        kube = self._rules.validate(view) if self._rules.validate is not None else []
         if old is not None and self._rules.validate_update is not None:
-            kube += self._rules.validate_update(obj, old)
+            kube += self._rules.validate_update(view, self._as_kube_holds(old))
         return _kube_first(kube, schema)
 
 
