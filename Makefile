@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split bench-openapi lint images docs helm-lint clean
+        bench-sync bench-split bench-openapi lint images images-test compose-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -122,10 +122,19 @@ lint: install
 	  if grep -q '^\[tool.importlinter\]' $$s/pyproject.toml; then echo "lint-imports $$s"; \
 	    (cd $$s && $(CURDIR)/$(BIN)/lint-imports --no-cache pyproject.toml); fi; done
 
-## images: one image per service (kcp-<service>:latest), where a container engine exists
-images:
-	@engine="$(ENGINE)"; if [ -z "$$engine" ]; then scripts/container_engine.sh --explain "make images" >&2; exit 1; fi; \
-	set -e; for i in $(IMAGES); do echo "== kcp-$$i"; $$engine build -f services/$$i/Dockerfile -t kcp-$$i:latest .; done
+## images: one image per service (kcp-<service>:latest) and kcp-etcd, with docker or podman when one answers,
+##         else with the project's dockerd (scripts/dockerd.sh); base images made locally when missing
+images: install
+	@scripts/images.sh $(BIN)/python $(IMAGES)
+
+## images-test: make images, then each image starts: `--help` exits 0 and prints its usage
+images-test: install
+	@KCP_IMAGES_TEST=1 scripts/images.sh $(BIN)/python $(IMAGES)
+
+## compose-e2e: docker-compose.yml for real (the project's dockerd when no docker answers; `make images` first):
+##              `up --wait` on free ports, seed 004's story (SyncTargets Ready, 15/15), `down -v` leaving nothing
+compose-e2e: install tools
+	@PATH="$$PWD/$(TOOLS):$$PATH" scripts/compose_e2e.sh $(BIN)/python $(IMAGES)
 
 ## docs: regenerate README.md's configuration reference from the daemons' settings
 docs:

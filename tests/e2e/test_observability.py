@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 from api import Api, configmap
 from kcp_process import KcpServer, run_kubectl
@@ -14,6 +16,34 @@ async def test_requests_are_counted_and_timed_in_metrics(api: Api, namespace: st
     assert 'apiserver_request_total{code="201",resource="configmaps",verb="create"}' in text
     assert 'apiserver_request_duration_seconds_bucket{le="0.005",resource="configmaps",verb="create"}' in text
     assert "apiserver_registered_watchers" in text
+
+
+async def test_the_namespace_controller_reports_its_reconciles_queue_and_object_in_metrics_and_logs(
+        kcp: KcpServer, api: Api, unique: str) -> None:
+    name = f"gone-{unique}"
+    assert (await api.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": name}})).status == 201
+    assert (await api.delete(f"/api/v1/namespaces/{name}")).status == 200
+    deadline = time.monotonic() + 30
+    while (await api.get(f"/api/v1/namespaces/{name}")).status != 404:
+        assert time.monotonic() < deadline, "the namespace controller did not remove the namespace"
+        await asyncio.sleep(0.1)
+    text = (await api.get("/metrics")).body
+    assert _sample(text, 'kcp_apiserver_reconcile_total{controller="namespace",result="success"}') >= 1
+    assert _sample(text, 'kcp_apiserver_reconcile_time_seconds_count{controller="namespace"}') >= 1
+    assert _sample(text, 'workqueue_adds_total{name="namespace"}') >= 1
+    assert _sample(text, 'workqueue_depth{name="namespace"}') == 0
+    lines = [json.loads(line) for line in (kcp.root / "apiserver.log").read_text().splitlines() if line.startswith("{")]
+    finalized = [e for e in lines if e.get("event") == "namespace finalized" and e.get("name") == name]
+    assert finalized and finalized[0]["controller"] == "namespace" and finalized[0]["cluster"] == "admin"
+
+
+def _sample(text: str, series: str) -> float:
+    """The value of one exposition line, e.g. `name{labels}`; fails when the series is missing."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{series} not in /metrics")
 
 
 async def test_each_request_is_logged_as_json_without_secrets(kcp: KcpServer, api: Api, namespace: str) -> None:

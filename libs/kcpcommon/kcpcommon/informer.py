@@ -1,238 +1,63 @@
 """A shared informer: one list+watch, one cache, any number of event handlers (client-go's).
 
-The reflector feeds it the current state (on every list) and the changes (from
-the watch); it keeps the `Indexer` up to date and tells each handler what
-changed. A relist is compared with the cache, so an object that vanished while
-we were disconnected is still reported: as a `DeletedFinalStateUnknown`
-tombstone carrying the last state we saw. A delete is never lost.
-
-Each handler has its own queue and task, so a slow handler delays only itself,
-and sees events in order. Handlers get frozen objects (see `frozen.py`).
-
-A `transform` (client-go's `SetTransform`) trims each object before it is
-cached, e.g. `strip_managed_fields`: a cache holds every object for the life of
-the process, and what no handler reads need not be kept, frozen, or indexed.
-
-Unlike client-go, a relist does not report objects whose resourceVersion is
-unchanged as updates: nothing happened to them, and level-based controllers
-resync on their own schedule if they want to.
+The reflector lists and watches one resource and feeds a `SharedCache` (sharedcache.py says what
+the cache and its handlers promise: frozen objects, tombstones for what vanished, one queue and
+task per handler).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import inspect
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
-
-import structlog
+from collections.abc import Mapping
 
 from .dynamic import DynamicResource
-from .frozen import freeze
-from .keys import WILDCARD_CLUSTER, ObjectKey, key_for
-from .reflector import DELETED, Reflector, ReflectorOptions
-from .store import Indexer, IndexFunc
-from .tasks import cancel_and_wait, spawn
+from .keys import WILDCARD_CLUSTER, key_for
+from .reflector import Reflector, ReflectorOptions
+from .sharedcache import (
+    DeletedFinalStateUnknown,
+    Handler,
+    HandlerRegistration,
+    Obj,
+    SharedCache,
+    Transform,
+    deleted_object,
+    strip_managed_fields,
+)
+from .store import IndexFunc
 
-Obj = Mapping[str, Any]
-Handler = Callable[..., Awaitable[None] | None]
-Transform = Callable[[dict[str, Any]], dict[str, Any]]  # may replace top-level fields, not change nested values
-
-_SYNCED = "synced"  # queued after the first list's adds: the handler has seen the initial state
-
-log = structlog.get_logger("kcpcommon.informer")
-
-
-@dataclass(frozen=True)
-class DeletedFinalStateUnknown:
-    """An object that disappeared while we were not watching; `obj` is its last known state."""
-
-    key: ObjectKey
-    obj: Obj
+__all__ = ["DeletedFinalStateUnknown", "Handler", "HandlerRegistration", "Obj", "SharedCache", "SharedInformer",
+           "Transform", "deleted_object", "strip_managed_fields"]
 
 
-def deleted_object(value: Obj | DeletedFinalStateUnknown) -> Obj:
-    """What `on_delete` got, as an object: the event's final state or the tombstone's last known one."""
-    return value.obj if isinstance(value, DeletedFinalStateUnknown) else value
-
-
-def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    """A transform dropping `metadata.managedFields` (often a third of an object, and only a server reads it)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, Mapping) and "managedFields" in meta:
-        obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
-    return obj
-
-
-def _resource_version(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-class HandlerRegistration:
-    """One handler's queue and task; `has_synced` once it has seen every object of the first list."""
-
-    def __init__(self, informer: SharedInformer, name: str, *, on_add: Handler | None,
-                 on_update: Handler | None, on_delete: Handler | None) -> None:
-        self.informer = informer
-        self.name = name
-        self._handlers: dict[str, Handler | None] = {"add": on_add, "update": on_update, "delete": on_delete}
-        self._queue: asyncio.Queue[tuple[str, tuple[Any, ...]]] = asyncio.Queue()
-        self._synced = False
-        self.task: asyncio.Task[None] | None = None
-
-    @property
-    def has_synced(self) -> bool:
-        return self._synced
-
-    def post(self, kind: str, *args: Any) -> None:
-        self._queue.put_nowait((kind, args))
-
-    def start(self) -> None:
-        if self.task is None or self.task.done():
-            self.task = spawn(self._run(), name=f"{self.informer.name}:{self.name}")
-
-    def remove(self) -> None:
-        """Stop receiving events."""
-        self.informer.remove_handler(self)
-
-    async def _run(self) -> None:
-        while True:
-            kind, args = await self._queue.get()
-            if kind == _SYNCED:
-                self._synced = True
-                continue
-            handler = self._handlers[kind]
-            if handler is None:
-                continue
-            try:
-                result = handler(*args)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:  # one bad event must not stop the handler
-                # `event` is structlog's own key (the message): the notification's kind goes in `notification`
-                log.exception("event handler failed", informer=self.informer.name, handler=self.name,
-                              notification=kind)
-
-
-class SharedInformer:
-    """A cache of one resource in one logical cluster (or `*`), and the handlers that watch it."""
+class SharedInformer(SharedCache):
+    """A cache of one resource in one logical cluster (or `*`), fed by list+watch, and its handlers."""
 
     def __init__(self, resource: DynamicResource, *, cluster: str, namespace: str | None = None,
                  label_selector: str | None = None, field_selector: str | None = None,
                  indexers: Mapping[str, IndexFunc] | None = None, options: ReflectorOptions | None = None,
                  name: str | None = None, transform: Transform | None = None) -> None:
-        self.cluster = cluster
-        self.transform = transform  # applied to the reflector's fresh (mutable) objects, before caching
-        self.resource = resource
-        self.name = name or f"informer:{cluster}:{resource.api_version}/{resource.plural}"
         # over `*` each object names its logical cluster in the kcp.io/cluster annotation
         key_func = functools.partial(key_for, cluster=None if cluster == WILDCARD_CLUSTER else cluster)
-        self.indexer = Indexer(key_func, indexers)
+        super().__init__(name or f"informer:{cluster}:{resource.api_version}/{resource.plural}", key_func,
+                         indexers=indexers, transform=transform)
+        self.cluster = cluster
+        self.resource = resource
         self.reflector = Reflector(resource, self, name=self.name, namespace=namespace,
                                    label_selector=label_selector, field_selector=field_selector, options=options)
-        self._registrations: list[HandlerRegistration] = []
-        self._synced = asyncio.Event()
         self._running = False
-
-    def __repr__(self) -> str:
-        return f"<SharedInformer {self.name}>"
-
-    @property
-    def has_synced(self) -> bool:
-        """The first list is in the cache."""
-        return self._synced.is_set()
-
-    async def wait_for_sync(self, timeout: float | None = None) -> bool:  # noqa: ASYNC109 - False on timeout
-        """Wait for the first list; False if `timeout` seconds passed first."""
-        try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
 
     @property
     def last_sync_resource_version(self) -> str:
         return self.reflector.last_sync_resource_version
-
-    def add_indexers(self, indexers: Mapping[str, IndexFunc], *, skip_existing: bool = False) -> None:
-        """Add cache indexes; `skip_existing` lets controllers sharing this informer each ask for theirs."""
-        self.indexer.add_indexers(indexers, skip_existing=skip_existing)
-
-    def add_handler(self, *, on_add: Handler | None = None, on_update: Handler | None = None,
-                    on_delete: Handler | None = None, name: str = "handler") -> HandlerRegistration:
-        """Register callbacks (plain functions or coroutine functions).
-
-        `on_add(obj)`, `on_update(old, new)`, `on_delete(obj or DeletedFinalStateUnknown)`.
-        A handler added after the first list first gets an `on_add` for every cached object.
-        """
-        registration = HandlerRegistration(self, name, on_add=on_add, on_update=on_update, on_delete=on_delete)
-        self._registrations.append(registration)
-        if self.has_synced:
-            for obj in self.indexer.list():
-                registration.post("add", obj)
-            registration.post(_SYNCED)
-        if self._running:
-            registration.start()
-        return registration
-
-    def remove_handler(self, registration: HandlerRegistration) -> None:
-        if registration in self._registrations:
-            self._registrations.remove(registration)
-            if registration.task is not None:
-                registration.task.cancel()
 
     async def run(self) -> None:
         """List, watch and dispatch until cancelled."""
         if self._running:
             raise RuntimeError(f"{self.name} is already running")
         self._running = True
-        for registration in self._registrations:
-            registration.start()
+        self.start_handlers()
         try:
             await self.reflector.run()
         finally:
             self._running = False
-            await cancel_and_wait(*(r.task for r in self._registrations if r.task is not None))
-
-    # --- ReflectorSink ---
-
-    def replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
-        """A fresh list: add, update, and report as tombstones whatever vanished since."""
-        listed: set[ObjectKey] = set()
-        for item in items:
-            old, new = self.indexer.upsert(item if self.transform is None else self.transform(item))
-            listed.add(self.indexer.key_func(new))
-            if old is None:
-                self._distribute("add", new)
-            elif _resource_version(old) != _resource_version(new):
-                self._distribute("update", old, new)
-        for key in self.indexer.keys():
-            if key not in listed:
-                last = self.indexer.remove(key)
-                assert last is not None
-                self._distribute("delete", DeletedFinalStateUnknown(key, last))
-        if not self._synced.is_set():
-            self._synced.set()
-            self._distribute(_SYNCED)
-        log.debug("cache replaced", informer=self.name, objects=len(self.indexer), resource_version=resource_version)
-
-    def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
-        """One watch event into the cache, then to the handlers."""
-        if self.transform is not None:
-            obj = self.transform(dict(obj))
-        if event_type == DELETED:
-            final: Obj = freeze(obj)  # the event carries the object's final state
-            self.indexer.remove(self.indexer.key_func(final))
-            self._distribute("delete", final)
-            return
-        old, new = self.indexer.upsert(obj)
-        if old is None:
-            self._distribute("add", new)
-        else:
-            self._distribute("update", old, new)
-
-    def _distribute(self, kind: str, *args: Any) -> None:
-        for registration in self._registrations:
-            registration.post(kind, *args)
+            await self.stop_handlers()

@@ -7,6 +7,9 @@ from the informer's task, and readers never await in between.
 
 Objects are stored frozen (see `frozen.py`): what `get`/`list`/`by_index`
 return must never be mutated; use `get_copy` (or `thaw`) to get a mutable copy.
+An owner that already holds each object in a compact form (the API server's watch
+cache keeps etcd's bytes) stores that form instead, with a `load` that turns it
+back into a frozen object on read: the cache then costs a reference per object.
 """
 
 from __future__ import annotations
@@ -59,12 +62,16 @@ def default_indexers(key_func: KeyFunc) -> dict[str, IndexFunc]:
 
 
 class Indexer:
-    """Frozen objects by key, plus named indexes `name -> value -> {keys}`."""
+    """Frozen objects by key, plus named indexes `name -> value -> {keys}`.
+
+    `load`: how a stored form other than the frozen object (see `upsert`) is read back.
+    """
 
     def __init__(self, key_func: KeyFunc, indexers: Mapping[str, IndexFunc] | None = None, *,
-                 with_defaults: bool = True) -> None:
+                 with_defaults: bool = True, load: Callable[[Any], Obj] | None = None) -> None:
         self.key_func = key_func
-        self._items: dict[ObjectKey, Obj] = {}
+        self._load_stored = load
+        self._items: dict[ObjectKey, Any] = {}  # the frozen object, or the owner's stored form of it
         self._index_funcs: dict[str, IndexFunc] = default_indexers(key_func) if with_defaults else {}
         self._indexes: dict[str, dict[str, set[ObjectKey]]] = {name: {} for name in self._index_funcs}
         self.add_indexers(indexers or {})
@@ -87,21 +94,25 @@ class Indexer:
             if name in taken:
                 continue
             index: dict[str, set[ObjectKey]] = {}
-            for key, obj in self._items.items():
-                for value in func(obj):
+            for key, stored in self._items.items():
+                for value in func(self._load(stored)):
                     index.setdefault(value, set()).add(key)
             self._index_funcs[name] = func
             self._indexes[name] = index
 
-    def upsert(self, obj: Obj) -> tuple[Obj | None, Obj]:
-        """Store (a frozen copy of) obj; returns (previous, stored)."""
+    def upsert(self, obj: Obj, *, key: ObjectKey | None = None, stored: Any = None) -> tuple[Obj | None, Obj]:
+        """Store (a frozen copy of) obj, or `stored` standing for it; returns (previous, frozen obj).
+
+        `key` defaults to `key_func(obj)` (an owner that knows the key better says so).
+        """
         frozen: Obj = freeze(obj)
-        key = self.key_func(frozen)
+        key = self.key_func(frozen) if key is None else key
         new_values = self._index_values(frozen)  # before any change: a failing index func leaves us intact
-        old = self._items.get(key)
+        old_stored = self._items.get(key)
+        old = None if old_stored is None else self._load(old_stored)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = frozen
+        self._items[key] = frozen if stored is None else stored
         for name, values in new_values.items():
             index = self._indexes[name]
             for value in values:
@@ -110,30 +121,39 @@ class Indexer:
 
     def remove(self, key: ObjectKey) -> Obj | None:
         """Drop an object; returns what was stored, if anything."""
-        old = self._items.pop(key, None)
-        if old is not None:
-            self._unindex(key, old)
+        stored = self._items.pop(key, None)
+        if stored is None:
+            return None
+        old = self._load(stored)
+        self._unindex(key, old)
         return old
+
+    def discard(self, key: ObjectKey) -> None:
+        """Drop an object without reading it back (when the caller has its final state already)."""
+        stored = self._items.pop(key, None)
+        if stored is not None and self._index_funcs:
+            self._unindex(key, self._load(stored))
 
     def get(self, key: ObjectKey) -> Obj | None:
         """The cached object (read-only), or None."""
-        return self._items.get(key)
+        stored = self._items.get(key)
+        return None if stored is None else self._load(stored)
 
     def get_copy(self, key: ObjectKey) -> dict[str, Any] | None:
         """A mutable deep copy of the cached object, or None."""
-        obj = self._items.get(key)
+        obj = self.get(key)
         return None if obj is None else thaw(obj)
 
     # `list` names this method in the class body from here on: later annotations say `builtins.list`
     def list(self) -> list[Obj]:
-        return list(self._items.values())
+        return [self._load(stored) for stored in self._items.values()]
 
     def keys(self) -> builtins.list[ObjectKey]:
         return list(self._items)
 
     def by_index(self, name: str, value: str) -> builtins.list[Obj]:
         """Objects whose index function `name` produced `value`."""
-        return [self._items[key] for key in sorted(self.index_keys(name, value))]
+        return [self._load(self._items[key]) for key in sorted(self.index_keys(name, value))]
 
     def index_keys(self, name: str, value: str) -> set[ObjectKey]:
         if name not in self._indexes:
@@ -145,6 +165,9 @@ class Indexer:
         if name not in self._indexes:
             raise KeyError(f"no index named {name!r}")
         return sorted(self._indexes[name])
+
+    def _load(self, stored: Any) -> Obj:
+        return stored if self._load_stored is None else self._load_stored(stored)
 
     def _index_values(self, obj: Obj) -> dict[str, set[str]]:
         return {name: set(func(obj)) for name, func in self._index_funcs.items()}

@@ -1,4 +1,4 @@
-"""The garbage collector wired up on a real etcd: followers, workers, and supervision of both."""
+"""The garbage collector wired up on a real etcd: handlers on the shared informers, and supervised workers."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from structlog.testing import capture_logs
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apimachinery.deleteoptions import Propagation
-from kcp_apiserver.controllers.garbagecollector import GarbageCollector, supervise
+from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
+from kcp_apiserver.registry.informers import Informers
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage
 from kcp_apiserver.storage.keys import object_key
-from kcpcommon.backoff import Backoff
 
 CONFIGMAP = next(r for r in BUILTINS if r.kind == "ConfigMap")
 DEADLINE = 10.0
@@ -45,11 +45,13 @@ async def running(etcd: Etcd3Client) -> AsyncIterator[tuple[GarbageCollector, Re
     storage = Storage(etcd)
     registry = Registry(storage, admit=_allow, ensure_cluster=_allow)
     caches = WatchCaches(etcd, storage, capacity=1000)
-    gc = GarbageCollector(storage, caches, Catalog((*BUILTINS, CRD)), registry, workers=2)
+    informers = Informers(caches)
+    gc = GarbageCollector(storage, informers, Catalog((*BUILTINS, CRD)), registry, workers=2)
     await gc.start()
     await eventually(lambda: _true(gc.builtins_synced()), "the built-in resources are listed into the graph")
     yield gc, registry, storage
     await gc.stop()
+    await informers.stop()
     await caches.stop()
 
 
@@ -85,7 +87,7 @@ async def test_dependents_follow_their_owner_out(running: tuple[GarbageCollector
     assert await gone(storage, cluster, "dep")
 
 
-async def test_a_failing_follower_is_logged_and_started_again(
+async def test_a_handler_failing_on_one_object_is_logged_and_the_collector_goes_on(
         running: tuple[GarbageCollector, Registry, Storage]) -> None:
     gc, registry, storage = running
     cluster = f"gc-{uuid.uuid4().hex[:8]}"
@@ -101,31 +103,8 @@ async def test_a_failing_follower_is_logged_and_started_again(
     gc.graph.observe = fail_once  # type: ignore[method-assign]
     with capture_logs() as logs:
         await registry.create(CONFIGMAP, cluster, "ns", configmap("boom"))
-        await eventually(lambda: _true(bool(failures)), "the follower hits the injected failure")
+        await eventually(lambda: _true(bool(failures)), "the handler hits the injected failure")
         await registry.create(CONFIGMAP, cluster, "ns", configmap("dep", {"metadata": {
             "name": "ghost", "uid": str(uuid.uuid4())}}))
-        await eventually(lambda: gone(storage, cluster, "dep"), "the restarted follower feeds the collector again")
-    assert any(e["event"] == "loop failed; restarting" and e["log_level"] == "error" for e in logs)
-
-
-async def test_supervise_restarts_a_loop_that_fails_or_returns() -> None:
-    runs: list[int] = []
-    blocked = asyncio.Event()
-
-    async def run() -> None:
-        runs.append(1)
-        if len(runs) == 1:
-            raise RuntimeError("first run fails")
-        if len(runs) == 2:
-            return  # an unexpected return is a failure too
-        blocked.set()
-        await asyncio.Event().wait()
-
-    with capture_logs() as logs:
-        task = asyncio.create_task(supervise("test", run, backoff=Backoff(initial=0.01, cap=0.01, jitter=0)))
-        await asyncio.wait_for(blocked.wait(), DEADLINE)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    assert len(runs) == 3
-    assert [e["event"] for e in logs] == ["loop failed; restarting", "loop ended unexpectedly; restarting"]
+        await eventually(lambda: gone(storage, cluster, "dep"), "the handler feeds the collector again")
+    assert any(e["event"] == "event handler failed" and e["log_level"] == "error" for e in logs)

@@ -94,18 +94,6 @@ def test_logical_clusters_never_share_owners_even_with_the_same_uid() -> None:
     assert names(graph.observe(CM, obj("a", "owner", "same"), True)) == {"dep-a"}
 
 
-def test_a_relist_forgets_what_was_deleted_while_nobody_watched() -> None:
-    graph = Graph()
-    graph.observe(CM, obj("a", "owner", "u1"), False)
-    graph.observe(SECRETS, obj("a", "dep", "u2", owner("owner", "u1"), kind="Secret"), False)
-    graph.begin_resync(CM)
-    graph.observe(CM, obj("a", "other", "u3"), False)  # the owner is missing from the fresh list
-    assert names(graph.end_resync(CM)) == {"dep"}
-    assert graph.node("a", "u1") is None
-    assert graph.node("a", "u2") is not None  # another prefix: untouched
-    assert len(graph) == 2
-
-
 def test_changing_owner_references_moves_the_dependent() -> None:
     graph = Graph()
     graph.observe(CM, obj("a", "o1", "u1"), False)

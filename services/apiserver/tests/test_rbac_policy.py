@@ -152,19 +152,6 @@ def test_aggregation_gathers_labelled_clusterroles_of_the_same_cluster() -> None
     assert authz.allows(BOB, cm("a", "get", namespace="ns2", name="x"))
 
 
-def test_a_follower_reset_forgets_one_kind_only() -> None:
-    index = PolicyIndex()
-    index.observe_role(role("a", "reader", READ_CM), False)
-    index.observe_binding(binding("a", "rb", "Role", "reader", [{"kind": "User", "name": "bob"}]), False)
-    index.observe_binding(binding("a", "crb", "ClusterRole", "view", [{"kind": "User", "name": "bob"}],
-                                  namespace=""), False)
-    index.reset("RoleBinding")
-    assert [b.name for _, b in index.bindings_for("a", BOB, None) if b.name in ("rb", "crb")] == ["crb"]
-    index.reset("ClusterRoleBinding")
-    index.reset("Role")
-    assert "a" not in index.clusters
-
-
 def test_an_invalid_aggregation_selector_selects_nothing_instead_of_failing() -> None:
     index = PolicyIndex()
     bad = cluster_role("a", "bad", [], aggregate={"x": "y"})

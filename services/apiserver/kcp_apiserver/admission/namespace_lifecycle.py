@@ -3,45 +3,36 @@ terminating, and the namespaces every cluster relies on cannot be deleted."""
 
 from __future__ import annotations
 
-import asyncio
-
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.admission import CREATE, DELETE, Attributes
 from kcp_apiserver.registry.builtin import NAMESPACE
+from kcp_apiserver.registry.informers import WatchCacheInformer, add_observer
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, StorageError
 from kcp_apiserver.storage.keys import object_key
-from kcp_apiserver.storage.watchcache import Follower, WatchCache
 from kcpcommon.keys import cluster_of
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
+from kcpcommon.sharedcache import HandlerRegistration
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 
 class NamespaceLifecycle:
-    """Knows every namespace's phase from the watch cache (falling back to etcd for one it has not seen)."""
+    """Knows every namespace's phase from the namespaces' informer (falling back to etcd for one it has not seen)."""
 
-    def __init__(self, storage: Storage, cache: WatchCache) -> None:
+    def __init__(self, storage: Storage, namespaces: WatchCacheInformer) -> None:
         self.storage = storage
-        self.cache = cache
+        self.namespaces = namespaces
         self.terminating: dict[tuple[str, str], bool] = {}  # (cluster, namespace) -> is terminating
-        self._task: asyncio.Task[None] | None = None
+        self._handler: HandlerRegistration | None = None
 
     async def start(self) -> None:
-        follower = Follower(self.storage, self.cache, observe=self._observe, reset=self.terminating.clear,
-                            name="admission:namespaces")
-        first = await follower.resync()
-        watchers = [first]
-
-        async def follow() -> None:
-            watcher = watchers.pop() if watchers else await follower.resync()
-            await follower.follow(watcher)
-
-        self._task = spawn(supervise(follow, name="admission:namespaces"), name="admission:namespaces")
+        """Returns once every namespace stored at start is known."""
+        self._handler = add_observer(self.namespaces, self._observe, name="admission:namespaces")
+        await self._handler.wait_for_sync()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait(self._task)
+        if self._handler is not None:
+            self._handler.remove()
 
     def _observe(self, ns: Obj, deleted: bool) -> None:
         meta = ns["metadata"]

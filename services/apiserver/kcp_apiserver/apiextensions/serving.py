@@ -18,20 +18,24 @@ import copy
 from typing import Any
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.fields import get, get_str
 from kcp_apiserver.apiextensions.resources import CLEANUP_FINALIZER, is_established, storage_version
 from kcp_apiserver.apiextensions.servable import Unservable, servable_resources, unservable
 from kcp_apiserver.registry.catalog import Catalog
+from kcp_apiserver.registry.informers import Informers, add_observer
 from kcp_apiserver.registry.ownership import record_system_update
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.store import CLUSTER_ANNOTATION, Registry, now_rfc3339
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key, scope_prefix
-from kcp_apiserver.storage.watchcache import Follower, WatchCache
 from kcpcommon.controller import Controller, Result
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
+from kcpcommon.frozen import thaw
+from kcpcommon.keys import ObjectKey
+from kcpcommon.sharedcache import HandlerRegistration
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("crds")
 RETRY_SECONDS = 1.0
@@ -54,16 +58,18 @@ def _names(crd: Obj) -> dict[str, Any]:
 class CRDServing:
     """Follows CRDs into the catalog; with `controllers`, also maintains their status and cleanup."""
 
-    def __init__(self, storage: Storage, cache: WatchCache, catalog: Catalog, registry: Registry) -> None:
+    def __init__(self, storage: Storage, informers: Informers, catalog: Catalog, registry: Registry, *,
+                 metrics: CollectorRegistry | None = None) -> None:
         self.storage = storage
-        self.cache = cache
+        self.informers = informers
         self.catalog = catalog
         self.registry = registry
+        self.metrics = metrics
         # per cluster and group: CRD name -> the names it asks for (for conflict checks; small on purpose)
         self.requested: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
         self.unservable: dict[tuple[str, str], Unservable] = {}  # (cluster, CRD name) -> why it is not served
-        self.controller: Controller[tuple[str, str]] | None = None  # while this replica leads
-        self._tasks: list[asyncio.Task[None]] = []
+        self.controller: Controller[ObjectKey] | None = None  # while this replica leads
+        self._handler: HandlerRegistration | None = None
         self._controller_task: asyncio.Task[None] | None = None
 
     @property
@@ -71,41 +77,34 @@ class CRDServing:
         return self.controller is not None
 
     async def start(self, *, controllers: bool = False) -> None:
-        """Follow CRDs into the catalog (serving depends on it, so the loop is supervised)."""
-        follower = Follower(self.storage, self.cache, observe=self._observe, reset=self._reset, name="crds")
-        first = [await follower.resync()]
-
-        async def follow() -> None:
-            await follower.follow(first.pop() if first else await follower.resync())
-
-        self._tasks = [spawn(supervise(follow, name="crds:follow"), name="crds:follow")]
+        """Follow CRDs into the catalog (a handler on their informer); returns once every stored CRD is in."""
+        crds = await self.informers.get(CRD)
+        # thawed: the catalog keeps parts of a CRD, and may adjust them
+        self._handler = add_observer(crds, lambda crd, deleted: self._observe(thaw(crd), deleted), name="crds")
+        await self._handler.wait_for_sync()
         if controllers:
             await self.start_controllers()
 
     async def start_controllers(self) -> None:
         """Names, status and cleanup of every CRD, from now on (the replica that leads calls this)."""
-        self.controller = Controller("crd", self._reconcile)
+        self.controller = Controller("crd", self._reconcile, registry=self.metrics, component="kcp_apiserver")
         self._controller_task = spawn(self.controller.start(), name="crds:reconcile")
         for cluster, groups in self.requested.items():
             for names in groups.values():
                 for name in names:
-                    self.controller.enqueue((cluster, name))
-        for key in self.unservable:
-            self.controller.enqueue(key)
+                    self.controller.enqueue(ObjectKey(cluster, "", name))
+        for cluster, name in self.unservable:
+            self.controller.enqueue(ObjectKey(cluster, "", name))
 
     async def stop_controllers(self) -> None:
         if self._controller_task is not None:
             await cancel_and_wait(self._controller_task)
         self.controller, self._controller_task = None, None
 
-    def _reset(self) -> None:
-        self.catalog.clear_custom()
-        self.requested.clear()
-        self.unservable.clear()
-
     async def stop(self) -> None:
         await self.stop_controllers()
-        await cancel_and_wait(*self._tasks)
+        if self._handler is not None:
+            self._handler.remove()
 
     def _observe(self, crd: Obj, deleted: bool) -> None:
         """One CRD's state into the catalog; whatever goes wrong stays with that CRD."""
@@ -158,11 +157,11 @@ class CRDServing:
 
     def enqueue(self, key: tuple[str, str]) -> None:
         if self.controller is not None:
-            self.controller.enqueue(key)
+            self.controller.enqueue(ObjectKey(key[0], "", key[1]))
 
-    async def _reconcile(self, key: tuple[str, str]) -> Result | None:
+    async def _reconcile(self, key: ObjectKey) -> Result | None:
         """Not finished (objects of a deleted CRD still going): look again soon; errors back off."""
-        return None if await self.reconcile(*key) else Result(requeue_after=RETRY_SECONDS)
+        return None if await self.reconcile(key.cluster, key.name) else Result(requeue_after=RETRY_SECONDS)
 
     async def reconcile(self, cluster: str, name: str) -> bool:
         key = object_key(CRD.prefix, cluster, "", name)

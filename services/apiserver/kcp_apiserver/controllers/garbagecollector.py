@@ -1,16 +1,17 @@
 """The garbage collector: follows every served resource of every logical cluster into one graph and
 reconciles what the graph flags (kube's garbage collector, per logical cluster).
 
-Wiring only: which prefixes are followed (every built-in, and each custom resource as soon as its CRD
-is established), the work queue and its workers (kcpcommon's Controller), and supervision: a loop that
-fails is logged and started again, so the collector never stops silently. What to do with an object
-is `gc_reconcile`'s business; who owns whom is `gc_graph`'s.
+Wiring only: which resources are followed (every built-in, and each custom resource as soon as its CRD
+is established; a handler on each one's shared informer, which lists again and reports what vanished
+after a watch-cache reset) and the work queue and its workers (kcpcommon's Controller, supervised: a
+failure is logged and it starts again, so the collector never stops silently). What to do with an
+object is `gc_reconcile`'s business; who owns whom is `gc_graph`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import structlog
@@ -21,33 +22,19 @@ from kcp_apiserver.apiextensions.resources import is_established
 from kcp_apiserver.apiextensions.servable import unservable
 from kcp_apiserver.controllers.gc_graph import CLUSTER_ANNOTATION, Graph, ObjectRef
 from kcp_apiserver.controllers.gc_reconcile import Collector
-from kcp_apiserver.registry.catalog import Catalog, WatchCaches
+from kcp_apiserver.registry.catalog import Catalog
+from kcp_apiserver.registry.informers import Informers, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Storage
-from kcp_apiserver.storage.watchcache import DELETED, Follower, WatchCache
-from kcpcommon.backoff import Backoff
 from kcpcommon.controller import Controller
-from kcpcommon.tasks import cancel_and_wait, spawn
+from kcpcommon.sharedcache import HandlerRegistration
+from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
 log = structlog.get_logger("garbagecollector")
 
 NAME = "garbagecollector"
 WORKERS = 4
-
-
-async def supervise(name: str, run: Callable[[], Awaitable[Any]], *, backoff: Backoff | None = None) -> None:
-    """Run `run` forever: a failure (or an unexpected return) is logged and it starts again after a backoff."""
-    backoff = backoff or Backoff(initial=0.1, cap=10.0)
-    while True:
-        try:
-            await run()
-            log.error("loop ended unexpectedly; restarting", loop=name)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a collector that stops silently is worse than one that retries
-            log.exception("loop failed; restarting", loop=name)
-        await asyncio.sleep(backoff.next())
 
 
 def _custom_resource(crd: Obj, builtins: Iterable[Resource]) -> Resource | None:
@@ -62,12 +49,12 @@ def _custom_resource(crd: Obj, builtins: Iterable[Resource]) -> Resource | None:
 
 
 class GarbageCollector:
-    """Owns the graph, the followers and the workers."""
+    """Owns the graph, the handlers that feed it and the workers."""
 
-    def __init__(self, storage: Storage, caches: WatchCaches, catalog: Catalog, registry: Registry, *,
+    def __init__(self, storage: Storage, informers: Informers, catalog: Catalog, registry: Registry, *,
                  workers: int = WORKERS, metrics: CollectorRegistry | None = None) -> None:
         self.storage = storage
-        self.caches = caches
+        self.informers = informers
         self.catalog = catalog
         self.graph = Graph()
         self.controller: Controller[ObjectRef] = Controller(NAME, self._reconcile, workers=workers,
@@ -76,8 +63,8 @@ class GarbageCollector:
         self.custom_kinds: dict[tuple[str, str, str], Resource] = {}  # (cluster, group, kind) -> resource
         self.collector = Collector(storage, registry, catalog, self.graph, synced=self.synced,
                                    enqueue=self.controller.enqueue, known_kinds=self.custom_kinds)
-        self._followed: dict[str, asyncio.Task[None]] = {}  # prefix -> its supervised follower
-        self._synced: set[str] = set()  # prefixes whose current list is fully in the graph
+        self._following: dict[str, asyncio.Task[None]] = {}  # prefix -> adding its handler (awaits its cache)
+        self._handlers: dict[str, HandlerRegistration] = {}  # prefix -> the handler feeding the graph
         self._builtins = {r.prefix: r for r in catalog.builtins}
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = False
@@ -86,57 +73,44 @@ class GarbageCollector:
         """Start following and working; returns at once (the workers wait for the built-ins' first lists)."""
         for res in self._builtins.values():
             self.follow(res)
-        self._tasks.append(spawn(supervise(f"{NAME}:workers", lambda: self.controller.start(
-            wait_for=[self.builtins_synced])), name=f"{NAME}:workers"))
+        self._tasks.append(spawn(supervise(lambda: self.controller.start(wait_for=[self.builtins_synced]),
+                                           name=f"{NAME}:workers"), name=f"{NAME}:workers"))
 
     async def stop(self) -> None:
-        self._stopped = True  # a worker finishing its key must not start new followers
-        await cancel_and_wait(*self._tasks, *self._followed.values())
+        self._stopped = True  # a worker finishing its key must not start following more
+        await cancel_and_wait(*self._tasks, *self._following.values())
+        for handler in self._handlers.values():
+            handler.remove()
         self._tasks.clear()
-        self._followed.clear()
+        self._following.clear()
+        self._handlers.clear()
+
+    def _synced(self, prefix: str) -> bool:
+        handler = self._handlers.get(prefix)
+        return handler is not None and handler.has_synced
 
     def builtins_synced(self) -> bool:
-        return self._synced.issuperset(self._builtins)
+        return all(self._synced(prefix) for prefix in self._builtins)
 
     def synced(self, cluster: str) -> bool:
         """Is every resource this logical cluster serves in the graph? (Starts following any that is not.)"""
-        missing = [r for r in self.catalog.for_cluster(cluster) if r.prefix not in self._synced]
+        missing = [r for r in self.catalog.for_cluster(cluster) if not self._synced(r.prefix)]
         for res in missing:
             self.follow(res)
         return not missing
 
     def follow(self, res: Resource) -> None:
-        if res.prefix not in self._followed and not self._stopped:
-            self._followed[res.prefix] = spawn(supervise(f"{NAME}:follow:{res.prefix}", lambda: self._follow(res)),
-                                               name=f"{NAME}:follow:{res.prefix}")
+        if res.prefix not in self._following and not self._stopped:
+            self._following[res.prefix] = spawn(self._add_handler(res), name=f"{NAME}:follow:{res.prefix}")
+
+    async def _add_handler(self, res: Resource) -> None:
+        informer = await self.informers.get(res)
+        prefix = res.prefix
+        self._handlers[prefix] = add_observer(informer, lambda obj, deleted: self._observe(prefix, obj, deleted),
+                                              name=f"{NAME}:{prefix}")
 
     async def _reconcile(self, ref: ObjectRef) -> Any:
         return await self.collector.reconcile(ref)
-
-    async def _follow(self, res: Resource) -> None:
-        """List the prefix into the graph, then apply every change; list again when the cache resets."""
-        cache: WatchCache = await self.caches.get(res)
-        prefix = res.prefix
-
-        def reset() -> None:
-            self._synced.discard(prefix)
-            self.graph.begin_resync(prefix)
-
-        follower = Follower(self.storage, cache, observe=lambda obj, deleted: self._observe(prefix, obj, deleted),
-                            reset=reset, name=f"{NAME}:{prefix}")
-        self._synced.discard(prefix)
-        while True:
-            watcher = await follower.resync()
-            try:
-                self._enqueue(self.graph.end_resync(prefix))
-                self._synced.add(prefix)
-                while (item := await watcher.queue.get()) is not None:
-                    type_, event = item
-                    self._observe(prefix, event.obj, type_ == DELETED)
-                    event.compact()  # the cache's window must not keep what this follower decoded
-            finally:
-                self._synced.discard(prefix)
-                watcher.close()
 
     def _observe(self, prefix: str, obj: Obj, deleted: bool) -> None:
         if prefix == CRD.prefix:  # before the graph: a CR's dependents queued by it may need the kind

@@ -136,7 +136,6 @@ class Graph:
 
     def __init__(self) -> None:
         self._clusters: dict[str, _ClusterGraph] = {}
-        self._stale: dict[str, set[tuple[str, str]]] = {}  # prefix -> (cluster, uid) not yet seen again
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -166,9 +165,6 @@ class Graph:
         uid = meta.get("uid")
         if not cluster or not uid:
             return set()
-        stale = self._stale.get(prefix)
-        if stale:
-            stale.discard((cluster, uid))
         if deleted:
             return self._remove(cluster, uid)
         graph = self._clusters.setdefault(cluster, _ClusterGraph())
@@ -179,18 +175,6 @@ class Graph:
                     owner_refs(meta), bool(meta.get("deletionTimestamp")), _gc_finalizer(meta))
         graph.put(node)
         return self._changed(graph, old, node)
-
-    def begin_resync(self, prefix: str) -> None:
-        """A prefix is listed afresh: what it held and does not show again was deleted meanwhile."""
-        self._stale[prefix] = {(c, n.uid) for c, g in self._clusters.items() for n in g.nodes()
-                               if n.prefix == prefix}
-
-    def end_resync(self, prefix: str) -> set[ObjectRef]:
-        """Forget the objects the fresh list no longer holds; returns what their going affects."""
-        todo: set[ObjectRef] = set()
-        for cluster, uid in self._stale.pop(prefix, set()):
-            todo |= self._remove(cluster, uid)
-        return todo
 
     # -- internals ---------------------------------------------------------------------------
 

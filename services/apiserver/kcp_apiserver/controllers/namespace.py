@@ -7,16 +7,18 @@ import asyncio
 from collections.abc import Callable, Iterable
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.registry.builtin import NAMESPACE
+from kcp_apiserver.registry.informers import Informers
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
-from kcp_apiserver.storage.keys import object_key, scope_prefix
-from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcp_apiserver.storage.keys import ObjectKey, object_key, scope_prefix
 from kcpcommon.controller import Controller, Result
 from kcpcommon.keys import cluster_of
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
+from kcpcommon.sharedcache import HandlerRegistration
+from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("namespaces")
 
@@ -25,39 +27,42 @@ RECHECK_SECONDS = 1.0  # content still being deleted: look again this soon
 
 
 class NamespaceController:
-    """Follows namespaces; each terminating one is reconciled until it is empty and removed."""
+    """A handler on the namespaces' informer; each terminating namespace is reconciled until it is empty and removed."""
 
-    def __init__(self, storage: Storage, cache: WatchCache, registry: Registry,
-                 namespaced_resources: Callable[[str], Iterable[Resource]]) -> None:
+    def __init__(self, storage: Storage, informers: Informers, registry: Registry,
+                 namespaced_resources: Callable[[str], Iterable[Resource]], *,
+                 metrics: CollectorRegistry | None = None) -> None:
         self.storage = storage
-        self.cache = cache
+        self.informers = informers
         self.registry = registry
         self.namespaced_resources = namespaced_resources
-        self.controller: Controller[tuple[str, str]] = Controller("namespace", self.reconcile)
+        self.controller: Controller[ObjectKey] = Controller("namespace", self.reconcile, registry=metrics,
+                                                            component="kcp_apiserver")
+        self._handler: HandlerRegistration | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        follower = Follower(self.storage, self.cache, observe=self._observe, reset=lambda: None,
-                            name="controller:namespaces")
-        first = [await follower.resync()]
-
-        async def follow() -> None:
-            await follower.follow(first.pop() if first else await follower.resync())
-
-        self._tasks = [spawn(supervise(follow, name="controller:namespaces:follow"),
-                             name="controller:namespaces:follow"),
-                       spawn(self.controller.start(), name="controller:namespaces")]
+        namespaces = await self.informers.get(NAMESPACE)
+        self._handler = namespaces.add_handler(on_add=self._seen, on_update=lambda _, ns: self._seen(ns),
+                                               name="controller:namespace")
+        self._tasks = [spawn(self.controller.start(wait_for=[self._handler.wait_for_sync()]),
+                             name="controller:namespace")]
 
     async def stop(self) -> None:
+        if self._handler is not None:
+            self._handler.remove()
         await cancel_and_wait(*self._tasks)
 
-    def _observe(self, ns: Obj, deleted: bool) -> None:
+    def _seen(self, ns: Obj) -> None:
         meta = ns["metadata"]
-        if not deleted and meta.get("deletionTimestamp"):
-            self.controller.enqueue((cluster_of(ns) or "", meta["name"]))
+        if meta.get("deletionTimestamp"):
+            self.controller.enqueue(ObjectKey(cluster_of(ns) or "", "", meta["name"]))
 
-    async def reconcile(self, key: tuple[str, str]) -> Result | None:
-        return None if await self.finalize(*key) else Result(requeue_after=RECHECK_SECONDS)
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        if not await self.finalize(key.cluster, key.name):
+            return Result(requeue_after=RECHECK_SECONDS)
+        log.info("namespace finalized")  # the controller binds cluster and name
+        return None
 
     async def finalize(self, cluster: str, namespace: str) -> bool:
         """Delete the namespace's content; remove the namespace once empty. True when finished."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 
 import structlog
+from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.rbac.policy import PolicyIndex
@@ -19,6 +20,7 @@ from kcp_apiserver.rbac.rules import Rule
 from kcp_apiserver.registry.builtin.rbac import RESOURCES
 from kcp_apiserver.registry.store import Registry
 from kcpcommon.controller import Controller, Result
+from kcpcommon.keys import ObjectKey
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 log = structlog.get_logger("rbac-aggregation")
@@ -29,10 +31,11 @@ CLUSTER_ROLE = next(r for r in RESOURCES if r.kind == "ClusterRole")
 class AggregationController:
     """Told by the policy index which logical cluster's ClusterRoles changed; reconciles its aggregators."""
 
-    def __init__(self, index: PolicyIndex, registry: Registry) -> None:
+    def __init__(self, index: PolicyIndex, registry: Registry, *, metrics: CollectorRegistry | None = None) -> None:
         self.index = index
         self.registry = registry
-        self.controller: Controller[tuple[str, str]] = Controller("clusterrole-aggregation", self.reconcile)
+        self.controller: Controller[ObjectKey] = Controller("clusterrole-aggregation", self.reconcile,
+                                                            registry=metrics, component="kcp_apiserver")
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -50,10 +53,10 @@ class AggregationController:
         policy = self.index.clusters.get(cluster)
         for name, entry in (policy.cluster_roles.items() if policy is not None else ()):
             if entry.selectors is not None:
-                self.controller.enqueue((cluster, name))
+                self.controller.enqueue(ObjectKey(cluster, "", name))
 
-    async def reconcile(self, key: tuple[str, str]) -> Result | None:
-        cluster, name = key
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        cluster, name = key.cluster, key.name
         policy = self.index.clusters.get(cluster)
         entry = policy.cluster_roles.get(name) if policy is not None else None
         if entry is None or entry.selectors is None:

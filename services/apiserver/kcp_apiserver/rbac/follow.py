@@ -1,4 +1,4 @@
-"""Keeps the PolicyIndex current: one follower per RBAC watch cache, in every replica, before serving.
+"""Keeps the PolicyIndex current: a handler on each RBAC informer, in every replica, before serving.
 
 Also hands the registry the shared default ClusterRoles and ClusterRoleBindings, so every logical
 cluster shows them (registry/shared.py says how reads and writes treat them).
@@ -6,18 +6,14 @@ cluster shows them (registry/shared.py says how reads and writes treat them).
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from kcp_apiserver.rbac.policy import PolicyIndex
 from kcp_apiserver.registry.builtin.rbac import RESOURCES
-from kcp_apiserver.registry.catalog import WatchCaches
+from kcp_apiserver.registry.informers import Informers, Observe, add_observer
 from kcp_apiserver.registry.store import Registry
-from kcp_apiserver.storage.etcd import Storage
-from kcp_apiserver.storage.watchcache import Follower, Watcher
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
+from kcpcommon.sharedcache import HandlerRegistration
 
 Obj = dict[str, Any]
 
@@ -37,16 +33,16 @@ class SharedDefaults:
 
 
 class RBACFollowers:
-    """A Runnable: start() returns once the index holds every RBAC object of every logical cluster."""
+    """A Runnable: handlers on the four RBAC informers; start() returns once the index holds every RBAC
+    object of every logical cluster."""
 
-    def __init__(self, index: PolicyIndex, storage: Storage, caches: WatchCaches, registry: Registry) -> None:
+    def __init__(self, index: PolicyIndex, informers: Informers, registry: Registry) -> None:
         self.index = index
-        self.storage = storage
-        self.caches = caches
+        self.informers = informers
         self.registry = registry
-        self._tasks: list[asyncio.Task[None]] = []
+        self._handlers: list[HandlerRegistration] = []
 
-    def _observe(self, kind: str) -> Callable[[Obj, bool], None]:
+    def _observe(self, kind: str) -> Observe:
         index = self.index
         if kind == "Role":
             return index.observe_role
@@ -56,20 +52,12 @@ class RBACFollowers:
         for res in RESOURCES:
             if res.kind in ("ClusterRole", "ClusterRoleBinding"):
                 self.registry.shared[res.prefix] = SharedDefaults(self.index, res.kind)
-            follower = Follower(self.storage, await self.caches.get(res), observe=self._observe(res.kind),
-                                reset=functools.partial(self.index.reset, res.kind), name=f"rbac:{res.plural}")
-            first = await follower.resync()
-            self._tasks.append(spawn(supervise(self._follow(follower, first), name=f"rbac:{res.plural}"),
-                                     name=f"rbac:{res.plural}"))
-
-    @staticmethod
-    def _follow(follower: Follower, first: Watcher) -> Callable[[], Any]:
-        pending = [first]
-
-        async def follow() -> None:
-            await follower.follow(pending.pop() if pending else await follower.resync())
-
-        return follow
+            informer = await self.informers.get(res)
+            self._handlers.append(add_observer(informer, self._observe(res.kind), name=f"rbac:{res.plural}"))
+        for handler in self._handlers:
+            await handler.wait_for_sync()
 
     async def stop(self) -> None:
-        await cancel_and_wait(*self._tasks)
+        for handler in self._handlers:
+            handler.remove()
+        self._handlers.clear()

@@ -1,6 +1,6 @@
 """Every logical cluster's RBAC, in memory: roles by name, bindings by subject.
 
-Followers keep it current from the four RBAC watch caches. A check looks up the bindings of the
+Handlers on the four RBAC informers keep it current. A check looks up the bindings of the
 user's name and of each of its groups, in one cluster, then the rules of the roles they name: its
 cost is the rules of that subject, whatever the number of Roles in the cluster. kube's default
 ClusterRoles and ClusterRoleBindings (defaults.py) are one shared set, present in every cluster that
@@ -196,21 +196,6 @@ class PolicyIndex:
             self._settle(cluster)
         else:
             self._policy(cluster).put_binding(binding_of(obj))
-
-    def reset(self, kind: str) -> None:
-        """Forget one kind everywhere (its follower is about to replay it)."""
-        for policy in self.clusters.values():
-            if kind == "Role":
-                policy.roles.clear()
-            elif kind == "ClusterRole":
-                policy.cluster_roles.clear()
-                policy.aggregated.clear()
-            else:
-                namespaced = kind == "RoleBinding"
-                for key in [k for k in policy.bindings if bool(k[0]) == namespaced]:
-                    policy.drop_binding(key)
-        for cluster in [c for c, p in self.clusters.items() if p.empty]:
-            del self.clusters[cluster]
 
     # -- reading ------------------------------------------------------------------------------
 

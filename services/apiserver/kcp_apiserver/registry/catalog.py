@@ -81,11 +81,6 @@ class Catalog:
     def has_crd(self, cluster: str, crd_name: str) -> bool:
         return (cluster, crd_name) in self._by_crd
 
-    def clear_custom(self) -> None:
-        self._custom.clear()
-        self._by_crd.clear()
-        self._clusters_serving.clear()
-
     def namespaced(self, cluster: str) -> list[Resource]:
         """One resource per storage prefix: what a namespace can hold."""
         seen: dict[str, Resource] = {}

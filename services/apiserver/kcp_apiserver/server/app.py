@@ -29,6 +29,7 @@ from kcp_apiserver.registry.admission import AdmissionChain
 from kcp_apiserver.registry.builtin.reviews import AUTHENTICATION
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, LogicalClusters
+from kcp_apiserver.registry.informers import Informers
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.server.config import Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.election import LeaderElection
@@ -65,6 +66,7 @@ class APIServer:
         self.storage = Storage(self.client)
         self.catalog = Catalog(config.resources)
         self.caches = WatchCaches(self.client, self.storage, capacity=config.watch_cache_size)
+        self.informers = Informers(self.caches)
         self.clusters = LogicalClusters(self.storage)
         self.registry: Registry | None = None
         self.handlers: ResourceHandlers | None = None
@@ -94,6 +96,7 @@ class APIServer:
         for res in self.catalog.builtins:
             await self.caches.get(res)
         parts = ServerParts(self.storage, self.caches, self.catalog, run_controllers=config.run_controllers,
+                            informers=self.informers,
                             metrics=self.metrics.registry)
         self._plugins = [await build(parts) for build in config.admission]
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
@@ -146,6 +149,7 @@ class APIServer:
             stop = getattr(plugin, "stop", None)
             if stop is not None:
                 await stop()
+        await self.informers.stop()
         await self.caches.stop()
         await self.client.close()
         if self.audit is not None:

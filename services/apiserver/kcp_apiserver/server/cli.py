@@ -225,8 +225,9 @@ async def run(args: APIServerSettings, build: ConfigBuilder = kcp_server_config,
             workers = await _start_workers(args, endpoints, etcd_tls, worker_module)
 
         def ready() -> None:
-            host = "127.0.0.1" if args.bind_address in ("0.0.0.0", "::", "") else args.bind_address
-            url = f"https://{host}:{args.secure_port}"
+            # the kubeconfigs name the server as clients reach it (--external-hostname): controllers in
+            # other containers would otherwise dial their own loopback
+            url = external_url(args)
             publish(args, url, creds)
             log.info("serving", url=url, root_dir=str(root), etcd=",".join(endpoints), workers=args.workers)
 

@@ -22,6 +22,7 @@ from kcp_apiserver.endpoints.reviews import Answer
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
+from kcp_apiserver.registry.informers import Informers
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountTokens
 from kcp_apiserver.registry.store import Registry
@@ -46,6 +47,7 @@ class ServerParts:
     caches: WatchCaches
     catalog: Catalog
     run_controllers: bool
+    informers: Informers  # one shared informer per resource, for every in-process consumer
     metrics: CollectorRegistry | None = None  # the server's /metrics registry
     registry: Registry | None = None  # set once admission is built: plugins never write through it
 

@@ -39,7 +39,7 @@ SYSTEM_CRDS = frozenset({"synctargets.workload.kcp.io"})
 
 
 async def namespace_lifecycle(parts: ServerParts) -> NamespaceLifecycle:
-    plugin = NamespaceLifecycle(parts.storage, await parts.caches.get(NAMESPACE))
+    plugin = NamespaceLifecycle(parts.storage, await parts.informers.get(NAMESPACE))
     await plugin.start()
     return plugin
 
@@ -79,21 +79,18 @@ class _CRDController:
 
 def garbage_collector(parts: ServerParts) -> Runnable:
     assert parts.registry is not None
-    return GarbageCollector(parts.storage, parts.caches, parts.catalog, parts.registry, metrics=parts.metrics)
+    return GarbageCollector(parts.storage, parts.informers, parts.catalog, parts.registry, metrics=parts.metrics)
 
 
 def namespace_controller(parts: ServerParts) -> Runnable:
     assert parts.registry is not None
-    cache = parts.caches.caches.get(NAMESPACE.prefix)
-    assert cache is not None
-    return NamespaceController(parts.storage, cache, parts.registry, parts.catalog.namespaced)
+    return NamespaceController(parts.storage, parts.informers, parts.registry, parts.catalog.namespaced,
+                               metrics=parts.metrics)
 
 
 def serviceaccounts_controller(parts: ServerParts) -> Runnable:
     assert parts.registry is not None
-    namespaces, accounts = parts.caches.caches.get(NAMESPACE.prefix), parts.caches.caches.get(SERVICE_ACCOUNT.prefix)
-    assert namespaces is not None and accounts is not None
-    return ServiceAccountsController(parts.storage, namespaces, accounts, parts.registry)
+    return ServiceAccountsController(parts.storage, parts.informers, parts.registry, metrics=parts.metrics)
 
 
 class _BindServiceAccounts:
@@ -119,9 +116,7 @@ def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
 
     def follow_crds(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
-        cache = parts.caches.caches.get(CRD.prefix)
-        assert cache is not None, "the CRD watch cache starts before extensions"
-        crds.append(CRDServing(parts.storage, cache, parts.catalog, parts.registry))
+        crds.append(CRDServing(parts.storage, parts.informers, parts.catalog, parts.registry, metrics=parts.metrics))
         return _FollowCRDs(crds[-1])
 
     def crd_controller(parts: ServerParts) -> Runnable:
@@ -149,11 +144,11 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
 
     def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
-        return AggregationController(rbac, parts.registry)
+        return AggregationController(rbac, parts.registry, metrics=parts.metrics)
 
     def follow_rbac(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
-        return RBACFollowers(rbac, parts.storage, parts.caches, parts.registry)
+        return RBACFollowers(rbac, parts.informers, parts.registry)
 
     # kube's order: client certificates, then bearer tokens
     authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]

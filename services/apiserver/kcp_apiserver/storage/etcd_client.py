@@ -10,7 +10,9 @@ etcd serving, watches within a quarter of a second.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ WATCH_RETRY_MAX = 0.25  # a retry against a lost etcd fails at once, without a c
 # are paged by size anyway (Storage.scan_raw); watch responses cannot be.
 MAX_RECEIVE_BYTES = 2**31 - 1
 RETRY_LOG_INTERVAL = 10.0
+DNS_MIN_RESOLVE_INTERVAL_MS = 1000  # gRPC's default is 30 s
 
 
 class _OncePer(logging.Filter):
@@ -73,6 +76,52 @@ def _system_roots() -> bytes:
     raise RuntimeError("no CA bundle found for etcd TLS: pass --etcd-cafile")
 
 
+def _split(endpoint: str) -> tuple[str, str]:
+    host, _, port = endpoint.rpartition(":")
+    return host.strip("[]"), port
+
+
+def _ip_family(host: str) -> int | None:
+    try:
+        return 6 if ipaddress.ip_address(host).version == 6 else 4
+    except ValueError:
+        return None
+
+
+def _addresses(endpoint: str) -> list[tuple[int, str]]:
+    """(4 or 6, "address:port") for each address `endpoint` names, an IP literal as itself."""
+    host, port = _split(endpoint)
+    family = _ip_family(host)
+    if family is not None:
+        return [(family, endpoint)]
+    found = []
+    for af, _, _, _, sockaddr in socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM):
+        if af == socket.AF_INET6:
+            found.append((6, f"[{sockaddr[0]}]:{port}"))
+        elif af == socket.AF_INET:
+            found.append((4, f"{sockaddr[0]}:{port}"))
+    return found
+
+
+def grpc_target(endpoints: list[str]) -> str:
+    """The gRPC channel target for `endpoints` (host:port, the host a name or an IP literal).
+
+    etcd3aio always builds `ipv4:<endpoints>`, which gRPC refuses unless every host is an IPv4 literal, so
+    `--etcd-servers http://etcd:2379` (compose's service, a chart's Service) never connected. IP literals keep
+    gRPC's address schemes (no resolver between a reconnect and etcd). One named endpoint goes through gRPC's
+    DNS resolver, which resolves again on reconnect, as etcd's Go client does. Several endpoints have no such
+    target: names among them are resolved once, here, and the addresses of the first one's family are balanced
+    over.
+    """
+    if len(endpoints) == 1 and _ip_family(_split(endpoints[0])[0]) is None:
+        return f"dns:///{endpoints[0]}"
+    addresses = [address for endpoint in endpoints for address in _addresses(endpoint)]
+    if not addresses:
+        raise ValueError(f"no address found for etcd endpoints {','.join(endpoints)}")
+    family = addresses[0][0]
+    return f"ipv{family}:" + ",".join(address for af, address in addresses if af == family)
+
+
 class EtcdClient(Etcd3Client):
     """etcd3aio's client, remembering its endpoints and TLS files: watches read etcd's JSON gateway with them."""
 
@@ -98,10 +147,13 @@ def etcd_client(endpoints: list[str], tls: TLSFiles | None = None) -> EtcdClient
     client = EtcdClient(endpoints, tls, rpc_max_attempts=1, watch_reconnect_backoff_seconds=WATCH_RETRY_INITIAL,
                          watch_max_reconnect_backoff_seconds=WATCH_RETRY_MAX, tls_server_name=server_name,
                          ca_cert=ca_cert, cert_key=cert_key, cert_chain=cert_chain)
-    # etcd3aio takes no channel options; its connection manager's list is where they go
+    # etcd3aio takes no channel options or target of ours; its connection manager holds both
+    client._manager.target = grpc_target(endpoints)
     client._manager.grpc_options.extend([
         ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_INITIAL_MS),
         ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MAX_MS),
         ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
+        # a named etcd that came back elsewhere (a restarted container) is looked up again within a second
+        ("grpc.dns_min_time_between_resolutions_ms", DNS_MIN_RESOLVE_INTERVAL_MS),
     ])
     return client

@@ -139,6 +139,11 @@ class WatchEvent:
         return self._obj
 
     @property
+    def raw(self) -> bytes:
+        """etcd's bytes of the object (an in-process informer keeps these rather than a decoded copy)."""
+        return self._raw
+
+    @property
     def prev(self) -> dict[str, Any] | None:
         if self._prev is None and self._prev_raw is not None:
             self._prev = decode(self._prev_raw, self._prev_revision)
