@@ -141,7 +141,8 @@ def test_day_2_commands_on_a_deployment_reach_the_pods_of_both_clusters(fleet: F
     assert {"merged": "1", "note": "x"}.items() <= stored["metadata"]["annotations"].items()
     assert "kubectl.kubernetes.io/restartedAt" in stored["spec"]["template"]["metadata"]["annotations"]
     nginx, sidecar = stored["spec"]["template"]["spec"]["containers"]
-    assert nginx["image"] == "nginx:1.29" and sidecar == {"name": "sidecar", "image": "envoy:1"}
+    assert nginx["image"] == "nginx:1.29" and (sidecar["name"], sidecar["image"]) == ("sidecar", "envoy:1")
+    assert sidecar["imagePullPolicy"] == "IfNotPresent"  # kube's defaults, as on a cluster
     # merged by name; kube puts a patch's new item before the server's own when no order directive says otherwise
     assert nginx["env"] == [{"name": "STRATEGIC", "value": "1"}, {"name": "GREETING", "value": "hello"}]
 

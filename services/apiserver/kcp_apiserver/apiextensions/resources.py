@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.apiextensions.celrules import compile_rules
+from kcp_apiserver.apiextensions.imported import imported_kube_strategy
 from kcp_apiserver.apiextensions.typeschema import CustomTypeSchema
 from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
@@ -169,7 +170,9 @@ def resources_for(crd: Obj) -> list[Resource]:
             singular=names.get("singular") or names["kind"].lower(), namespaced=spec.get("scope") == "Namespaced",
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             has_status="status" in subresources, tracks_generation=True,
-            strategy=FunctionStrategy(validate=compiled.type_schema.validate), columns=_columns(version, spec),
+            strategy=(imported_kube_strategy(crd, version["name"], compiled.type_schema)
+                      or FunctionStrategy(validate=compiled.type_schema.validate)),
+            columns=_columns(version, spec),
             schema=compiled.annotated if compiled.annotated is not None else schema,
             schema_digest=compiled.digest, type_schema=compiled.type_schema, kube_type=patch_meta is not None,
             storage_version=stored, deprecation_warning=warning,

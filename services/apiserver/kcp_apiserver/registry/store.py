@@ -494,9 +494,9 @@ class Registry:
                 new["status"] = old["status"]
             else:
                 new.pop("status", None)
+        strategy_of(res).prepare_for_update(new, old)  # defaults first: an omitted default is no change
         if res.tracks_generation and _spec_view(new) != _spec_view(old):
             meta["generation"] = int(old_meta.get("generation", 1)) + 1
-        strategy_of(res).prepare_for_update(new, old)
         return new
 
     # -- delete ------------------------------------------------------------------------------

@@ -13,9 +13,9 @@ from typing import Any
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.selectors import LabelSelector
+from kcp_apiserver.kubetypes.fields import member
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_sim_cluster.api.strategy import member
 
 
 def _now() -> str:

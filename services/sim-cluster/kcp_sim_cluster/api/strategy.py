@@ -1,52 +1,44 @@
-"""One strategy shape for kube's types: defaults on every write (kube defaults whatever it decodes),
-an initial status on create, validation on create and on update."""
+"""One strategy shape for kube's types: kube's defaults on every write (kube defaults whatever it decodes),
+an initial status on create, kube's validation on create and on update. The rules are kcp_apiserver's
+`kubetypes` (kcp applies the same ones to the types it imports); the initial status is the simulator's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.kubetypes.kinds import Defaulter, KubeType, kube_type
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.registry.strategy import Strategy
 
-Defaulter = Callable[[Obj], None]
-Validator = Callable[[Obj], list[Cause]]
-UpdateValidator = Callable[[Obj, Obj], list[Cause]]
-
 
 class KubeStrategy(Strategy):
-    def __init__(self, default: Defaulter | None = None, validate: Validator | None = None, *,
-                 validate_update: UpdateValidator | None = None, on_create: Defaulter | None = None) -> None:
-        self._default = default
-        self._validate = validate
-        self._validate_update = validate_update
+    def __init__(self, rules: KubeType, *, on_create: Defaulter | None = None) -> None:
+        self._rules = rules
         self._on_create = on_create
 
     def prepare_for_create(self, obj: Obj) -> None:
-        if self._default is not None:
-            self._default(obj)
+        if self._rules.default is not None:
+            self._rules.default(obj)
         if self._on_create is not None:
             self._on_create(obj)
 
     def prepare_for_update(self, obj: Obj, old: Obj) -> None:
-        if self._default is not None:
-            self._default(obj)
+        if self._rules.default is not None:
+            self._rules.default(obj)
 
     def validate(self, obj: Obj) -> list[Cause]:
-        return self._validate(obj) if self._validate is not None else []
+        return self._rules.validate(obj) if self._rules.validate is not None else []
 
     def validate_update(self, obj: Obj, old: Obj) -> list[Cause]:
         causes = self.validate(obj)
-        if self._validate_update is not None:
-            causes += self._validate_update(obj, old)
+        if self._rules.validate_update is not None:
+            causes += self._rules.validate_update(obj, old)
         return causes
 
 
-def spec(obj: Obj) -> Obj:
-    return member(obj, "spec")
-
-
-def member(obj: Obj, key: str) -> Obj:
-    """obj[key] when it is an object, else an empty one (kube would have refused to decode it)."""
-    value = obj.get(key)
-    return value if isinstance(value, dict) else {}
+def kube_strategy(group: str, version: str, kind: str, release: str, *, on_create: Defaulter | None = None,
+                  cls: type[KubeStrategy] = KubeStrategy) -> KubeStrategy:
+    """The strategy of one of kube's types as `release` (MAJOR.MINOR) defines it."""
+    rules = kube_type(group, version, kind, int(release.split(".")[1]))
+    if rules is None:
+        raise LookupError(f"kube has no rules for {kind} in {group or 'core'}/{version}")
+    return cls(rules, on_create=on_create)

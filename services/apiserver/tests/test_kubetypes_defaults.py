@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcp_sim_cluster.api import defaults
+from kcp_apiserver.kubetypes import defaults
 
 
 @pytest.mark.parametrize(("image", "policy"), [

@@ -1,5 +1,6 @@
-"""kube's defaulting (SetDefaults_* of core/v1, apps/v1, batch/v1, discovery/v1) for the objects a
-simulated cluster stores, so a syncer copying objects down sees what a real cluster would show.
+"""kube's defaulting (SetDefaults_* of core/v1, apps/v1, batch/v1, discovery/v1): what a simulated cluster
+stores (so a syncer copying objects down sees what a real cluster would show) and what kcp stores for
+kube's types imported from physical clusters.
 
 Each function walks its object once and only sets what is missing; nothing is copied. `minor` is the
 Kubernetes release's minor version, for defaults that arrived with a release.
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcp_apiserver.kubetypes.fields import dicts, member
 from kcp_apiserver.registry.resource import Obj
-from kcp_sim_cluster.api.strategy import member
 
 DEFAULT_MODE = 0o644  # 420: secret, configMap, downwardAPI and projected volumes
 PROBE_DEFAULTS = (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3))
@@ -19,14 +20,12 @@ DEFAULT_TOLERATION_SECONDS = 300
 
 
 def _dict(parent: Obj, key: str) -> Obj:
+    """parent[key], created when missing; a value of another type is left for validation to refuse (what
+    is returned then is detached)."""
     value = parent.get(key)
-    if not isinstance(value, dict):
+    if value is None:
         value = parent[key] = {}
-    return value
-
-
-def _dicts(value: Any) -> list[Obj]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+    return value if isinstance(value, dict) else {}
 
 
 def image_pull_policy(image: str) -> str:
@@ -63,7 +62,7 @@ def _handler(lifecycle: Any) -> None:
 
 
 def _env(container: Obj) -> None:
-    for env in _dicts(container.get("env")):
+    for env in dicts(container.get("env")):
         ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env.get("valueFrom"), dict) else None
         if isinstance(ref, dict):
             ref.setdefault("apiVersion", "v1")
@@ -74,7 +73,7 @@ def container(c: Obj, *, pod: bool) -> None:
     c.setdefault("imagePullPolicy", image_pull_policy(str(c.get("image") or "")))
     c.setdefault("terminationMessagePath", "/dev/termination-log")
     c.setdefault("terminationMessagePolicy", "File")
-    for port in _dicts(c.get("ports")):
+    for port in dicts(c.get("ports")):
         port.setdefault("protocol", "TCP")
     for key in ("livenessProbe", "readinessProbe", "startupProbe"):
         _probe(c.get(key))
@@ -98,7 +97,7 @@ def _volume(volume: Obj) -> None:
         source = volume.get(key)
         if isinstance(source, dict):
             source.setdefault("defaultMode", DEFAULT_MODE)
-    for ref in _dicts((volume.get("downwardAPI") or {}).get("items") if isinstance(volume.get("downwardAPI"),
+    for ref in dicts((volume.get("downwardAPI") or {}).get("items") if isinstance(volume.get("downwardAPI"),
                                                                                    dict) else None):
         field = ref.get("fieldRef")
         if isinstance(field, dict):
@@ -121,12 +120,12 @@ def pod_spec(spec: Obj, *, pod: bool = False) -> None:
         spec.setdefault("enableServiceLinks", True)
     host_network = bool(spec.get("hostNetwork"))
     for key in ("initContainers", "containers", "ephemeralContainers"):
-        for c in _dicts(spec.get(key)):
+        for c in dicts(spec.get(key)):
             container(c, pod=pod and key != "ephemeralContainers")
             if host_network:
-                for port in _dicts(c.get("ports")):
+                for port in dicts(c.get("ports")):
                     port.setdefault("hostPort", port.get("containerPort"))
-    for volume in _dicts(spec.get("volumes")):
+    for volume in dicts(spec.get("volumes")):
         _volume(volume)
 
 
@@ -148,9 +147,9 @@ def pod(obj: Obj) -> None:
     tolerations = spec.get("tolerations")
     if not isinstance(tolerations, list):
         tolerations = spec["tolerations"] = []
-    have = {(t.get("key"), t.get("effect")) for t in _dicts(tolerations)}
+    have = {(t.get("key"), t.get("effect")) for t in dicts(tolerations)}
     tolerates_all = any(not t.get("key") and t.get("operator") == "Exists" and not t.get("effect")
-                        for t in _dicts(tolerations))
+                        for t in dicts(tolerations))
     for key in NOT_READY_TOLERATIONS:
         if not tolerates_all and (key, "NoExecute") not in have and (key, None) not in have:
             tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
@@ -162,7 +161,7 @@ def pod(obj: Obj) -> None:
 def qos_class(spec: Obj) -> str:
     """Guaranteed (every container's requests equal its limits for cpu and memory), BestEffort (none
     set), else Burstable: kube's GetPodQOS."""
-    containers = _dicts(spec.get("containers")) + _dicts(spec.get("initContainers"))
+    containers = dicts(spec.get("containers")) + dicts(spec.get("initContainers"))
     any_set, guaranteed = False, True
     for c in containers:
         resources = member(c, "resources")
@@ -215,7 +214,7 @@ def stateful_set(obj: Obj, minor: int) -> None:
         retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
         retention.setdefault("whenDeleted", "Retain")
         retention.setdefault("whenScaled", "Retain")
-    for claim in _dicts(spec.get("volumeClaimTemplates")):
+    for claim in dicts(spec.get("volumeClaimTemplates")):
         claim.setdefault("apiVersion", "v1")
         claim.setdefault("kind", "PersistentVolumeClaim")
         persistent_volume_claim_spec(_dict(claim, "spec"))
@@ -275,7 +274,7 @@ def service(obj: Obj) -> None:
     if spec["sessionAffinity"] == "ClientIP":
         client = _dict(_dict(spec, "sessionAffinityConfig"), "clientIP")
         client.setdefault("timeoutSeconds", 10800)
-    for port in _dicts(spec.get("ports")):
+    for port in dicts(spec.get("ports")):
         port.setdefault("protocol", "TCP")
         if port.get("targetPort") in (None, 0, ""):
             port["targetPort"] = port.get("port")
@@ -289,13 +288,13 @@ def service(obj: Obj) -> None:
 
 
 def endpoints(obj: Obj) -> None:
-    for subset in _dicts(obj.get("subsets")):
-        for port in _dicts(subset.get("ports")):
+    for subset in dicts(obj.get("subsets")):
+        for port in dicts(subset.get("ports")):
             port.setdefault("protocol", "TCP")
 
 
 def endpoint_slice(obj: Obj) -> None:
-    for port in _dicts(obj.get("ports")):
+    for port in dicts(obj.get("ports")):
         port.setdefault("protocol", "TCP")
         port.setdefault("name", "")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_sim_cluster.api import apps, batch, core, defaults, policy
-from kcp_sim_cluster.api import validation as v
+from kcp_apiserver.kubetypes import apps, batch, core, defaults, policy
+from kcp_apiserver.kubetypes import validation as v
 
 
 def deployment(labels: dict[str, str], selector: Any) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def test_an_empty_or_missing_selector_is_refused() -> None:
 def test_the_deployment_selector_is_immutable() -> None:
     old = deployment({"app": "x"}, {"matchLabels": {"app": "x"}})
     new = deployment({"app": "y"}, {"matchLabels": {"app": "y"}})
-    assert messages(apps._selector_fixed(new, old)) == [
+    assert messages(apps.selector_fixed(new, old)) == [
         'spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"y"}, '
         "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable"]
 
@@ -66,14 +66,25 @@ def test_negative_replicas_are_refused() -> None:
 
 
 def test_a_job_template_is_immutable() -> None:
-    job = {"metadata": {"name": "j", "uid": "u"}, "spec": {"template": {"spec": {
-        "restartPolicy": "Never", "containers": [{"name": "c", "image": "a"}]}}}}
-    batch.generate_selector(job)
+    job = {"metadata": {"name": "j", "uid": "u"}, "spec": {"selector": {"matchLabels": {"job": "j"}}, "template": {
+        "metadata": {"labels": {"job": "j"}}, "spec": {"restartPolicy": "Never",
+                                                      "containers": [{"name": "c", "image": "a"}]}}}}
     changed = {**job, "spec": {**job["spec"], "template": {"metadata": job["spec"]["template"]["metadata"], "spec": {
         "restartPolicy": "Never", "containers": [{"name": "c", "image": "b"}]}}}}
     causes = batch.validate_job_update(changed, job)
     assert [c.field for c in causes] == ["spec.template"]
     assert causes[0].message.endswith("field is immutable")
+
+
+def test_a_job_without_a_selector_is_checked_as_the_server_that_generates_one_would() -> None:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "a"}]}}
+    defaults.pod_template(template)
+    assert batch.validate_job({"spec": {"template": template}}) == []
+    assert messages(batch.validate_job({"spec": {"manualSelector": True, "template": template}})) == [
+        "spec.selector: Required value"]
+    template["spec"]["restartPolicy"] = "Always"
+    assert messages(batch.validate_job({"spec": {"template": template}})) == [
+        'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"']
 
 
 def test_a_pod_spec_may_only_change_images() -> None:
@@ -118,3 +129,58 @@ def test_rolling_update_amounts_are_counts_or_percents() -> None:
         "string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]
     assert messages(policy.validate_budget({"spec": {"minAvailable": -1}})) == [
         "spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]
+
+
+def test_container_ports_are_checked_as_kube_checks_them() -> None:
+    ports = [{"name": "http", "containerPort": 80}, {"name": "http", "containerPort": 81},
+             {"name": "Web--Port-Number-9", "containerPort": 0, "hostPort": 70000}, {"name": "1234"}]
+    assert messages(v.container_ports(ports, "spec.containers[0].ports")) == [
+        'spec.containers[0].ports[1].name: Duplicate value: "http"',
+        'spec.containers[0].ports[2].name: Invalid value: "Web--Port-Number-9": must be no more than 15 characters',
+        'spec.containers[0].ports[2].name: Invalid value: "Web--Port-Number-9": must contain only alpha-numeric '
+        "characters (a-z, 0-9), and hyphens (-)",
+        'spec.containers[0].ports[2].name: Invalid value: "Web--Port-Number-9": must not contain consecutive hyphens',
+        "spec.containers[0].ports[2].containerPort: Required value",
+        "spec.containers[0].ports[2].hostPort: Invalid value: 70000: must be between 1 and 65535, inclusive",
+        'spec.containers[0].ports[3].name: Invalid value: "1234": must contain at least one letter (a-z)',
+        "spec.containers[0].ports[3].containerPort: Required value"]
+
+
+def test_volumes_and_their_mounts_are_checked_as_kube_checks_them() -> None:
+    spec: dict[str, Any] = {"volumes": [{"name": "data"}, {"name": "data"}, {"name": "Cache"}], "containers": [
+        {"name": "c", "image": "i", "volumeMounts": [{"name": "data", "mountPath": "/d"},
+                                                     {"name": "cache", "mountPath": "/d"}, {"name": "Cache"}]}]}
+    defaults.pod_spec(spec)
+    assert messages(v.pod_spec(spec, "spec")) == [
+        'spec.volumes[1].name: Duplicate value: "data"',
+        'spec.volumes[2].name: Invalid value: "Cache": a lowercase RFC 1123 label must consist of lower case '
+        "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+        "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+        'spec.containers[0].volumeMounts[1].name: Not found: "cache"',
+        'spec.containers[0].volumeMounts[1].mountPath: Invalid value: "/d": must be unique',
+        'spec.containers[0].volumeMounts[2].name: Not found: "Cache"',
+        "spec.containers[0].volumeMounts[2].mountPath: Required value"]
+
+
+def test_pull_and_dns_policies_are_kubes_and_init_container_names_differ_from_the_containers() -> None:
+    spec: dict[str, Any] = {"dnsPolicy": "Sometimes", "initContainers": [{"name": "c", "image": "i"}],
+                            "containers": [{"name": "c", "image": "i", "imagePullPolicy": "Often"}]}
+    defaults.pod_spec(spec)
+    assert messages(v.pod_spec(spec, "spec")) == [
+        'spec.containers[0].imagePullPolicy: Unsupported value: "Often": supported values: "Always", '
+        '"IfNotPresent", "Never"',
+        'spec.initContainers[0].name: Duplicate value: "c"',
+        'spec.dnsPolicy: Unsupported value: "Sometimes": supported values: "ClusterFirstWithHostNet", '
+        '"ClusterFirst", "Default", "None"']
+
+
+def test_a_stateful_set_mounts_the_volumes_of_its_claim_templates() -> None:
+    obj: dict[str, Any] = {"metadata": {"name": "db"}, "spec": {
+        "serviceName": "db", "selector": {"matchLabels": {"app": "db"}},
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}],
+        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [
+            {"name": "c", "image": "i", "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                                         {"name": "logs", "mountPath": "/logs"}]}]}}}}
+    defaults.stateful_set(obj, 35)
+    assert messages(apps.validate_stateful_set(obj)) == [
+        'spec.template.spec.containers[0].volumeMounts[1].name: Not found: "logs"']

@@ -1,0 +1,65 @@
+"""Which defaulter and validators belong to which of kube's types, keyed by (group, version, kind).
+
+A release changes a few defaults (`minor`); kcp, which serves whatever schema the physical clusters
+publish, asks for the newest release's and keeps only what its served schema has.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kcp_apiserver.apimachinery.status import Cause
+from kcp_apiserver.kubetypes import apps, batch, core, defaults, networking, policy
+from kcp_apiserver.registry.resource import Obj
+from kcp_apiserver.registry.schemas import newest_release
+
+Defaulter = Callable[[Obj], None]
+Validator = Callable[[Obj], list[Cause]]
+UpdateValidator = Callable[[Obj, Obj], list[Cause]]
+GVK = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class KubeType:
+    """kube's rules for one type: defaults on every write, validation on create and update
+    (`validate_update` adds what only an update checks, such as an immutable selector)."""
+
+    default: Defaulter | None = None
+    validate: Validator | None = None
+    validate_update: UpdateValidator | None = None
+
+
+def newest_minor() -> int:
+    return int(newest_release().split(".")[1])
+
+
+@functools.cache
+def kube_types(minor: int) -> Mapping[GVK, KubeType]:
+    return {
+        ("apps", "v1", "Deployment"): KubeType(defaults.deployment, apps.validate_deployment, apps.selector_fixed),
+        ("apps", "v1", "ReplicaSet"): KubeType(defaults.replica_set, apps.validate_replica_set, apps.selector_fixed),
+        ("apps", "v1", "StatefulSet"): KubeType(lambda o: defaults.stateful_set(o, minor),
+                                                apps.validate_stateful_set, apps.validate_stateful_set_update),
+        ("apps", "v1", "DaemonSet"): KubeType(defaults.daemon_set, apps.validate_daemon_set, apps.selector_fixed),
+        ("apps", "v1", "ControllerRevision"): KubeType(validate_update=apps.validate_revision_update),
+        ("batch", "v1", "Job"): KubeType(lambda o: defaults.job(o, minor), batch.validate_job,
+                                         batch.validate_job_update),
+        ("batch", "v1", "CronJob"): KubeType(lambda o: defaults.cron_job(o, minor), batch.validate_cron_job),
+        ("", "v1", "Pod"): KubeType(defaults.pod, core.validate_pod, core.validate_pod_update),
+        ("", "v1", "Service"): KubeType(defaults.service, core.validate_service),
+        ("", "v1", "Endpoints"): KubeType(defaults.endpoints),
+        ("", "v1", "Node"): KubeType(defaults.node),
+        ("", "v1", "PersistentVolumeClaim"): KubeType(defaults.persistent_volume_claim, core.validate_claim,
+                                                      core.validate_claim_update),
+        ("networking.k8s.io", "v1", "Ingress"): KubeType(validate=networking.validate_ingress),
+        ("discovery.k8s.io", "v1", "EndpointSlice"): KubeType(defaults.endpoint_slice, networking.validate_slice,
+                                                              networking.validate_slice_update),
+        ("policy", "v1", "PodDisruptionBudget"): KubeType(validate=policy.validate_budget),
+    }
+
+
+def kube_type(group: str, version: str, kind: str, minor: int | None = None) -> KubeType | None:
+    """kube's rules for a type, as of release 1.`minor` (the newest when None); None for a type without any."""
+    return kube_types(newest_minor() if minor is None else minor).get((group, version, kind))
