@@ -262,7 +262,8 @@ class CRDServing:
             served = []
         remaining = 0
         for res in served[:1]:
-            await self.registry.delete_collection(res, cluster, "")
+            async for _ in self.registry.delete_pages(res, cluster, ""):
+                pass  # page by page, nothing kept, as the namespace finalizer does
             remaining += await self.storage.count(scope_prefix(res.prefix, cluster, None))
         if remaining:
             return False
