@@ -156,6 +156,28 @@ def test_day_2_commands_on_a_deployment_reach_the_pods_of_both_clusters(fleet: F
     eventually(lambda: every_pod(fleet, app, changed), "image, env and limits on the downstream pods", timeout=120)
 
 
+def test_scale_pause_resume_and_diff_on_a_deployment_through_kcp(fleet: Fleet) -> None:
+    """More of issue 21's day-2 list: the scale subresource, a paused rollout and `kubectl diff`."""
+    app = "steady"
+    fleet.kubectl("apply", "-f", "-", input_text=manifest(app, "nginx:1.26", [80]))
+    fleet.kubectl("scale", f"deployment/{app}", "--replicas=4")
+    assert fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.spec.replicas}") == "4"
+    eventually(lambda: sum(len(downstream_pods(p, app)) for p in fleet.clusters.values()) == 4,
+               "4 pods over the two clusters", timeout=90)
+    fleet.kubectl("rollout", "pause", f"deployment/{app}")
+    assert fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.spec.paused}") == "true"
+    fleet.kubectl("rollout", "resume", f"deployment/{app}")
+    assert fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.spec.paused}") == ""
+    same = run_kubectl(fleet.kcp, "diff", "-f", "-", input_text=manifest(app, "nginx:1.26", [80]),
+                       kubeconfig=fleet.kubeconfig, check=False)
+    changed = run_kubectl(fleet.kcp, "diff", "-f", "-", input_text=manifest(app, "nginx:1.27", [80]),
+                          kubeconfig=fleet.kubeconfig, check=False)
+    assert same.returncode == 1 and "replicas" in same.stdout, same.stdout + same.stderr  # the file says 2, not 4
+    assert changed.returncode == 1 and "+      - image: nginx:1.27" in changed.stdout, changed.stdout + changed.stderr
+    assert fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.spec.template.spec.containers[0].image}") == \
+        "nginx:1.26"  # diff is a dry run
+
+
 def test_kubectl_create_sends_protobuf_for_kube_s_types_and_kcp_takes_it(fleet: Fleet, kubectl_version: str) -> None:
     suffix = kubectl_version.replace(".", "-")
     fleet.kubectl("create", "deployment", f"made-{suffix}", "--image=nginx:1.27", "--replicas=2")
