@@ -53,3 +53,16 @@ def test_keeps_its_contracts(package) -> None:  # type: ignore[no-untyped-def]
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 broken" in result.stdout
+
+
+def test_the_simulator_reaches_the_api_server_only_through_its_embedding_surface() -> None:
+    """kcp_apiserver.embedding is the one module of the API server the simulator may import: its contract
+    forbids every other subpackage, so one added to the API server later is forbidden too."""
+    apiserver = REPO / "services/apiserver/kcp_apiserver"
+    internals = {f"kcp_apiserver.{p.parent.name}" for p in apiserver.glob("*/__init__.py")}
+    internals |= {f"kcp_apiserver.{p.stem}" for p in apiserver.glob("*.py") if p.stem not in ("__init__", "embedding")}
+    linter = config("services/sim-cluster")
+    assert "kcp_apiserver" in linter.get("root_packages", []), "kcp_apiserver's subpackages are not in the graph"
+    forbidden = {m for c in linter["contracts"] if c["type"] == "forbidden" and "kcp_sim_cluster" in c["source_modules"]
+                 for m in c["forbidden_modules"]}
+    assert internals and internals <= forbidden, f"the simulator may import {sorted(internals - forbidden)}"

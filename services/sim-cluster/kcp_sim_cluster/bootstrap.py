@@ -9,9 +9,7 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.apimachinery.status import APIError
-from kcp_apiserver.registry.store import Registry
-from kcp_apiserver.server.config import ServerParts
+from kcp_apiserver.embedding import APIError, Registry, ServerParts
 from kcp_sim_cluster.api import resource
 from kcp_sim_cluster.api.serviceips import SERVICE_CIDR
 from kcpcommon.backoff import Backoff

@@ -8,10 +8,15 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER
-from kcp_apiserver.server.cli import Backend, run, start_event_loop
-from kcp_apiserver.server.config import ServerConfig
-from kcp_apiserver.server.pki import Credentials, write_contexts_kubeconfig
+from kcp_apiserver.embedding import (
+    DEFAULT_CLUSTER,
+    Backend,
+    Credentials,
+    ServerConfig,
+    run,
+    start_event_loop,
+    write_contexts_kubeconfig,
+)
 from kcp_sim_cluster.config import sim_config
 from kcp_sim_cluster.settings import SimClusterSettings
 from kcpcommon.logs import configure_logging

@@ -7,10 +7,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from kcp_apiserver.apiextensions.reserved import ReservedGroups
-from kcp_apiserver.endpoints.nonresource import version_info
-from kcp_apiserver.server.cli import Backend, kcp_server_config
-from kcp_apiserver.server.config import AdmissionFactory, ServerConfig, ServerParts
+from kcp_apiserver.embedding import (
+    AdmissionFactory,
+    Backend,
+    ReservedGroups,
+    ServerConfig,
+    ServerParts,
+    kcp_server_config,
+    version_info,
+)
 from kcp_sim_cluster.api import resource, resources
 from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.bootstrap import ClusterBootstrap

@@ -9,8 +9,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from kcp_apiserver.registry.schemas import RELEASES, newest_release
-from kcp_apiserver.server.settings import APIServerSettings
+from kcp_apiserver.embedding import RELEASES, APIServerSettings, newest_release
 from kcpcommon.settings import settings_config
 
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

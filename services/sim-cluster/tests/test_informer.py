@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.informer import Informer, new_informer
 from kcpcommon.keys import ObjectKey
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.api.columns import pod_restarts, pod_status
 from kcp_sim_cluster.api.pods import pod_log_lines
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.request import system_context
-from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
+from kcp_apiserver.embedding import CREATE, UPDATE, Attributes, system_context
+from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.api import resource
 from kcp_sim_cluster.api.serviceips import SERVICE_CIDR, ServiceIPs, taken_ips
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from kcp_apiserver.apiextensions.crd import CRD
-from kcp_apiserver.registry.builtin import BUILTINS
-from kcp_apiserver.registry.builtin.declare import for_release
-from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import BUILTINS, CRD, REVIEWS, Resource, for_release
 from kcp_sim_cluster.api import apps, batch, core, networking, policy
 
 

@@ -4,11 +4,19 @@ ControllerRevisions that StatefulSet and DaemonSet history is kept in."""
 
 from __future__ import annotations
 
-from kcp_apiserver.registry.builtin import workloads
-from kcp_apiserver.registry.builtin.declare import kube_resource
-from kcp_apiserver.registry.resource import Column, Obj, Resource
-from kcp_apiserver.registry.scale import BuiltinScale
-from kcp_apiserver.registry.tables import AGE, NAME
+from kcp_apiserver.embedding import (
+    AGE,
+    DAEMON_SET,
+    DEPLOYMENT,
+    NAME,
+    REPLICA_SET,
+    STATEFUL_SET,
+    BuiltinScale,
+    Column,
+    Obj,
+    Resource,
+    kube_resource,
+)
 from kcp_sim_cluster.api.strategy import kube_strategy
 
 SCALE = BuiltinScale()
@@ -40,22 +48,22 @@ def resources(release: str) -> tuple[Resource, ...]:
     return (
         kube_resource("apps", "v1", "Deployment", "deployments", namespaced=True, release=release,
                       short_names=("deploy",), categories=("all",), has_status=True, tracks_generation=True,
-                      columns=workloads.DEPLOYMENT, scale=SCALE,
+                      columns=DEPLOYMENT, scale=SCALE,
                       strategy=kube_strategy("apps", "v1", "Deployment", release, on_create=_empty_status)),
         kube_resource("apps", "v1", "ReplicaSet", "replicasets", namespaced=True, release=release,
                       short_names=("rs",), categories=("all",), has_status=True, tracks_generation=True,
-                      columns=workloads.REPLICA_SET, scale=SCALE,
+                      columns=REPLICA_SET, scale=SCALE,
                       strategy=kube_strategy("apps", "v1", "ReplicaSet", release,
                                              on_create=lambda o: o.__setitem__("status", {"replicas": 0}))),
         kube_resource("apps", "v1", "StatefulSet", "statefulsets", namespaced=True, release=release,
                       short_names=("sts",), categories=("all",), has_status=True, tracks_generation=True,
-                      columns=workloads.STATEFUL_SET, scale=SCALE,
+                      columns=STATEFUL_SET, scale=SCALE,
                       strategy=kube_strategy("apps", "v1", "StatefulSet", release,
                                              on_create=lambda o: o.__setitem__("status", {"replicas": 0,
                                                                                           "availableReplicas": 0}))),
         kube_resource("apps", "v1", "DaemonSet", "daemonsets", namespaced=True, release=release,
                       short_names=("ds",), categories=("all",), has_status=True, tracks_generation=True,
-                      columns=workloads.DAEMON_SET,
+                      columns=DAEMON_SET,
                       strategy=kube_strategy("apps", "v1", "DaemonSet", release,
                                              on_create=lambda o: o.__setitem__("status", {
                                                  "currentNumberScheduled": 0, "numberMisscheduled": 0,

@@ -6,9 +6,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from kcp_apiserver.registry.builtin.workloads import CONTAINERS, IMAGES, SELECTOR, format_label_selector
-from kcp_apiserver.registry.resource import Column, Obj
-from kcp_apiserver.registry.tables import AGE, NAME, human_duration, parse_time
+from kcp_apiserver.embedding import (
+    AGE,
+    CONTAINERS,
+    IMAGES,
+    NAME,
+    SELECTOR,
+    Column,
+    Obj,
+    format_label_selector,
+    human_duration,
+    parse_time,
+)
 
 
 def _get(obj: Any, *path: str) -> Any:

@@ -3,17 +3,13 @@ Endpoints, Nodes and PersistentVolumeClaims. Their defaults and validation are k
 
 from __future__ import annotations
 
-from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.kubetypes import defaults
-from kcp_apiserver.kubetypes.fields import spec
-from kcp_apiserver.registry.builtin.declare import kube_resource
-from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.embedding import Cause, Obj, Resource, kube_resource, qos_class, spec
 from kcp_sim_cluster.api import columns, pods
 from kcp_sim_cluster.api.strategy import KubeStrategy, kube_strategy
 
 
 def _pod_status(pod: Obj) -> None:
-    pod["status"] = {"phase": "Pending", "qosClass": defaults.qos_class(spec(pod))}
+    pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec(pod))}
 
 
 class PodStrategy(KubeStrategy):

@@ -11,18 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.selectors import LabelSelector
-from kcp_apiserver.kubetypes.fields import member
-from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
-from kcp_apiserver.registry.resource import Obj, Resource
-
-
-def _now() -> str:
-    from kcp_apiserver.registry.store import now_rfc3339
-
-    return now_rfc3339()
-
+from kcp_apiserver.embedding import Action, ActionCall, ActionResult, LabelSelector, Obj, Resource, member, now_rfc3339
+from kcp_apiserver.embedding import status as st
 
 # -- binding ------------------------------------------------------------------------------------
 
@@ -63,7 +53,7 @@ async def bind(call: ActionCall) -> ActionResult:
         status = pod.setdefault("status", {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": _now()})
+                           "lastTransitionTime": now_rfc3339()})
         status["conditions"] = conditions
         return pod
 

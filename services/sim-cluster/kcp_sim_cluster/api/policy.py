@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from kcp_apiserver.registry.builtin.declare import kube_resource
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource, kube_resource
 from kcp_sim_cluster.api import columns
 from kcp_sim_cluster.api.strategy import kube_strategy
 

@@ -14,12 +14,8 @@ import random
 import time
 from typing import Any
 
-from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
-from kcp_apiserver.registry.resource import Obj
-from kcp_apiserver.storage.etcd import Storage
-from kcp_apiserver.storage.watchcache import Follower, WatchCache
+from kcp_apiserver.embedding import CREATE, UPDATE, Attributes, Cause, Follower, Obj, Storage, WatchCache
+from kcp_apiserver.embedding import status as st
 from kcpcommon.keys import cluster_of
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 

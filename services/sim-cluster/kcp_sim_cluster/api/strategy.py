@@ -4,10 +4,7 @@ an initial status on create, kube's validation on create and on update. The rule
 
 from __future__ import annotations
 
-from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.kubetypes.kinds import Defaulter, KubeType, kube_type
-from kcp_apiserver.registry.resource import Obj
-from kcp_apiserver.registry.strategy import Strategy
+from kcp_apiserver.embedding import Cause, Defaulter, KubeType, Obj, Strategy, kube_type
 
 
 class KubeStrategy(Strategy):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcp_apiserver.server.config import ControllerFactory, Runnable, ServerParts
+from kcp_apiserver.embedding import ControllerFactory, Runnable, ServerParts
 from kcp_sim_cluster.controlplane.options import ControlPlaneOptions
 
 __all__ = ["ControlPlaneOptions", "control_plane"]

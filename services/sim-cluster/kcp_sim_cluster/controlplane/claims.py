@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.apimachinery.selectors import LabelSelector
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import LabelSelector, Resource
 from kcp_sim_cluster.controlplane.informer import controller_uid
 from kcp_sim_cluster.controlplane.objects import Obj, is_deleting, labels, owner_reference
 from kcp_sim_cluster.controlplane.runtime import Sim

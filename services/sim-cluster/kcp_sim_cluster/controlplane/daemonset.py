@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane import fit
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL

@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
+from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.controlplane import deployment_status as ds
 from kcp_sim_cluster.controlplane import rollout
 from kcp_sim_cluster.controlplane.base import SimController

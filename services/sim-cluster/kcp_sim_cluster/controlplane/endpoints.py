@@ -14,8 +14,7 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.apimachinery.selectors import LabelSelector
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import LabelSelector, Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.informer import cluster_of, index_value, key_of
 from kcp_sim_cluster.controlplane.objects import Obj, is_deleting, labels, owner_reference

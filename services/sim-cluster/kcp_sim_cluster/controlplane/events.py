@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kcp_apiserver.registry.resource import Resource
-from kcp_apiserver.registry.store import Registry
+from kcp_apiserver.embedding import Registry, Resource
 from kcpcommon.events import NORMAL, WARNING, EventRecorder
 
 __all__ = ["NORMAL", "WARNING", "EventRecorder", "RegistryEventSink", "recorder"]

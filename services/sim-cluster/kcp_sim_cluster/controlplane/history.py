@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.informer import key_of
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj, labels, owner_reference
 from kcp_sim_cluster.controlplane.runtime import Sim

@@ -16,10 +16,7 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
-from kcp_apiserver.registry.catalog import WatchCaches
-from kcp_apiserver.registry.resource import Resource
-from kcp_apiserver.storage.etcd import Storage
-from kcp_apiserver.storage.watchcache import DELETED, Follower
+from kcp_apiserver.embedding import DELETED, Follower, Resource, Storage, WatchCaches
 from kcp_sim_cluster.controlplane.objects import Obj
 from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise

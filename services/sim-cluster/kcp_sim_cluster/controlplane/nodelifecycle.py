@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of

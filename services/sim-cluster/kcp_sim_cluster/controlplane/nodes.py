@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, set_condition
 from kcp_sim_cluster.controlplane.runtime import Sim

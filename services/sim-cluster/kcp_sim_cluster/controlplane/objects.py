@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from kcp_apiserver.apimachinery.jsonvalues import json_copy
+from kcp_apiserver.embedding import json_copy
 from kcpcommon.kubetime import format_time as rfc3339
 
 Obj = Mapping[str, Any]

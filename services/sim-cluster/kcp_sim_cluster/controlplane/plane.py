@@ -8,7 +8,7 @@ import asyncio
 
 import structlog
 
-from kcp_apiserver.server.config import ServerParts
+from kcp_apiserver.embedding import ServerParts
 from kcp_sim_cluster.controlplane import events
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.informer import Informer, cluster_of, new_informer

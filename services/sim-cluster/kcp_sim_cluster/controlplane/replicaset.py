@@ -16,8 +16,8 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
+from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.claims import claim, selector_of
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING

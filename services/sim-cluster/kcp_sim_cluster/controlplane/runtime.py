@@ -13,12 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.deleteoptions import Propagation
-from kcp_apiserver.registry.catalog import Catalog, WatchCaches
-from kcp_apiserver.registry.resource import Resource
-from kcp_apiserver.registry.store import Registry
-from kcp_apiserver.storage.etcd import KeyNotFound, RevisionConflict, Storage, Stored
+from kcp_apiserver.embedding import (
+    Catalog,
+    KeyNotFound,
+    Propagation,
+    Registry,
+    Resource,
+    RevisionConflict,
+    Storage,
+    Stored,
+    WatchCaches,
+)
+from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.controlplane.events import EventRecorder
 from kcp_sim_cluster.controlplane.informer import Informer, cluster_of
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.registry.resource import Resource
+from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL
 from kcp_sim_cluster.controlplane.informer import cluster_of, index_value
