@@ -9,7 +9,7 @@ import re
 
 from pydantic import Field, field_validator
 
-from kcp_apiserver.registry.schemas import RELEASES, newest_release
+from kcp_apiserver.registry.builtinschemas import RELEASES, newest_release
 from kcp_apiserver.server.settings import APIServerSettings
 from kcpcommon.settings import settings_config
 

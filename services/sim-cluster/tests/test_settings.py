@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcp_apiserver.registry.schemas import RELEASES
+from kcp_apiserver.registry.builtinschemas import RELEASES
 from kcp_sim_cluster.settings import SimClusterSettings, parse_capacity
 from kcpcommon.settings import parse_settings
 

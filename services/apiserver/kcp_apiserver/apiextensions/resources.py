@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.apiextensions.celrules import compile_rules
+from kcp_apiserver.apiextensions.customtypeschema import CustomTypeSchema
 from kcp_apiserver.apiextensions.imported import imported_kube_strategy
-from kcp_apiserver.apiextensions.typeschema import CustomTypeSchema
 from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy

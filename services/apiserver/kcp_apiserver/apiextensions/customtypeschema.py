@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from kcp_apiserver.apiextensions.celrules import evaluate
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.registry import schemas
-from kcp_apiserver.registry.openapischema import OpenAPINodes
+from kcp_apiserver.registry import builtinschemas
+from kcp_apiserver.registry.builtintypeschema import OpenAPINodes
 from kcp_apiserver.registry.typeschema import Obj, RootDelegate, SchemaNode
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class CustomTypeSchema(RootDelegate):
 
     def field(self, name: str) -> SchemaNode | None:
         if name == "metadata":
-            return schemas.type_schema(OBJECT_META).root
+            return builtinschemas.type_schema(OBJECT_META).root
         return super().field(name)
 
     def decode_errors(self, obj: Obj) -> list[str]:
