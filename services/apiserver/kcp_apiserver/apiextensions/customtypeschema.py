@@ -11,7 +11,7 @@ from kcp_apiserver.registry.builtintypeschema import OpenAPINodes
 from kcp_apiserver.registry.typeschema import Obj, RootDelegate, SchemaNode
 
 if TYPE_CHECKING:
-    from kcp_apiserver.apiextensions.schema import CompiledSchema
+    from kcp_apiserver.apiextensions.compiledschema import CompiledSchema
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 

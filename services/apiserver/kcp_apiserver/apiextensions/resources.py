@@ -46,7 +46,7 @@ class CompiledSchema:
 
 @functools.lru_cache(maxsize=4096)
 def _compile(schema_json: bytes, patch_json: bytes) -> CompiledSchema:
-    from kcp_apiserver.apiextensions.schema import compile_schema
+    from kcp_apiserver.apiextensions.compiledschema import compile_schema
 
     schema = orjson.loads(schema_json)
     meta = orjson.loads(patch_json)
