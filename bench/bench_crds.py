@@ -99,7 +99,7 @@ def schema_costs(n: int) -> dict[str, Any]:
     """Microseconds per object of the in-process work a create does before etcd, custom resource vs ConfigMap."""
     import copy
 
-    from kcp_apiserver.apiextensions.schema import compile_schema
+    from kcp_apiserver.apiextensions.compiledschema import compile_schema
     from kcp_apiserver.apimachinery.validation import validate_object_meta
     from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
     from kcp_apiserver.registry.builtin import BUILTINS

@@ -34,7 +34,7 @@ from kcp_cluster_controller.openapi import crd_schema  # noqa: E402
 from kcp_apiserver.apiextensions.resources import resources_for  # noqa: E402
 from kcp_apiserver.endpoints.openapi import v3_document  # noqa: E402
 from kcp_apiserver.kubetypes.kinds import kube_type  # noqa: E402
-from kcp_apiserver.registry.schemas import newest_release  # noqa: E402
+from kcp_apiserver.registry.builtinschemas import newest_release  # noqa: E402
 from kcp_sim_cluster.api import resource, resources  # noqa: E402
 from kcpcommon.kubetypes import IMPORTED_LABEL  # noqa: E402
 

@@ -188,9 +188,9 @@ def _service(*ports: Obj) -> Obj:
 
 def test_an_applied_port_without_protocol_is_the_live_tcp_port() -> None:
     """kube defaults a map-list item's key fields in the applied configuration: no second item, no 422."""
-    from kcp_apiserver.registry import schemas
+    from kcp_apiserver.registry import builtinschemas
 
-    service = schemas.type_schema("io.k8s.api.core.v1.Service")
+    service = builtinschemas.type_schema("io.k8s.api.core.v1.Service")
     live = update(service, {}, "creator", _service({"port": 80, "protocol": "TCP", "targetPort": 8080}))
     obj = apply(service, live, "syncer", _service({"port": 80, "targetPort": 8080}), force=True)
     assert obj["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 8080}]

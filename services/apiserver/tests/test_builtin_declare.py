@@ -6,7 +6,7 @@ import pytest
 
 from kcp_apiserver.endpoints import discovery, openapi
 from kcp_apiserver.endpoints.nonresource import version_info
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.builtin.declare import UnknownKind, for_release, kube_resource
@@ -18,20 +18,20 @@ async def _noop(call: ActionCall) -> ActionResult:
 
 
 def test_the_wheel_ships_several_releases_oldest_first() -> None:
-    assert schemas.RELEASES[0] == "1.25"
-    assert schemas.newest_release() == schemas.RELEASES[-1]
-    assert [int(r.split(".")[1]) for r in schemas.RELEASES] == sorted(int(r.split(".")[1]) for r in schemas.RELEASES)
+    assert builtinschemas.RELEASES[0] == "1.25"
+    assert builtinschemas.newest_release() == builtinschemas.RELEASES[-1]
+    assert [int(r.split(".")[1]) for r in builtinschemas.RELEASES] == sorted(int(r.split(".")[1]) for r in builtinschemas.RELEASES)
 
 
 def test_a_kind_is_declared_from_its_releases_schema() -> None:
     old = kube_resource("", "v1", "Pod", "pods", namespaced=True, release="1.25")
-    new = kube_resource("", "v1", "Pod", "pods", namespaced=True, release=schemas.newest_release())
+    new = kube_resource("", "v1", "Pod", "pods", namespaced=True, release=builtinschemas.newest_release())
     assert (old.definition, old.singular, old.release) == ("io.k8s.api.core.v1.Pod", "pod", "1.25")
     assert old.type_schema is not new.type_schema
-    assert old.type_schema is schemas.type_schema("io.k8s.api.core.v1.Pod", "1.25")  # one per (name, release)
-    spec = schemas.definitions("1.25")["io.k8s.api.core.v1.PodSpec"]["properties"]
+    assert old.type_schema is builtinschemas.type_schema("io.k8s.api.core.v1.Pod", "1.25")  # one per (name, release)
+    spec = builtinschemas.definitions("1.25")["io.k8s.api.core.v1.PodSpec"]["properties"]
     assert "schedulingGates" not in spec  # 1.26 added it
-    assert "schedulingGates" in schemas.definitions(schemas.newest_release())["io.k8s.api.core.v1.PodSpec"][
+    assert "schedulingGates" in builtinschemas.definitions(builtinschemas.newest_release())["io.k8s.api.core.v1.PodSpec"][
         "properties"]
     with pytest.raises(UnknownKind):
         kube_resource("apps", "v1", "Nothing", "nothings", namespaced=True)
@@ -41,7 +41,7 @@ def test_kcps_own_types_follow_another_release() -> None:
     moved = for_release(BUILTINS, "1.25")
     assert {r.release for r in moved if r.definition} == {"1.25"}
     assert [r.plural for r in moved] == [r.plural for r in BUILTINS]
-    assert for_release(BUILTINS, schemas.DEFAULT_RELEASE)[0] is BUILTINS[0]
+    assert for_release(BUILTINS, builtinschemas.DEFAULT_RELEASE)[0] is BUILTINS[0]
 
 
 def test_openapi_publishes_each_resources_release() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kcp_apiserver.apiextensions.schema import compile_schema
+from kcp_apiserver.apiextensions.compiledschema import compile_schema
 from kcp_apiserver.apimachinery.status import Cause
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from kcp_apiserver.apiextensions.crdschemavalidation import schema_uses_cel
 from kcp_apiserver.apiextensions.defaults import default_crd, stored_versions_after
-from kcp_apiserver.apiextensions.openapischema import schema_uses_cel
 from kcp_apiserver.apiextensions.validation import validate_crd
 from kcp_apiserver.apimachinery.status import Cause
 

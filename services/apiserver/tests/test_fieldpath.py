@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry import fieldpath as fp
-from kcp_apiserver.registry import schemas
 from kcp_apiserver.registry.fieldsets import DuplicateItem, compare, object_set
 from kcp_apiserver.registry.typeschema import TypeSchema
 
-POD = schemas.type_schema("io.k8s.api.core.v1.Pod")
+POD = builtinschemas.type_schema("io.k8s.api.core.v1.Pod")
 
 
 def test_union_keeps_membership_of_either_side() -> None:
@@ -68,7 +68,7 @@ def test_a_configuration_owns_leaves_and_keyed_items_not_its_declared_parents() 
 
 def test_a_key_field_left_out_is_keyed_by_its_default_but_not_owned() -> None:
     """kube's `+default="TCP"` on ports' protocol: `{port: 80}` is the item `{port: 80, protocol: TCP}`."""
-    service = schemas.type_schema("io.k8s.api.core.v1.Service")
+    service = builtinschemas.type_schema("io.k8s.api.core.v1.Service")
     assert object_set({"spec": {"ports": [{"port": 80}]}}, service) == {
         "f:spec": {"f:ports": {'k:{"port":80,"protocol":"TCP"}': {".": {}, "f:port": {}}}}}
     with pytest.raises(DuplicateItem):  # one item twice, once with the default spelt out

@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
+from kcp_apiserver.apiextensions.compiledschema import compile_schema
 from kcp_apiserver.apiextensions.goregexp import compile_go_regexp, go_regexp, go_regexp_error
-from kcp_apiserver.apiextensions.schema import compile_schema
 
 CATASTROPHIC = "^(a+)+$"
 
@@ -86,7 +86,7 @@ def validate_in_child(prop: dict[str, object], value: str) -> list[str]:
     by its timeout instead of hanging it."""
     script = textwrap.dedent(f"""
         import json
-        from kcp_apiserver.apiextensions.schema import compile_schema
+        from kcp_apiserver.apiextensions.compiledschema import compile_schema
         schema = {{"type": "object", "properties": {{"spec": {{"type": "object", "properties": {{"v": {prop!r}}}}}}}}}
         obj = {{"apiVersion": "e.com/v1", "kind": "W", "metadata": {{"name": "w"}}, "spec": {{"v": {value!r}}}}}
         print(json.dumps([c.message for c in compile_schema(schema).validate(obj)]))

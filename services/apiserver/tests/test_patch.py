@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from kcp_apiserver.apimachinery.status import APIError
+from kcp_apiserver.registry.builtinschemas import PatchMeta
 from kcp_apiserver.registry.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
     parse_patch,
 )
-from kcp_apiserver.registry.schemas import PatchMeta
 
 POD_META = PatchMeta.for_definition("io.k8s.api.core.v1.Pod")
 DEPLOYMENT_META = PatchMeta.for_definition("io.k8s.api.apps.v1.Deployment")

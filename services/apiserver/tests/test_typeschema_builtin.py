@@ -8,17 +8,17 @@ import pytest
 
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.builtin import BUILTINS
-from kcp_apiserver.registry.openapischema import OpenAPINodes
+from kcp_apiserver.registry.builtintypeschema import OpenAPINodes
 from kcp_apiserver.registry.patch import apply_strategic_merge_patch
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.registry.typeschema import SchemaNode, TypeSchema, node_at
 
-POD = schemas.type_schema("io.k8s.api.core.v1.Pod")
-SERVICE = schemas.type_schema("io.k8s.api.core.v1.Service")
-CONFIG_MAP = schemas.type_schema("io.k8s.api.core.v1.ConfigMap")
-DEPLOYMENT = schemas.type_schema("io.k8s.api.apps.v1.Deployment")
+POD = builtinschemas.type_schema("io.k8s.api.core.v1.Pod")
+SERVICE = builtinschemas.type_schema("io.k8s.api.core.v1.Service")
+CONFIG_MAP = builtinschemas.type_schema("io.k8s.api.core.v1.ConfigMap")
+DEPLOYMENT = builtinschemas.type_schema("io.k8s.api.apps.v1.Deployment")
 
 
 def at(schema: SchemaNode, *path: str | int) -> SchemaNode:
@@ -62,7 +62,7 @@ def test_object_meta_lists_and_maps_as_kube_declares_them() -> None:
 
 def test_lists_without_a_topology_are_atomic_and_a_declared_list_type_wins_over_the_patch_strategy() -> None:
     assert at(POD, "spec", "containers", 0, "command").list_type == "atomic"
-    assert at(schemas.type_schema("io.k8s.api.core.v1.PodList"), "items").list_type == "atomic"
+    assert at(builtinschemas.type_schema("io.k8s.api.core.v1.PodList"), "items").list_type == "atomic"
     host_ips = at(POD, "status", "hostIPs")  # patch strategy merge on ip, but x-kubernetes-list-type atomic
     assert (host_ips.patch_strategies, host_ips.patch_merge_key) == (("merge",), "ip")
     assert (host_ips.list_type, host_ips.list_map_keys) == ("atomic", ())
@@ -71,9 +71,9 @@ def test_lists_without_a_topology_are_atomic_and_a_declared_list_type_wins_over_
 def test_atomic_structs_and_maps_and_a_field_that_overrides_its_type() -> None:
     assert at(DEPLOYMENT, "spec", "selector").map_type == "atomic"  # LabelSelector is an atomic struct
     assert at(SERVICE, "spec", "selector").map_type == "atomic"  # a map of strings marked atomic
-    event = schemas.type_schema("io.k8s.api.core.v1.Event")
+    event = builtinschemas.type_schema("io.k8s.api.core.v1.Event")
     assert at(event, "involvedObject").map_type == "atomic"  # ObjectReference, as declared
-    volume = schemas.type_schema("io.k8s.api.core.v1.PersistentVolume")
+    volume = builtinschemas.type_schema("io.k8s.api.core.v1.PersistentVolume")
     assert at(volume, "spec", "claimRef").map_type == "granular"  # the same type, the field says granular
 
 
@@ -82,12 +82,12 @@ def test_strategic_merge_metadata_comes_from_the_field() -> None:
     assert volumes.patch_strategies == ("merge", "retainKeys") and volumes.list_map_keys == ("name",)
     assert at(DEPLOYMENT, "spec", "strategy").patch_strategies == ("retainKeys",)
     assert at(DEPLOYMENT, "spec", "strategy").list_type is None
-    budget = schemas.type_schema("io.k8s.api.policy.v1.PodDisruptionBudget")
+    budget = builtinschemas.type_schema("io.k8s.api.policy.v1.PodDisruptionBudget")
     assert at(budget, "spec", "selector").patch_strategies == ("replace",)
 
 
 def test_free_form_objects_preserve_unknown_fields() -> None:
-    revision = schemas.type_schema("io.k8s.api.apps.v1.ControllerRevision")
+    revision = builtinschemas.type_schema("io.k8s.api.apps.v1.ControllerRevision")
     assert at(revision, "data").preserves_unknown_fields  # a RawExtension
     assert not at(POD, "spec").preserves_unknown_fields
 
@@ -95,7 +95,7 @@ def test_free_form_objects_preserve_unknown_fields() -> None:
 def test_unknown_fields_and_definitions_know_nothing() -> None:
     assert node_at(POD, ["spec", "noSuchField", "deeper"]) is None
     assert at(POD, "spec").items() is None and at(POD, "spec").values() is None
-    unknown = schemas.type_schema("no.such.Type")
+    unknown = builtinschemas.type_schema("no.such.Type")
     assert unknown.root is None and unknown.field("spec") is None and unknown.list_type is None
     assert unknown.prune({"a": 1}) == [] and unknown.decode_errors({"a": 1}) == []
 
@@ -124,7 +124,7 @@ def test_without_a_list_type_the_patch_strategy_decides_as_schemaconv_does(
 
 def test_one_node_per_schema_position_and_one_type_schema_per_definition() -> None:
     assert at(POD, "spec", "containers") is at(DEPLOYMENT, "spec", "template", "spec", "containers")
-    assert schemas.type_schema("io.k8s.api.core.v1.Pod") is POD
+    assert builtinschemas.type_schema("io.k8s.api.core.v1.Pod") is POD
     config_maps = [r for r in BUILTINS if r.kind == "ConfigMap"]
     assert config_maps and config_maps[0].type_schema is CONFIG_MAP
     no_definition = Resource("example.com", "v1", "Widget", "widgets", "widget", True)

@@ -16,7 +16,7 @@ custom resource gets. Two things differ from a built-in:
 
 from __future__ import annotations
 
-from kcp_apiserver.apiextensions.typeschema import CustomTypeSchema
+from kcp_apiserver.apiextensions.customtypeschema import CustomTypeSchema
 from kcp_apiserver.apimachinery.jsonvalues import json_copy
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.kubetypes.kinds import KubeType, kube_type

@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from kcp_apiserver.apiextensions.celrules import compile_rules
+from kcp_apiserver.apiextensions.customtypeschema import CustomTypeSchema
 from kcp_apiserver.apiextensions.imported import imported_kube_strategy
-from kcp_apiserver.apiextensions.typeschema import CustomTypeSchema
 from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy
@@ -46,7 +46,7 @@ class CompiledSchema:
 
 @functools.lru_cache(maxsize=4096)
 def _compile(schema_json: bytes, patch_json: bytes) -> CompiledSchema:
-    from kcp_apiserver.apiextensions.schema import compile_schema
+    from kcp_apiserver.apiextensions.compiledschema import compile_schema
 
     schema = orjson.loads(schema_json)
     meta = orjson.loads(patch_json)

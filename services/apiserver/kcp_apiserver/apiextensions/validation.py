@@ -3,8 +3,8 @@
 Clients and conformance-style tests compare cause fields and messages, so the rules, field paths and
 wording follow k8s.io/apiextensions-apiserver (validation.ValidateCustomResourceDefinition[Update]).
 This module holds the entry point and the CRD-level rules (group, scope, names, versions, updates,
-status, API approval); a version's schema is judged by `openapischema` (with `structural` and
-`schemadefaults`), its subresources and columns by `versionfields`, conversion by `conversion`, all
+status, API approval); a version's schema is judged by `crdschemavalidation` (with `structural` and
+`defaultsvalidation`), its subresources and columns by `versionfields`, conversion by `conversion`, all
 on kube's internal view of the CRD (`internal`) once `shape` has vouched for the JSON types.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kcp_apiserver.apiextensions.conversion import CONVERSION_REVIEW_VERSIONS, NONE_CONVERTER, validate_conversion
+from kcp_apiserver.apiextensions.crdschemavalidation import SchemaOptions, schema_options, validate_validation
 from kcp_apiserver.apiextensions.defaults import stored_versions_after
 from kcp_apiserver.apiextensions.fields import Obj, enum_value, get, get_str, schema_has, validate_dns1035_label
 from kcp_apiserver.apiextensions.internal import InternalSpec, InternalVersion, internal_spec
-from kcp_apiserver.apiextensions.openapischema import SchemaOptions, schema_options, validate_validation
 from kcp_apiserver.apiextensions.rulecost import estimated_cost_errors
 from kcp_apiserver.apiextensions.shape import shape_errors
 from kcp_apiserver.apiextensions.structural import structural_init_error

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.endpoints.wire import duplicate_fields
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.typeschema import SchemaNode
 
@@ -43,7 +43,7 @@ class FieldValidator:
         return None if res.is_custom and not res.kube_type else res.type_schema
 
     def scale_patch_meta(self) -> SchemaNode | None:
-        return schemas.type_schema(SCALE)
+        return builtinschemas.type_schema(SCALE)
 
     def check(self, res: Resource, obj: Obj, body: bytes | None, mode: str, *, default: bool = True) -> list[str]:
         """Prune unknown fields from obj and default it; return warnings, or raise 400 under Strict.

@@ -17,7 +17,7 @@ import orjson
 
 from kcp_apiserver.apiextensions.publishing import published_schema, root_preserves_unknown
 from kcp_apiserver.endpoints.discovery import group_versions
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.resource import Resource
 
 WRITE_PARAMS = ("dryRun", "fieldManager", "fieldValidation")
@@ -39,11 +39,11 @@ def _definitions_for(resources: Iterable[Resource], *, v2: bool) -> dict[str, An
         if res.definition:
             names.setdefault(res.release, []).append(res.definition)
     if any(r.is_custom for r in resources):
-        release = next(iter(names), schemas.DEFAULT_RELEASE)  # the built-ins' ObjectMeta
+        release = next(iter(names), builtinschemas.DEFAULT_RELEASE)  # the built-ins' ObjectMeta
         names.setdefault(release, []).append(OBJECT_META)
     defs: dict[str, Any] = {}
     for release, members in names.items():
-        defs.update(copy.deepcopy(schemas.closure(members, release)))
+        defs.update(copy.deepcopy(builtinschemas.closure(members, release)))
     for res in resources:
         if res.definition and res.definition in defs:
             defs[res.definition]["x-kubernetes-group-version-kind"] = [_gvk(res)]
@@ -176,4 +176,4 @@ def v3_document(resources: list[Resource], gv_path: str) -> dict[str, Any] | Non
                         "$ref": f"#/components/schemas/{_def_name(res)}"}}}}
             paths[path] = item
     return {"openapi": "3.0.0", "info": {"title": "kcp", "version": "v0.1.0"}, "paths": paths,
-            "components": {"schemas": schemas.to_v3(_definitions_for(members, v2=False))}}
+            "components": {"schemas": builtinschemas.to_v3(_definitions_for(members, v2=False))}}

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.kubetypes import apps, batch, core, defaults, networking, policy
+from kcp_apiserver.registry.builtinschemas import newest_release
 from kcp_apiserver.registry.resource import Obj
-from kcp_apiserver.registry.schemas import newest_release
 
 Defaulter = Callable[[Obj], None]
 Validator = Callable[[Obj], list[Cause]]

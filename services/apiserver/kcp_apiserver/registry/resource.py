@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.actions import Action
 from kcp_apiserver.registry.typeschema import TypeSchema
 from kcp_apiserver.storage.keys import resource_prefix
@@ -57,7 +57,7 @@ class Resource:
     categories: tuple[str, ...] = ()
     has_status: bool = False
     definition: str | None = None  # OpenAPI definition name of the kind
-    release: str = schemas.DEFAULT_RELEASE  # the Kubernetes release whose schema `definition` names
+    release: str = builtinschemas.DEFAULT_RELEASE  # the Kubernetes release whose schema `definition` names
     storage_group: str | None = None  # where it is stored when not under its own group
     tracks_generation: bool = False
     name_is_dns_label: bool = False
@@ -90,7 +90,7 @@ class Resource:
 
     def __post_init__(self) -> None:
         if self.type_schema is None and self.definition is not None:
-            object.__setattr__(self, "type_schema", schemas.type_schema(self.definition, self.release))
+            object.__setattr__(self, "type_schema", builtinschemas.type_schema(self.definition, self.release))
 
     @property
     def api_version(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from kcp_apiserver.apimachinery import gojson, metatime
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.validation import render_value
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.resource import Obj, Resource
 
 TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
@@ -63,7 +63,7 @@ def _compile(node: Any, stack: frozenset[str]) -> bool | Plan | None:
 
 @functools.cache
 def _compile_definition(name: str, stack: frozenset[str] = frozenset()) -> bool | Plan | None:
-    definition = schemas.definitions().get(name)
+    definition = builtinschemas.definitions().get(name)
     if name in (TIME, MICRO_TIME):
         return name == MICRO_TIME
     return _compile(definition, stack | {name}) if definition is not None else None
@@ -85,7 +85,7 @@ def _definition(res: Resource, obj: Obj) -> str | None:
         return None
     if res.to_storage is not None:
         group, _, version = str(obj.get("apiVersion") or "").rpartition("/")
-        found = schemas.definition_for(group, version, str(obj.get("kind") or res.kind))
+        found = builtinschemas.definition_for(group, version, str(obj.get("kind") or res.kind))
         if found is not None:
             return found
     return res.definition

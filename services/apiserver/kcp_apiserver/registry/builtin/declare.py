@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from kcp_apiserver.registry import schemas
+from kcp_apiserver.registry import builtinschemas
 from kcp_apiserver.registry.resource import Resource
 
 
@@ -20,9 +20,9 @@ class UnknownKind(LookupError):
 
 
 def kube_resource(group: str, version: str, kind: str, plural: str, *, namespaced: bool,
-                  release: str = schemas.DEFAULT_RELEASE, **descriptor: Any) -> Resource:
+                  release: str = builtinschemas.DEFAULT_RELEASE, **descriptor: Any) -> Resource:
     """The descriptor of a built-in kind described by `release`'s schema; `descriptor` as `Resource`'s fields."""
-    definition = schemas.definition_for(group, version, kind, release)
+    definition = builtinschemas.definition_for(group, version, kind, release)
     if definition is None:
         raise UnknownKind(f"Kubernetes {release} has no schema for {group or 'core'}/{version} {kind}")
     descriptor.setdefault("singular", kind.lower())
@@ -37,6 +37,6 @@ def for_release(resources: Iterable[Resource], release: str) -> tuple[Resource, 
         if res.definition is None or res.release == release:
             out.append(res)
             continue
-        definition = schemas.definition_for(res.group, res.version, res.kind, release) or res.definition
+        definition = builtinschemas.definition_for(res.group, res.version, res.kind, release) or res.definition
         out.append(dataclasses.replace(res, definition=definition, release=release, type_schema=None))
     return tuple(out)

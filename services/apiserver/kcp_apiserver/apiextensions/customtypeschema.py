@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from kcp_apiserver.apiextensions.celrules import evaluate
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.registry import schemas
-from kcp_apiserver.registry.openapischema import OpenAPINodes
+from kcp_apiserver.registry import builtinschemas
+from kcp_apiserver.registry.builtintypeschema import OpenAPINodes
 from kcp_apiserver.registry.typeschema import Obj, RootDelegate, SchemaNode
 
 if TYPE_CHECKING:
-    from kcp_apiserver.apiextensions.schema import CompiledSchema
+    from kcp_apiserver.apiextensions.compiledschema import CompiledSchema
 
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -37,7 +37,7 @@ class CustomTypeSchema(RootDelegate):
 
     def field(self, name: str) -> SchemaNode | None:
         if name == "metadata":
-            return schemas.type_schema(OBJECT_META).root
+            return builtinschemas.type_schema(OBJECT_META).root
         return super().field(name)
 
     def decode_errors(self, obj: Obj) -> list[str]:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kcp_apiserver.registry.openapischema import OpenAPINode, OpenAPINodes, OpenAPITypeSchema
+from kcp_apiserver.registry.builtintypeschema import OpenAPINode, OpenAPINodes, OpenAPITypeSchema
 from kcp_apiserver.registry.typeschema import RootDelegate
 
 _SCHEMAS_DIR = "kubernetes-json-schema"

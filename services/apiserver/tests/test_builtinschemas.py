@@ -6,8 +6,8 @@ import copy
 import json
 from typing import Any
 
-from kcp_apiserver.registry import schemas
-from kcp_apiserver.registry.schemas import PatchMeta
+from kcp_apiserver.registry import builtinschemas
+from kcp_apiserver.registry.builtinschemas import PatchMeta
 
 POD = "io.k8s.api.core.v1.Pod"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -24,35 +24,35 @@ def _walk(node: Any):  # type: ignore[no-untyped-def]
 
 
 def test_definitions_are_loaded_once_and_shared() -> None:
-    assert schemas.definitions() is schemas.definitions()
-    assert len(schemas.definitions()) > 600
+    assert builtinschemas.definitions() is builtinschemas.definitions()
+    assert len(builtinschemas.definitions()) > 600
 
 
 def test_definitions_use_openapi_v2_refs() -> None:
-    refs = [n["$ref"] for n in _walk(schemas.definitions()) if isinstance(n.get("$ref"), str)]
+    refs = [n["$ref"] for n in _walk(builtinschemas.definitions()) if isinstance(n.get("$ref"), str)]
     assert refs and all(r.startswith("#/definitions/") for r in refs)
-    assert all(r.removeprefix("#/definitions/") in schemas.definitions() for r in refs)
-    assert "$defs" not in json.dumps(schemas.definitions())
+    assert all(r.removeprefix("#/definitions/") in builtinschemas.definitions() for r in refs)
+    assert "$defs" not in json.dumps(builtinschemas.definitions())
 
 
 def test_definitions_have_single_types_without_null() -> None:
-    pod = schemas.definitions()[POD]
+    pod = builtinschemas.definitions()[POD]
     assert pod["type"] == "object"
     assert pod["properties"]["spec"]["$ref"] == "#/definitions/io.k8s.api.core.v1.PodSpec"
-    labels = schemas.definitions()[OBJECT_META]["properties"]["labels"]
+    labels = builtinschemas.definitions()[OBJECT_META]["properties"]["labels"]
     assert labels["type"] == "object" and labels["additionalProperties"] == {"type": "string"}
-    types = [n["type"] for n in _walk(schemas.definitions()) if isinstance(n.get("type"), (list, str))]
+    types = [n["type"] for n in _walk(builtinschemas.definitions()) if isinstance(n.get("type"), (list, str))]
     assert all(isinstance(t, str) and t != "null" for t in types)
 
 
 def test_definitions_drop_the_enum_on_api_version_and_kind() -> None:
-    props = schemas.definitions()["io.k8s.api.core.v1.ConfigMap"]["properties"]
+    props = builtinschemas.definitions()["io.k8s.api.core.v1.ConfigMap"]["properties"]
     assert "enum" not in props["apiVersion"] and "enum" not in props["kind"]
     assert props["kind"]["type"] == "string" and props["kind"]["description"]
 
 
 def test_definitions_keep_descriptions_formats_and_kube_extensions() -> None:
-    defs = schemas.definitions()
+    defs = builtinschemas.definitions()
     assert defs["io.k8s.apimachinery.pkg.apis.meta.v1.Time"]["format"] == "date-time"
     containers = defs["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"]
     assert containers["x-kubernetes-patch-strategy"] == "merge"
@@ -64,13 +64,13 @@ def test_definitions_keep_descriptions_formats_and_kube_extensions() -> None:
 
 
 def test_int_or_string_and_quantity_become_kube_string_schemas() -> None:
-    defs = schemas.definitions()
+    defs = builtinschemas.definitions()
     assert defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"] == {"type": "string", "format": "int-or-string"}
     assert defs["io.k8s.apimachinery.pkg.api.resource.Quantity"] == {"type": "string"}
 
 
 def test_schema_keywords_used_as_property_names_survive_conversion() -> None:
-    props = schemas.definitions()["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"][
+    props = builtinschemas.definitions()["io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"][
         "properties"]
     assert props["$ref"] == {"type": "string"}
     assert props["type"] == {"type": "string"}
@@ -78,27 +78,27 @@ def test_schema_keywords_used_as_property_names_survive_conversion() -> None:
 
 
 def test_definition_for_finds_kinds_by_group_version_kind() -> None:
-    assert schemas.definition_for("", "v1", "ConfigMap") == "io.k8s.api.core.v1.ConfigMap"
-    assert schemas.definition_for("apps", "v1", "Deployment") == "io.k8s.api.apps.v1.Deployment"
-    assert schemas.definition_for("rbac.authorization.k8s.io", "v1", "Role") == "io.k8s.api.rbac.v1.Role"
-    assert schemas.definition_for("apiextensions.k8s.io", "v1", "CustomResourceDefinition") == \
+    assert builtinschemas.definition_for("", "v1", "ConfigMap") == "io.k8s.api.core.v1.ConfigMap"
+    assert builtinschemas.definition_for("apps", "v1", "Deployment") == "io.k8s.api.apps.v1.Deployment"
+    assert builtinschemas.definition_for("rbac.authorization.k8s.io", "v1", "Role") == "io.k8s.api.rbac.v1.Role"
+    assert builtinschemas.definition_for("apiextensions.k8s.io", "v1", "CustomResourceDefinition") == \
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
-    assert schemas.definition_for("", "v1", "Status") == "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
+    assert builtinschemas.definition_for("", "v1", "Status") == "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
 
 
 def test_definition_for_falls_back_to_the_definition_name() -> None:
-    assert "x-kubernetes-group-version-kind" not in schemas.definitions()["io.k8s.api.core.v1.ObjectReference"]
-    assert schemas.definition_for("", "v1", "ObjectReference") == "io.k8s.api.core.v1.ObjectReference"
-    assert schemas.definition_for("rbac.authorization.k8s.io", "v1", "Subject") == "io.k8s.api.rbac.v1.Subject"
+    assert "x-kubernetes-group-version-kind" not in builtinschemas.definitions()["io.k8s.api.core.v1.ObjectReference"]
+    assert builtinschemas.definition_for("", "v1", "ObjectReference") == "io.k8s.api.core.v1.ObjectReference"
+    assert builtinschemas.definition_for("rbac.authorization.k8s.io", "v1", "Subject") == "io.k8s.api.rbac.v1.Subject"
 
 
 def test_definition_for_unknown_kinds_is_none() -> None:
-    assert schemas.definition_for("example.com", "v1", "Widget") is None
-    assert schemas.definition_for("", "v1", "Widget") is None
+    assert builtinschemas.definition_for("example.com", "v1", "Widget") is None
+    assert builtinschemas.definition_for("", "v1", "Widget") is None
 
 
 def test_closure_holds_everything_referenced_transitively() -> None:
-    defs = schemas.closure([POD])
+    defs = builtinschemas.closure([POD])
     for name in (POD, "io.k8s.api.core.v1.PodSpec", "io.k8s.api.core.v1.Container", OBJECT_META,
                  "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
                  "io.k8s.apimachinery.pkg.apis.meta.v1.Time"):
@@ -109,20 +109,20 @@ def test_closure_holds_everything_referenced_transitively() -> None:
 
 
 def test_closure_ignores_unknown_names() -> None:
-    assert schemas.closure(["no.such.Type"]) == {}
-    assert set(schemas.closure(["io.k8s.apimachinery.pkg.apis.meta.v1.Time", "no.such.Type"])) == {
+    assert builtinschemas.closure(["no.such.Type"]) == {}
+    assert set(builtinschemas.closure(["io.k8s.apimachinery.pkg.apis.meta.v1.Time", "no.such.Type"])) == {
         "io.k8s.apimachinery.pkg.apis.meta.v1.Time"}
 
 
 def test_to_v3_rewrites_refs_on_a_deep_copy() -> None:
-    defs = schemas.closure([POD])
+    defs = builtinschemas.closure([POD])
     before = copy.deepcopy(defs)
-    v3 = schemas.to_v3(defs)
+    v3 = builtinschemas.to_v3(defs)
     assert defs == before
     assert v3[POD]["properties"]["metadata"]["$ref"] == f"#/components/schemas/{OBJECT_META}"
     assert "#/definitions/" not in json.dumps(v3)
     v3[POD]["properties"]["metadata"]["description"] = "changed"
-    assert schemas.definitions()[POD]["properties"]["metadata"]["description"] != "changed"
+    assert builtinschemas.definitions()[POD]["properties"]["metadata"]["description"] != "changed"
 
 
 def test_patch_meta_reports_containers_merge_by_name() -> None:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kcp_apiserver.apiextensions.celrules import rule_errors
+from kcp_apiserver.apiextensions.defaultsvalidation import has_unpruned_defaults, validate_defaults
 from kcp_apiserver.apiextensions.fields import META_FIELDS, Obj, get, get_str, not_supported, schema_has
 from kcp_apiserver.apiextensions.goregexp import PatternBudget
-from kcp_apiserver.apiextensions.schemadefaults import has_unpruned_defaults, validate_defaults
 from kcp_apiserver.apiextensions.structural import GO_FIELDS, go_zero, structural_init_error, validate_structural
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.apimachinery.validation import forbidden, invalid, required
