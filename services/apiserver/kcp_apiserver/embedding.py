@@ -37,11 +37,11 @@ from kcp_apiserver.registry.builtin.workloads import (
     STATEFUL_SET,
     format_label_selector,
 )
+from kcp_apiserver.registry.builtinschemas import RELEASES, newest_release
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.scale import BuiltinScale
-from kcp_apiserver.registry.builtinschemas import RELEASES, newest_release
 from kcp_apiserver.registry.store import Registry, now_rfc3339
 from kcp_apiserver.registry.strategy import Strategy
 from kcp_apiserver.registry.tables import AGE, NAME, human_duration, parse_time
