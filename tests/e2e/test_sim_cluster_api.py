@@ -597,3 +597,54 @@ def test_server_side_apply_of_a_port_without_protocol_keeps_one_tcp_port(cluster
     assert (port["port"], port["protocol"], port["targetPort"]) == (80, "TCP", 9090)
     [entry] = [e for e in live["metadata"]["managedFields"] if e["manager"] == "kubectl"]
     assert list(entry["fieldsV1"]["f:spec"]["f:ports"]) == ['k:{"port":80,"protocol":"TCP"}']
+
+
+# -- priority -----------------------------------------------------------------------------------
+
+PRIORITY_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  {extra}
+  containers: [{{name: c, image: "registry.example/app:1.0"}}]
+"""
+
+
+def test_the_system_priority_classes_are_there_and_cannot_be_deleted(cluster: KcpServer) -> None:
+    classes = {c["metadata"]["name"]: c["value"] for c in get(cluster, "priorityclasses")["items"]}
+    assert classes == {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+    assert "this is a system priority class and cannot be deleted" in fails(
+        cluster, "delete", "priorityclass", "system-node-critical")
+    assert 'maximum allowed value of a user defined priority is 1000000000' in fails(
+        cluster, "create", "priorityclass", "too-high", "--value", "1000000001")
+    assert "reserved for system use only" in fails(cluster, "create", "priorityclass", "system-mine", "--value", "1")
+
+
+def test_a_pods_priority_comes_from_its_class_and_an_unknown_class_is_refused(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "priorities")
+    kubectl(cluster, "create", "priorityclass", "high", "--value", "1000", "--preemption-policy", "Never")
+    kubectl(cluster, "-n", ns, "create", "-f", "-",
+            input_text=PRIORITY_POD.format(name="p", extra="priorityClassName: high"))
+    spec = get(cluster, "-n", ns, "pod", "p")["spec"]
+    assert (spec["priority"], spec["preemptionPolicy"]) == (1000, "Never")
+    error = fails(cluster, "-n", ns, "create", "-f", "-",
+                  input_text=PRIORITY_POD.format(name="q", extra="priorityClassName: nowhere"))
+    assert 'pods "q" is forbidden: no PriorityClass with name nowhere was found' in error
+    error = fails(cluster, "-n", ns, "create", "-f", "-", input_text=PRIORITY_POD.format(name="r", extra="priority: 7"))
+    assert "the integer value of priority (7) must not be provided in pod spec" in error
+    assert "Forbidden: may not be changed in an update." in fails(
+        cluster, "patch", "priorityclass", "high", "--type", "merge", "-p", '{"value": 5}')
+
+
+def test_the_global_default_class_applies_to_pods_without_one(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "defaultpriority")
+    kubectl(cluster, "create", "priorityclass", "everyone", "--value", "50", "--global-default")
+    try:
+        assert "PriorityClass everyone is already marked as default" in fails(
+            cluster, "create", "priorityclass", "second", "--value", "60", "--global-default")
+        kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=PRIORITY_POD.format(name="p", extra=""))
+        spec = get(cluster, "-n", ns, "pod", "p")["spec"]
+        assert (spec["priorityClassName"], spec["priority"]) == ("everyone", 50)
+    finally:
+        kubectl(cluster, "delete", "priorityclass", "everyone")

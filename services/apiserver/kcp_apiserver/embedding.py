@@ -22,8 +22,9 @@ from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.kubetypes.defaults import qos_class
 from kcp_apiserver.kubetypes.fields import member, spec
 from kcp_apiserver.kubetypes.kinds import Defaulter, KubeType, kube_type
+from kcp_apiserver.kubetypes.scheduling import SYSTEM_CLASSES, system_class
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
-from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
+from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.builtin.declare import for_release, kube_resource
 from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
@@ -50,16 +51,17 @@ from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Run
 from kcp_apiserver.server.pki import Credentials, write_contexts_kubeconfig
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.etcd import KeyNotFound, RevisionConflict, Storage, Stored
+from kcp_apiserver.storage.keys import scope_prefix
 from kcp_apiserver.storage.watchcache import DELETED, Follower, WatchCache
 
 __all__ = [
-    "AGE", "BUILTINS", "CONTAINERS", "CRD", "CREATE", "DAEMON_SET", "DEFAULT_CLUSTER", "DELETED", "DEPLOYMENT",
-    "IMAGES", "NAME", "RELEASES", "REPLICA_SET", "REVIEWS", "SELECTOR", "STATEFUL_SET", "UPDATE", "APIError",
+    "AGE", "BUILTINS", "CONTAINERS", "CRD", "CREATE", "DAEMON_SET", "DEFAULT_CLUSTER", "DELETE", "DELETED", "DEPLOYMENT",
+    "IMAGES", "NAME", "RELEASES", "REPLICA_SET", "REVIEWS", "SELECTOR", "STATEFUL_SET", "SYSTEM_CLASSES", "UPDATE", "APIError",
     "APIServerSettings", "Action", "ActionCall", "ActionResult", "AdmissionFactory", "Attributes", "Backend",
     "BuiltinScale", "Catalog", "Cause", "Column", "ControllerFactory", "Credentials", "Defaulter", "Follower",
     "KeyNotFound", "KubeType", "LabelSelector", "Obj", "Propagation", "Registry", "ReservedGroups", "Resource",
     "RevisionConflict", "Runnable", "ServerConfig", "ServerParts", "Storage", "Stored", "Strategy", "WatchCache",
     "WatchCaches", "for_release", "format_label_selector", "human_duration", "json_copy", "kcp_server_config",
     "kube_resource", "kube_type", "member", "newest_release", "now_rfc3339", "parse_time", "qos_class", "run",
-    "spec", "start_event_loop", "status", "system_context", "version_info", "write_contexts_kubeconfig",
+    "scope_prefix", "spec", "start_event_loop", "status", "system_class", "system_context", "version_info", "write_contexts_kubeconfig",
 ]

@@ -1,6 +1,7 @@
 """What kube-apiserver's bootstrap controller makes in a cluster before anyone writes: the system
-namespaces (the logical cluster's birth) and the `default/kubernetes` Service, with the first address
-of the service CIDR, and its Endpoints and EndpointSlice naming the API server."""
+namespaces (the logical cluster's birth), the `default/kubernetes` Service, with the first address
+of the service CIDR, and its Endpoints and EndpointSlice naming the API server, and the system
+PriorityClasses (made again at every start when missing, as kube's post-start hook does)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.embedding import APIError, Registry, ServerParts
+from kcp_apiserver.embedding import SYSTEM_CLASSES, APIError, Registry, ServerParts, system_class
 from kcp_sim_cluster.api import resource
 from kcp_sim_cluster.api.serviceips import SERVICE_CIDR
 from kcpcommon.backoff import Backoff
@@ -23,9 +24,10 @@ LABELS = {"component": "apiserver", "provider": "kubernetes"}
 
 
 def kubernetes_objects(address: str, port: int) -> list[tuple[str, str, dict[str, Any]]]:
-    """(group, plural, object) of the `kubernetes` Service and its endpoints, as kube-apiserver writes them."""
+    """(group, plural, object) of the `kubernetes` Service and its endpoints, as kube-apiserver writes them,
+    and of the system PriorityClasses."""
     https = {"name": "https", "port": port, "protocol": "TCP"}
-    return [
+    return [*(("scheduling.k8s.io", "priorityclasses", system_class(name)) for name in SYSTEM_CLASSES),
         ("", "services", {
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": KUBERNETES, "labels": dict(LABELS)},
             "spec": {"clusterIP": str(SERVICE_CIDR.network_address + 1), "type": "ClusterIP",
@@ -66,13 +68,14 @@ class ClusterBootstrap:
         await self.registry.ensure_cluster(cluster)
         for group, plural, obj in kubernetes_objects(self.address, self.port):
             res = resource(self.release, group, plural)
+            namespace, name = ("default" if res.namespaced else ""), obj["metadata"]["name"]
             try:
-                await self.registry.get(res, cluster, "default", KUBERNETES)
+                await self.registry.get(res, cluster, namespace, name)
             except APIError as exc:
                 if exc.code != 404:
                     raise
                 try:
-                    await self.registry.create(res, cluster, "default", obj)
+                    await self.registry.create(res, cluster, namespace, obj)
                 except APIError as created:
                     if created.code != 409:  # another replica made it first
                         raise

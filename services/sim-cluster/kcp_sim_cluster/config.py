@@ -17,6 +17,8 @@ from kcp_apiserver.embedding import (
     version_info,
 )
 from kcp_sim_cluster.api import resource, resources
+from kcp_sim_cluster.api.priority import PriorityAdmission
+from kcp_sim_cluster.api.scheduling import priority_classes
 from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.bootstrap import ClusterBootstrap
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
@@ -36,6 +38,12 @@ def service_ips(release: str) -> AdmissionFactory:
     return build
 
 
+def priority(release: str) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> PriorityAdmission:
+        return PriorityAdmission(parts.storage, priority_classes(release))
+    return build
+
+
 def advertise_address(args: SimClusterSettings) -> str:
     """The address the `kubernetes` Service's endpoints name: where this server listens."""
     return args.bind_address if args.bind_address not in ("", "0.0.0.0", "::") else "127.0.0.1"
@@ -52,7 +60,7 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     return dataclasses.replace(
         base,
         resources=resources(args.release),
-        admission=[*base.admission, service_ips(args.release)],
+        admission=[*base.admission, service_ips(args.release), priority(args.release)],
         extensions=[*base.extensions, bootstrap],
         controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),

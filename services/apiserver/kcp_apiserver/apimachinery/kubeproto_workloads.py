@@ -1,8 +1,8 @@
 """Protobuf field tables of kube's workload types (core/v1 pods and services, apps/v1, batch/v1,
-policy/v1, networking.k8s.io/v1), for servers that serve them as built-in types.
+policy/v1, networking.k8s.io/v1, scheduling.k8s.io/v1), for servers that serve them as built-in types.
 
-kubectl's typed commands (`kubectl create deployment|job|cronjob|service|pdb|ingress`, `kubectl drain`'s
-evictions) send these bodies in protobuf. Field numbers are kube's wire format (its generated.proto);
+kubectl's typed commands (`kubectl create deployment|job|cronjob|service|pdb|ingress|priorityclass`,
+`kubectl drain`'s evictions) send these bodies in protobuf. Field numbers are kube's wire format (its generated.proto);
 the table lists the fields those clients send and the common ones beside them. A field number not
 listed is skipped on decode, as gogo-protobuf skips unknown fields.
 """
@@ -159,6 +159,9 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
                                 4: ("unhealthyPodEvictionPolicy", "string", PTR)},
     "PodDisruptionBudgetStatus": {},
     "Eviction": {**_OBJECT, 2: ("deleteOptions", "DeleteOptions", PTR)},
+    # --- scheduling.k8s.io/v1 ---
+    "PriorityClass": {**_OBJECT, 2: ("value", "int32", KEEP), 3: ("globalDefault", "bool", 0),
+                      4: ("description", "string", 0), 5: ("preemptionPolicy", "string", PTR)},
     # --- networking.k8s.io/v1 ---
     "Ingress": _kind("IngressSpec", "IngressStatus"),
     "IngressSpec": {4: ("ingressClassName", "string", PTR), 1: ("defaultBackend", "IngressBackend", PTR),
@@ -186,5 +189,6 @@ KINDS: dict[tuple[str, str], str] = {
     ("batch/v1", "CronJob"): "CronJob",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("policy/v1", "Eviction"): "Eviction",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("networking.k8s.io/v1", "Ingress"): "Ingress",
 }

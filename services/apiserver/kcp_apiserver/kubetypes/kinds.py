@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.kubetypes import apps, batch, core, defaults, networking, policy
+from kcp_apiserver.kubetypes import apps, batch, core, defaults, networking, policy, scheduling
 from kcp_apiserver.registry.builtinschemas import newest_release
 from kcp_apiserver.registry.resource import Obj
 
@@ -57,6 +57,9 @@ def kube_types(minor: int) -> Mapping[GVK, KubeType]:
         ("discovery.k8s.io", "v1", "EndpointSlice"): KubeType(defaults.endpoint_slice, networking.validate_slice,
                                                               networking.validate_slice_update),
         ("policy", "v1", "PodDisruptionBudget"): KubeType(validate=policy.validate_budget),
+        ("scheduling.k8s.io", "v1", "PriorityClass"): KubeType(scheduling.default_priority_class,
+                                                               scheduling.validate_priority_class,
+                                                               scheduling.validate_priority_class_update),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from kcp_apiserver.embedding import BUILTINS, CRD, REVIEWS, Resource, for_release
-from kcp_sim_cluster.api import apps, batch, core, networking, policy
+from kcp_sim_cluster.api import apps, batch, core, networking, policy, scheduling
 
 
 @functools.cache
@@ -14,7 +14,8 @@ def resources(release: str) -> tuple[Resource, ...]:
     (namespaces, configmaps, secrets, serviceaccounts, events, leases, RBAC and its reviews, CRDs) and the
     workload types."""
     return (*for_release((*BUILTINS, *REVIEWS, CRD), release), *core.resources(release), *apps.resources(release),
-            *batch.resources(release), *networking.resources(release), *policy.resources(release))
+            *batch.resources(release), *networking.resources(release), *policy.resources(release),
+            *scheduling.resources(release))
 
 
 def resource(release: str, group: str, plural: str) -> Resource:

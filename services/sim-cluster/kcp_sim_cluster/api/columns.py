@@ -410,3 +410,14 @@ POD_DISRUPTION_BUDGET = (
 )
 
 __all__ = ["CONTAINERS", "IMAGES", "SELECTOR"]
+
+PRIORITY_CLASS = (
+    NAME,
+    Column("Value", "integer", lambda p: int(_get(p, "value") or 0), "Value is the integer value of this "
+           "priority class."),
+    Column("Global-Default", "boolean", lambda p: bool(_get(p, "globalDefault")), "GlobalDefault specifies "
+           "whether this PriorityClass should be considered as the default priority."),
+    AGE,
+    Column("PreemptionPolicy", "string", lambda p: _get(p, "preemptionPolicy") or "", "PreemptionPolicy is the "
+           "Policy for preempting pods with lower priority."),
+)

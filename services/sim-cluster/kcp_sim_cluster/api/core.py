@@ -12,9 +12,27 @@ def _pod_status(pod: Obj) -> None:
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec(pod))}
 
 
+PRIORITY_FIELDS = ("priority", "preemptionPolicy")
+
+
 class PodStrategy(KubeStrategy):
     """A pod's spec is fixed once created, but binding sets its nodeName (kube's binding REST writes it
-    without the update validation)."""
+    without the update validation). Its priority is the Priority admission plugin's to set, so the
+    defaults' priority and preemptionPolicy are dropped on create (the plugin must see what the client
+    gave) and kept from the stored pod on update (as the plugin does)."""
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        given = {f for f in PRIORITY_FIELDS if spec(obj).get(f) is not None}
+        super().prepare_for_create(obj)
+        for field in PRIORITY_FIELDS:
+            if field not in given:
+                spec(obj).pop(field, None)
+
+    def prepare_for_update(self, obj: Obj, old: Obj) -> None:
+        for field in PRIORITY_FIELDS:
+            if spec(obj).get(field) is None and spec(old).get(field) is not None:
+                spec(obj)[field] = spec(old)[field]
+        super().prepare_for_update(obj, old)
 
     def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
         if subresource == "binding":
