@@ -648,3 +648,33 @@ def test_the_global_default_class_applies_to_pods_without_one(cluster: KcpServer
         assert (spec["priorityClassName"], spec["priority"]) == ("everyone", 50)
     finally:
         kubectl(cluster, "delete", "priorityclass", "everyone")
+
+
+# -- limit ranges -------------------------------------------------------------------------------
+
+
+def test_a_limit_range_defaults_containers_and_refuses_one_over_its_max(cluster: KcpServer) -> None:
+    ns = namespace(cluster, "limited")
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text="""
+apiVersion: v1
+kind: LimitRange
+metadata: {name: bounds}
+spec:
+  limits:
+  - type: Container
+    max: {cpu: "1"}
+    default: {cpu: 500m, memory: 128Mi}
+    defaultRequest: {cpu: 100m}
+""")
+    stored = get(cluster, "-n", ns, "limitrange", "bounds")["spec"]["limits"][0]
+    assert stored["defaultRequest"] == {"cpu": "100m", "memory": "128Mi"}  # kube defaults it from default
+    kubectl(cluster, "-n", ns, "create", "-f", "-", input_text=PRIORITY_POD.format(name="p", extra=""))
+    pod = get(cluster, "-n", ns, "pod", "p")
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                                         "limits": {"cpu": "500m", "memory": "128Mi"}}
+    assert pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
+        "LimitRanger plugin set: cpu, memory request for container c; cpu, memory limit for container c")
+    assert pod["status"]["qosClass"] == "Burstable"
+    error = fails(cluster, "-n", ns, "create", "-f", "-", input_text=PRIORITY_POD.format(name="big", extra="").replace(
+        'image: "registry.example/app:1.0"', 'image: "registry.example/app:1.0", resources: {limits: {cpu: "2"}}'))
+    assert 'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2' in error

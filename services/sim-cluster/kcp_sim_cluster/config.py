@@ -17,6 +17,7 @@ from kcp_apiserver.embedding import (
     version_info,
 )
 from kcp_sim_cluster.api import resource, resources
+from kcp_sim_cluster.api.limits import LimitRanger, limit_ranges
 from kcp_sim_cluster.api.priority import PriorityAdmission
 from kcp_sim_cluster.api.scheduling import priority_classes
 from kcp_sim_cluster.api.serviceips import ServiceIPs
@@ -44,6 +45,12 @@ def priority(release: str) -> AdmissionFactory:
     return build
 
 
+def limit_ranger(release: str) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> LimitRanger:
+        return LimitRanger(parts.storage, limit_ranges(release))
+    return build
+
+
 def advertise_address(args: SimClusterSettings) -> str:
     """The address the `kubernetes` Service's endpoints name: where this server listens."""
     return args.bind_address if args.bind_address not in ("", "0.0.0.0", "::") else "127.0.0.1"
@@ -60,7 +67,8 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     return dataclasses.replace(
         base,
         resources=resources(args.release),
-        admission=[*base.admission, service_ips(args.release), priority(args.release)],
+        admission=[*base.admission, service_ips(args.release), priority(args.release),
+                   limit_ranger(args.release)],
         extensions=[*base.extensions, bootstrap],
         controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),

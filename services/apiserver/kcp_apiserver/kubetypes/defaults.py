@@ -307,3 +307,20 @@ def node(obj: Obj) -> None:
 
 def persistent_volume_claim(obj: Obj) -> None:
     persistent_volume_claim_spec(_dict(obj, "spec"))
+
+
+def limit_range(obj: Obj) -> None:
+    """SetDefaults_LimitRangeItem: a Container item's default limit is its max, its default request its
+    default limit."""
+    for item in dicts(_dict(obj, "spec").get("limits") or []):
+        if item.get("type") != "Container":
+            continue
+        default = item.setdefault("default", {})
+        for name, value in (item.get("max") or {}).items():
+            default.setdefault(name, value)
+        request = item.setdefault("defaultRequest", {})
+        for name, value in default.items():
+            request.setdefault(name, value)
+        for key in ("default", "defaultRequest"):
+            if not item[key]:
+                item.pop(key)

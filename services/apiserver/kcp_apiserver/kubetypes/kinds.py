@@ -51,6 +51,7 @@ def kube_types(minor: int) -> Mapping[GVK, KubeType]:
         ("", "v1", "Service"): KubeType(defaults.service, core.validate_service),
         ("", "v1", "Endpoints"): KubeType(defaults.endpoints),
         ("", "v1", "Node"): KubeType(defaults.node),
+        ("", "v1", "LimitRange"): KubeType(defaults.limit_range),
         ("", "v1", "PersistentVolumeClaim"): KubeType(defaults.persistent_volume_claim, core.validate_claim,
                                                       core.validate_claim_update),
         ("networking.k8s.io", "v1", "Ingress"): KubeType(validate=networking.validate_ingress),

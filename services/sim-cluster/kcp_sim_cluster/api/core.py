@@ -67,7 +67,14 @@ def resources(release: str) -> tuple[Resource, ...]:
                       release=release, short_names=("pvc",), has_status=True,
                       strategy=kube_strategy("", "v1", "PersistentVolumeClaim", release, on_create=_claim_status),
                       columns=columns.PERSISTENT_VOLUME_CLAIM),
+        limit_range_resource(release),
     )
+
+
+def limit_range_resource(release: str) -> Resource:
+    from kcp_sim_cluster.api import limits
+
+    return limits.limit_ranges(release)
 
 
 def pdb_resource(release: str) -> Resource:
