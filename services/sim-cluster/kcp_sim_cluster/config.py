@@ -1,6 +1,6 @@
 """The simulated cluster's `ServerConfig`: kcp's own (who may call, RBAC, admission, CRDs, the
-apiserver's controllers) serving kube's workload API of one release, with Service IP allocation,
-the clusters' bootstrap and the simulated control plane added."""
+apiserver's controllers) serving kube's workload API of one release (Service IPs from the sim's --service-cluster-ip-range),
+with the clusters' bootstrap and the simulated control plane added."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ import dataclasses
 import functools
 
 from kcp_apiserver.embedding import (
-    AdmissionFactory,
     Backend,
     ReservedGroups,
     ServerConfig,
-    ServerParts,
     kcp_server_config,
     version_info,
 )
-from kcp_sim_cluster.api import resource, resources
-from kcp_sim_cluster.api.serviceips import ServiceIPs
+from kcp_sim_cluster.api import resources
 from kcp_sim_cluster.bootstrap import ClusterBootstrap
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
 from kcp_sim_cluster.settings import SimClusterSettings
@@ -26,14 +23,6 @@ from kcp_sim_cluster.settings import SimClusterSettings
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...], root_ca: str = "") -> ControlPlaneOptions:
     return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
                                eviction_toleration=args.eviction_toleration, clusters=clusters, root_ca=root_ca)
-
-
-def service_ips(release: str) -> AdmissionFactory:
-    async def build(parts: ServerParts) -> ServiceIPs:
-        plugin = ServiceIPs(parts.storage, await parts.caches.get(resource(release, "", "services")))
-        await plugin.start()
-        return plugin
-    return build
 
 
 def advertise_address(args: SimClusterSettings) -> str:
@@ -52,7 +41,6 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     return dataclasses.replace(
         base,
         resources=resources(args.release),
-        admission=[*base.admission, service_ips(args.release)],
         extensions=[*base.extensions, bootstrap],
         controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),
