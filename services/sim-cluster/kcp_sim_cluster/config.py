@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import ipaddress
 
 from kcp_apiserver.embedding import (
     Backend,
@@ -37,7 +38,8 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     base = kcp_server_config(args, backend, reserved=ReservedGroups(groups=()))  # CRDs may take kcp.io too
     options = control_plane_options(args, logical_clusters, backend.creds.ca_cert.read_text())
     bootstrap = functools.partial(ClusterBootstrap, release=args.release, clusters=logical_clusters,
-                                  address=advertise_address(args), port=args.secure_port)
+                                  address=advertise_address(args), port=args.secure_port,
+                                  service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range))
     return dataclasses.replace(
         base,
         resources=resources(args.release),
