@@ -12,7 +12,7 @@ import pytest
 from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, SERVICES, ServiceIPs, is_kube_service, taken_ips
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import system_context
-from kcp_apiserver.registry.admission import CREATE, Attributes
+from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
 from kcp_apiserver.server.settings import APIServerSettings
 
 IMPORTED = dataclasses.replace(SERVICES, schema={"type": "object"}, kube_type=True)
@@ -78,3 +78,14 @@ def test_the_range_is_a_flag_checked_at_startup() -> None:
     assert APIServerSettings(service_cluster_ip_range="10.1.0.0/24").service_cluster_ip_range == "10.1.0.0/24"
     with pytest.raises(ValueError, match="not an IPv4 CIDR"):
         APIServerSettings(service_cluster_ip_range="10.1.0.1/24")
+
+
+async def test_an_external_name_service_turned_cluster_ip_gets_an_address_on_update() -> None:
+    p = plugin()
+    old = await create(p, service("x", type="ExternalName", externalName="example.com"))
+    new = service("x", type="ClusterIP")
+    await p.admit(Attributes(system_context("c1"), IMPORTED, UPDATE, "ns", "x", new, old))
+    assert ipaddress.ip_address(new["spec"]["clusterIP"]) in KCP_SERVICE_CIDR
+    kept = service("x", type="ClusterIP")  # a later update leaving it out keeps it
+    await p.admit(Attributes(system_context("c1"), IMPORTED, UPDATE, "ns", "x", kept, new))
+    assert kept["spec"]["clusterIP"] == new["spec"]["clusterIP"]

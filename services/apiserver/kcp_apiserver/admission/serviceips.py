@@ -139,7 +139,10 @@ class ServiceIPs:
             if attrs.operation == CREATE:
                 self._allocate(attrs, spec, pool)
             elif attrs.operation == UPDATE and attrs.old is not None:
-                self._keep(attrs, spec, attrs.old.get("spec") or {}, pool)
+                old = attrs.old.get("spec") or {}
+                if not old.get("clusterIP") and (spec.get("type") or "ClusterIP") != "ExternalName":
+                    self._allocate_ip(attrs, spec, pool)  # an ExternalName Service turned into another type
+                self._keep(attrs, spec, old, pool)
 
     def _allocate(self, attrs: Attributes, spec: Obj, pool: Pool) -> None:
         kind = spec.get("type") or "ClusterIP"
@@ -147,6 +150,11 @@ class ServiceIPs:
             for name in ALLOCATED_FIELDS:
                 spec.pop(name, None)
             return
+        self._allocate_ip(attrs, spec, pool)
+        if kind in ("NodePort", "LoadBalancer"):
+            self._node_ports(attrs, spec, pool, hold=not attrs.ctx.dry_run)
+
+    def _allocate_ip(self, attrs: Attributes, spec: Obj, pool: Pool) -> None:
         hold = not attrs.ctx.dry_run
         wanted = spec.get("clusterIP") or ((spec.get("clusterIPs") or [None])[0])
         if wanted == HEADLESS:
@@ -164,8 +172,6 @@ class ServiceIPs:
                 pool.hold(ip)
         spec.setdefault("ipFamilies", ["IPv4"])
         spec.setdefault("ipFamilyPolicy", "SingleStack")
-        if kind in ("NodePort", "LoadBalancer"):
-            self._node_ports(attrs, spec, pool, hold=hold)
 
     def _check_requested(self, attrs: Attributes, wanted: str, pool: Pool) -> None:
         try:
