@@ -6,11 +6,15 @@ simulated cluster directly. The 422 bodies must be the same bytes: the kinds and
 
 A second logical cluster has a Kubernetes 1.25 cluster attached as well, so its types are negotiated
 down to what both clusters serve: kube's defaults for fields 1.25 lacks are not stored there.
+
+Services get a cluster IP in kcp as kube allocates one, from kcp's range; the copy synced to the sim gets
+the sim's own.
 """
 
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import urllib.error
 import urllib.request
@@ -25,6 +29,7 @@ from daemon_process import ClusterControllerProcess
 from syncer_fixtures import eventually, sim_cluster
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcpsyncer import downstream_namespace
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 SERVICES = "/api/v1/namespaces/default/services"
@@ -292,3 +297,48 @@ def test_a_negotiated_type_gets_only_the_defaults_of_fields_every_cluster_serves
     assert stored[NEGOTIATED, "StatefulSet"]["updateStrategy"] == {"type": "RollingUpdate",
                                                                    "rollingUpdate": {"partition": 0}}
     assert stored[NEGOTIATED, "StatefulSet"]["podManagementPolicy"] == "OrderedReady"
+
+
+KCP_RANGE, SIM_RANGE = ipaddress.ip_network("10.255.0.0/16"), ipaddress.ip_network("10.96.0.0/12")
+
+
+def cluster_ip(server: KcpServer, name: str) -> str:
+    spec = json.loads(request(server, "GET", f"{SERVICES}/{name}")[1])["spec"]
+    assert spec["clusterIPs"] == [spec["clusterIP"]]
+    return str(spec["clusterIP"])
+
+
+def test_services_in_kcp_get_distinct_cluster_ips_from_kcps_range(env: Env) -> None:
+    run_kubectl(env.kcp, "create", "service", "clusterip", "made", "--tcp=80:8080")
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(service() | {"metadata": {"name": "applied"}}))
+    made, applied = cluster_ip(env.kcp, "made"), cluster_ip(env.kcp, "applied")
+    assert ipaddress.ip_address(made) in KCP_RANGE and ipaddress.ip_address(applied) in KCP_RANGE
+    assert made != applied
+    listed = run_kubectl(env.kcp, "get", "service", "made").stdout
+    assert made in listed  # kubectl get svc shows the CLUSTER-IP column filled
+
+
+def test_a_requested_cluster_ip_is_checked_as_kube_does(env: Env) -> None:
+    run_kubectl(env.kcp, "create", "service", "clusterip", "first", "--tcp=80")
+    taken = cluster_ip(env.kcp, "first")
+    code, body = request(env.kcp, "POST", SERVICES, service(clusterIP=taken) | {"metadata": {"name": "second"}})
+    assert code == 422, body
+    assert f"failed to allocate IP {taken}: provided IP is already allocated" in json.loads(body)["message"]
+    code, body = request(env.kcp, "POST", SERVICES, service(clusterIP="10.96.0.50") | {"metadata": {"name": "far"}})
+    assert code == 422, body
+    assert "provided IP (10.96.0.50) is not in the valid range. The range of valid IPs is 10.255.0.0/16" in \
+        json.loads(body)["message"]
+    run_kubectl(env.kcp, "create", "service", "clusterip", "headless", "--clusterip=None")
+    assert cluster_ip(env.kcp, "headless") == "None"
+
+
+def test_the_physical_cluster_gives_the_synced_copy_its_own_cluster_ip(env: Env) -> None:
+    placed = service() | {"metadata": {"name": "placed", "labels": {"workloads.kcp.io/cluster": "sim"}}}
+    code, body = request(env.kcp, "POST", SERVICES, placed)
+    assert code == 201, body
+    in_kcp = cluster_ip(env.kcp, "placed")
+    downstream = f"/api/v1/namespaces/{downstream_namespace('admin', 'default')}/services/placed"
+    eventually(lambda: served(env.sim, downstream), "the Service synced to the sim", timeout=60)
+    in_sim = json.loads(request(env.sim, "GET", downstream)[1])["spec"]["clusterIP"]
+    assert ipaddress.ip_address(in_sim) in SIM_RANGE
+    assert in_sim != in_kcp

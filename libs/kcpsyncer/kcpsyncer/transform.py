@@ -3,7 +3,7 @@
 Only what the upstream object says goes down: server-set metadata (uid,
 resourceVersion, managedFields, ...) and status are stripped, so the apply
 under field manager `kcp-syncer` owns exactly the user's fields and the
-physical cluster keeps its own (a Service's clusterIP, defaults). Provenance
+physical cluster keeps its own (defaults, and a Service's addresses: see `ALLOCATED_BY_THE_CLUSTER`). Provenance
 goes into labels and annotations. The spec hash annotation records what was
 applied, so neither a downstream status change nor a restart re-applies an
 object that is already as it should be.
@@ -42,6 +42,13 @@ SERVER_SET_METADATA = frozenset({
     "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generateName", "namespace"})
 DROPPED_ANNOTATIONS = frozenset({CLUSTER_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration"})
 NOT_SYNCED = frozenset({"apiVersion", "kind", "metadata", "status"})
+# A Service's cluster IPs and node ports in kcp come from kcp's own range (or were requested from it): each
+# physical cluster allocates its own, from its own range and pool, shared by every tenant synced to it, so
+# they never go down (a pinned one could not be promised there). A headless Service (clusterIP None) stays
+# headless; ipFamilies/ipFamilyPolicy go down only when they ask for more than kcp's IPv4 SingleStack.
+ALLOCATED_BY_THE_CLUSTER = ("clusterIP", "clusterIPs")
+KCP_IP_FAMILIES = {"ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}
+HEADLESS = "None"
 
 
 def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: str | None,
@@ -68,8 +75,23 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
             body[field] = copy.deepcopy(value)
     if scaled_downstream and isinstance(body.get("spec"), dict):
         body["spec"].pop("replicas", None)
+    if api_version == "v1" and kind == "Service" and isinstance(body.get("spec"), dict):
+        _leave_addresses_to_the_cluster(body["spec"])
     annotations[SPEC_HASH_ANNOTATION] = spec_hash(body)
     return body
+
+
+def _leave_addresses_to_the_cluster(spec: dict[str, Any]) -> None:
+    """Drop what the physical cluster allocates itself from a Service's spec (see ALLOCATED_BY_THE_CLUSTER)."""
+    if spec.get("clusterIP") != HEADLESS:
+        for field in ALLOCATED_BY_THE_CLUSTER:
+            spec.pop(field, None)
+    for field, kcp_value in KCP_IP_FAMILIES.items():
+        if spec.get(field) == kcp_value:
+            spec.pop(field)
+    for port in spec.get("ports") or ():
+        if isinstance(port, dict):
+            port.pop("nodePort", None)
 
 
 def scaled_downstream(live: Obj | None) -> bool:

@@ -80,6 +80,32 @@ def test_fields_the_physical_cluster_owns_are_never_sent() -> None:
     assert "type" not in body()["spec"]
 
 
+def service_body(**spec: object) -> dict:
+    upstream = {**UPSTREAM, "spec": {"ports": [{"port": 80, "nodePort": 30080}], "selector": {"app": "web"}, **spec}}
+    return downstream_object(upstream, api_version="v1", kind="Service", namespace="kcp-x",
+                             logical_cluster="root:org", sync_target="east")
+
+
+def test_the_addresses_kcp_allocated_a_service_stay_in_kcp() -> None:
+    spec = service_body(type="NodePort", clusterIP="10.255.3.4", clusterIPs=["10.255.3.4"], ipFamilies=["IPv4"],
+                        ipFamilyPolicy="SingleStack")["spec"]
+    assert spec == {"type": "NodePort", "ports": [{"port": 80}], "selector": {"app": "web"}}
+
+
+def test_a_headless_service_stays_headless_and_a_dual_stack_request_goes_down() -> None:
+    spec = service_body(clusterIP="None", clusterIPs=["None"], ipFamilies=["IPv4", "IPv6"],
+                        ipFamilyPolicy="PreferDualStack")["spec"]
+    assert spec["clusterIP"] == "None" and spec["clusterIPs"] == ["None"]
+    assert spec["ipFamilies"] == ["IPv4", "IPv6"] and spec["ipFamilyPolicy"] == "PreferDualStack"
+
+
+def test_only_services_lose_their_addresses() -> None:
+    other = downstream_object({**UPSTREAM, "apiVersion": "example.com/v1", "kind": "Widget",
+                               "spec": {"clusterIP": "1.2.3.4"}}, api_version="example.com/v1", kind="Widget",
+                              namespace="kcp-x", logical_cluster="root:org", sync_target="east")
+    assert other["spec"] == {"clusterIP": "1.2.3.4"}
+
+
 def test_the_body_does_not_share_state_with_the_upstream_object() -> None:
     applied = body()
     applied["spec"]["ports"].append({"port": 443})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kcp_apiserver.storage.watchcache import FLUSH_INTERVAL, FLUSH_INTERVAL_MAX, flush_delay
+from kcp_apiserver.storage.watchcache import FLUSH_INTERVAL, FLUSH_INTERVAL_MAX, flush_delay, flush_interval
 
 
 @pytest.mark.parametrize(("since_last_flush", "interval", "delay"), [
@@ -18,3 +18,17 @@ def test_a_batch_waits_only_for_what_is_left_of_the_last_flushs_share(since_last
                                                                      delay: float) -> None:
     now = 1000.0
     assert flush_delay(now, now - since_last_flush, interval) == pytest.approx(delay)
+
+
+@pytest.mark.parametrize("cost", [0.010, 0.013, 0.016])  # a flush to 1,000 TLS watchers, on a quiet or busy machine
+def test_20_writes_per_second_to_1000_watchers_are_not_batched(cost: float) -> None:
+    now = 1000.0
+    last_flush = now - (0.05 - cost)  # the last event came 50 ms ago and was flushed at once
+    assert flush_delay(now, last_flush, flush_interval(cost)) == 0.0
+
+
+@pytest.mark.parametrize("cost", [0.010, 0.013, 0.016])
+def test_200_writes_per_second_to_1000_watchers_are_still_batched(cost: float) -> None:
+    now = 1000.0
+    last_flush = now - 0.005  # an event 5 ms after the last flush ended starts a batch that waits for more
+    assert flush_delay(now, last_flush, flush_interval(cost)) > 0.0

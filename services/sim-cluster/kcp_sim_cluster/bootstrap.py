@@ -6,6 +6,7 @@ PriorityClasses (made again at every start when missing, as kube's post-start ho
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from typing import Any
 
 import structlog
@@ -23,14 +24,15 @@ KUBERNETES = "kubernetes"
 LABELS = {"component": "apiserver", "provider": "kubernetes"}
 
 
-def kubernetes_objects(address: str, port: int) -> list[tuple[str, str, dict[str, Any]]]:
+def kubernetes_objects(address: str, port: int,
+                       cidr: ipaddress.IPv4Network = SERVICE_CIDR) -> list[tuple[str, str, dict[str, Any]]]:
     """(group, plural, object) of the `kubernetes` Service and its endpoints, as kube-apiserver writes them,
     and of the system PriorityClasses."""
     https = {"name": "https", "port": port, "protocol": "TCP"}
     return [*(("scheduling.k8s.io", "priorityclasses", system_class(name)) for name in SYSTEM_CLASSES),
         ("", "services", {
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": KUBERNETES, "labels": dict(LABELS)},
-            "spec": {"clusterIP": str(SERVICE_CIDR.network_address + 1), "type": "ClusterIP",
+            "spec": {"clusterIP": str(cidr.network_address + 1), "type": "ClusterIP",
                      "sessionAffinity": "None",
                      "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}),
         ("", "endpoints", {
@@ -52,13 +54,14 @@ class ClusterBootstrap:
     anyone writes (a logical cluster is otherwise born on its first write)."""
 
     def __init__(self, parts: ServerParts, release: str, clusters: tuple[str, ...], address: str,
-                 port: int) -> None:
+                 port: int, service_cidr: ipaddress.IPv4Network = SERVICE_CIDR) -> None:
         assert parts.registry is not None
         self.registry: Registry = parts.registry
         self.release = release
         self.clusters = clusters
         self.address = address
         self.port = port
+        self.service_cidr = service_cidr
 
     async def start(self) -> None:
         for cluster in self.clusters:
@@ -66,7 +69,7 @@ class ClusterBootstrap:
 
     async def _bootstrap(self, cluster: str) -> None:
         await self.registry.ensure_cluster(cluster)
-        for group, plural, obj in kubernetes_objects(self.address, self.port):
+        for group, plural, obj in kubernetes_objects(self.address, self.port, self.service_cidr):
             res = resource(self.release, group, plural)
             namespace, name = ("default" if res.namespaced else ""), obj["metadata"]["name"]
             try:

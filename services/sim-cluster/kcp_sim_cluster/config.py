@@ -1,11 +1,12 @@
 """The simulated cluster's `ServerConfig`: kcp's own (who may call, RBAC, admission, CRDs, the
-apiserver's controllers) serving kube's workload API of one release, with Service IP allocation,
-the clusters' bootstrap and the simulated control plane added."""
+apiserver's controllers) serving kube's workload API of one release (Service IPs from the sim's --service-cluster-ip-range),
+with the clusters' bootstrap and the simulated control plane added."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import ipaddress
 
 from kcp_apiserver.embedding import (
     AdmissionFactory,
@@ -16,11 +17,10 @@ from kcp_apiserver.embedding import (
     kcp_server_config,
     version_info,
 )
-from kcp_sim_cluster.api import resource, resources
+from kcp_sim_cluster.api import resources
 from kcp_sim_cluster.api.limits import LimitRanger, limit_ranges
 from kcp_sim_cluster.api.priority import PriorityAdmission
 from kcp_sim_cluster.api.scheduling import priority_classes
-from kcp_sim_cluster.api.serviceips import ServiceIPs
 from kcp_sim_cluster.bootstrap import ClusterBootstrap
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
 from kcp_sim_cluster.settings import SimClusterSettings
@@ -29,14 +29,6 @@ from kcp_sim_cluster.settings import SimClusterSettings
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...], root_ca: str = "") -> ControlPlaneOptions:
     return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
                                eviction_toleration=args.eviction_toleration, clusters=clusters, root_ca=root_ca)
-
-
-def service_ips(release: str) -> AdmissionFactory:
-    async def build(parts: ServerParts) -> ServiceIPs:
-        plugin = ServiceIPs(parts.storage, await parts.caches.get(resource(release, "", "services")))
-        await plugin.start()
-        return plugin
-    return build
 
 
 def priority(release: str) -> AdmissionFactory:
@@ -63,12 +55,12 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
     base = kcp_server_config(args, backend, reserved=ReservedGroups(groups=()))  # CRDs may take kcp.io too
     options = control_plane_options(args, logical_clusters, backend.creds.ca_cert.read_text())
     bootstrap = functools.partial(ClusterBootstrap, release=args.release, clusters=logical_clusters,
-                                  address=advertise_address(args), port=args.secure_port)
+                                  address=advertise_address(args), port=args.secure_port,
+                                  service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range))
     return dataclasses.replace(
         base,
         resources=resources(args.release),
-        admission=[*base.admission, service_ips(args.release), priority(args.release),
-                   limit_ranger(args.release)],
+        admission=[*base.admission, priority(args.release), limit_ranger(args.release)],
         extensions=[*base.extensions, bootstrap],
         controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),

@@ -29,6 +29,9 @@ class SimClusterSettings(APIServerSettings):
                                                          "logical cluster /clusters/<name>-<i> with its own "
                                                          "nodes and controllers and DIR/<name>-<i>.kubeconfig; "
                                                          "1: one cluster, served at the root URL")
+    service_cluster_ip_range: str = Field("10.96.0.0/12", description="IPv4 CIDR the cluster IPs of Services "
+                                                                     "come from (kube's default), each simulated "
+                                                                     "cluster its own pool of it")
     nodes: int = Field(3, ge=0, description="Node objects per simulated cluster")
     node_capacity: str = Field("cpu=4,memory=16Gi,pods=110", description="each node's capacity and allocatable, "
                                                                          "as comma-separated resource=quantity")

@@ -11,6 +11,8 @@ from kcp_apiserver.embedding import CREATE, UPDATE, Attributes, system_context
 from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.api import resource
 from kcp_sim_cluster.api.serviceips import SERVICE_CIDR, ServiceIPs, taken_ips
+from kcp_sim_cluster.bootstrap import kubernetes_objects
+from kcp_sim_cluster.settings import SimClusterSettings
 
 SERVICES = resource("1.37", "", "services")
 
@@ -113,3 +115,9 @@ async def test_a_service_become_node_port_gets_a_node_port() -> None:
     new = service("a", type="NodePort")
     await p.admit(Attributes(system_context("c1"), SERVICES, UPDATE, "ns", "a", new, old))
     assert 30000 <= new["spec"]["ports"][0]["nodePort"] <= 32767
+
+
+def test_the_sims_range_is_kubes_default_and_the_kubernetes_service_takes_its_first_address() -> None:
+    assert SimClusterSettings().service_cluster_ip_range == str(SERVICE_CIDR) == "10.96.0.0/12"
+    (_, _, svc), *_ = kubernetes_objects("127.0.0.1", 7000, ipaddress.IPv4Network("10.50.0.0/16"))
+    assert svc["spec"]["clusterIP"] == "10.50.0.1"

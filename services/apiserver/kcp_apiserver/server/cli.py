@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import resource
 import signal
 import socket
@@ -114,7 +115,8 @@ def kcp_server_config(args: APIServerSettings, backend: Backend, *,
         compaction_interval=args.compaction_interval, watch=watch_settings(args),
         etcd_tls=backend.etcd_tls, live_checks=backend.live_checks,
         service_accounts=service_account_tokens(args, backend.creds),
-        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path, reserved=reserved)
+        jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path, reserved=reserved,
+        service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range))
     config.track_managed_fields = args.track_managed_fields
     config.authenticators = [*config.authenticators, *token_file_authenticators(args)]
     return config

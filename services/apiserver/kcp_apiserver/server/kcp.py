@@ -4,10 +4,12 @@ namespace, service-account and garbage-collection controllers."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Mapping
 
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, start_service_ips
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.reserved import ReservedCRDs, ReservedGroups
 from kcp_apiserver.apiextensions.serving import CRDServing
@@ -130,8 +132,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
                live_checks: Mapping[str, Check] | None = None,
                system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
-               jwks_uri: str = "", audit_log_path: str = "", reserved: ReservedGroups | None = None) -> ServerConfig:
-    """`reserved`: the groups no tenant's CRD may take (default: kcp's, but for `system_crds`)."""
+               jwks_uri: str = "", audit_log_path: str = "", reserved: ReservedGroups | None = None,
+               service_cidr: ipaddress.IPv4Network = KCP_SERVICE_CIDR) -> ServerConfig:
+    """`reserved`: the groups no tenant's CRD may take (default: kcp's, but for `system_crds`);
+    `service_cidr`: where Services' cluster IPs come from."""
     follow_crds, crd_controller = crd_serving()
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
@@ -141,6 +145,9 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
             assert parts.registry is not None, "the registry is built right after admission"
             return await parts.registry.get(res, cluster, namespace, name)
         return EscalationCheck(authorizer, get)
+
+    async def service_ips(parts: ServerParts) -> ServiceIPs:
+        return await start_service_ips(parts.storage, parts.caches, service_cidr)
 
     def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
@@ -165,7 +172,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         answers=Reviews(authorizer).by_resource,
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation],
+                   no_escalation, service_ips],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
                      garbage_collector, aggregate_cluster_roles,

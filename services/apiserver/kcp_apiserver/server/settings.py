@@ -3,9 +3,10 @@ and a `KCP_APISERVER_*` environment variable, and `--help` is written from it.""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings
 
 from kcp_apiserver.storage.etcd_client import TLSFiles
@@ -35,6 +36,9 @@ class APIServerSettings(BaseSettings):
                                                                       "/livez fails")
     external_hostname: str = Field("", description="comma-separated extra host names or IPs for the serving "
                                                    "certificate")
+    service_cluster_ip_range: str = Field("10.255.0.0/16", description="IPv4 CIDR the cluster IPs of Services "
+                                          "come from, each logical cluster its own pool of it; physical "
+                                          "clusters allocate their own for the copies synced to them")
     watch_cache_size: int = Field(10_000, ge=10, description="events kept per resource for watch resumption")
     compaction_interval: float = Field(300.0, ge=0, description="seconds between etcd compactions (0: never), "
                                                                 "as kube-apiserver")
@@ -87,6 +91,17 @@ class APIServerSettings(BaseSettings):
                                                          "server-side apply still works without it, but "
                                                          "ownership goes unrecorded")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
+
+    @field_validator("service_cluster_ip_range")
+    @classmethod
+    def _an_ipv4_range(cls, value: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(value)
+        except ValueError as err:
+            raise ValueError(f"--service-cluster-ip-range: not an IPv4 CIDR: {err}") from None
+        if network.num_addresses < 4:
+            raise ValueError("--service-cluster-ip-range: too small, at least a /30")
+        return str(network)
 
     @model_validator(mode="after")
     def _client_certificate_and_key_together(self) -> APIServerSettings:
