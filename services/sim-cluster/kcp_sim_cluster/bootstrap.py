@@ -29,7 +29,7 @@ def kubernetes_objects(address: str, port: int,
     """(group, plural, object) of the `kubernetes` Service and its endpoints, as kube-apiserver writes them,
     and of the system PriorityClasses."""
     https = {"name": "https", "port": port, "protocol": "TCP"}
-    return [*(("scheduling.k8s.io", "priorityclasses", system_class(name)) for name in SYSTEM_CLASSES),
+    return [
         ("", "services", {
             "apiVersion": "v1", "kind": "Service", "metadata": {"name": KUBERNETES, "labels": dict(LABELS)},
             "spec": {"clusterIP": str(cidr.network_address + 1), "type": "ClusterIP",
@@ -46,6 +46,7 @@ def kubernetes_objects(address: str, port: int,
                                                             "endpointslice-controller.k8s.io"}},
             "addressType": "IPv4", "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
             "ports": [https]}),
+        *(("scheduling.k8s.io", "priorityclasses", system_class(name)) for name in SYSTEM_CLASSES),
     ]
 
 
