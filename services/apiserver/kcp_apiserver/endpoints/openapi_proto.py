@@ -152,6 +152,20 @@ def _xml(out: pb.Xml, data: Any) -> None:
     _vendor_extensions(out, data)
 
 
+
+def _bounds(out: Any, get: Callable[[str], Any]) -> None:
+    """The value bounds a Schema and a PrimitivesItems share (same field names in both messages)."""
+    out.maximum = _double(get("maximum"))
+    out.exclusive_maximum = _flag(get("exclusiveMaximum"))
+    out.minimum = _double(get("minimum"))
+    out.exclusive_minimum = _flag(get("exclusiveMinimum"))
+    out.max_length = _int64(get("maxLength"))
+    out.min_length = _int64(get("minLength"))
+    out.pattern = _text(get("pattern"))
+    out.max_items = _int64(get("maxItems"))
+    out.min_items = _int64(get("minItems"))
+    out.unique_items = _flag(get("uniqueItems"))
+
 def _schema(out: pb.Schema, data: Any) -> bool:
     """``openapi.v2.Schema``; False when data is not an object."""
     if not isinstance(data, Mapping):
@@ -165,16 +179,7 @@ def _schema(out: pb.Schema, data: Any) -> bool:
     if "default" in data:
         out.default.yaml = _yaml_text(data["default"])
     out.multiple_of = _double(get("multipleOf"))
-    out.maximum = _double(get("maximum"))
-    out.exclusive_maximum = _flag(get("exclusiveMaximum"))
-    out.minimum = _double(get("minimum"))
-    out.exclusive_minimum = _flag(get("exclusiveMinimum"))
-    out.max_length = _int64(get("maxLength"))
-    out.min_length = _int64(get("minLength"))
-    out.pattern = _text(get("pattern"))
-    out.max_items = _int64(get("maxItems"))
-    out.min_items = _int64(get("minItems"))
-    out.unique_items = _flag(get("uniqueItems"))
+    _bounds(out, get)
     out.max_properties = _int64(get("maxProperties"))
     out.min_properties = _int64(get("minProperties"))
     if isinstance(get("required"), list):
@@ -230,16 +235,7 @@ def _primitive_fields(out: _Primitives, data: Mapping[str, Any]) -> None:
     out.collection_format = _text(get("collectionFormat"))
     if "default" in data:
         out.default.yaml = _yaml_text(data["default"])
-    out.maximum = _double(get("maximum"))
-    out.exclusive_maximum = _flag(get("exclusiveMaximum"))
-    out.minimum = _double(get("minimum"))
-    out.exclusive_minimum = _flag(get("exclusiveMinimum"))
-    out.max_length = _int64(get("maxLength"))
-    out.min_length = _int64(get("minLength"))
-    out.pattern = _text(get("pattern"))
-    out.max_items = _int64(get("maxItems"))
-    out.min_items = _int64(get("minItems"))
-    out.unique_items = _flag(get("uniqueItems"))
+    _bounds(out, get)
     _anys(out.enum, get("enum"))
     out.multiple_of = _double(get("multipleOf"))
     _vendor_extensions(out, data)
