@@ -12,25 +12,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kcpcommon.intorstring import scaled_value
+
 DEFAULT_MAX_SURGE = "25%"
 DEFAULT_MAX_UNAVAILABLE = "25%"
-
-
-def scaled_value(value: int | str | None, total: int, *, round_up: bool) -> int:
-    """An IntOrString resolved against `total` (kube's GetScaledValueFromIntOrPercent)."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    text = str(value)
-    if not text.endswith("%"):
-        try:
-            return int(text)
-        except ValueError:
-            raise ValueError("invalid value for IntOrString: invalid type: string is not a percentage") from None
-    percent = int(text[:-1])
-    exact = percent * total / 100
-    return math.ceil(exact) if round_up else math.floor(exact)
 
 
 def resolve_fenceposts(max_surge: int | str | None, max_unavailable: int | str | None,
