@@ -40,8 +40,8 @@ PLURAL = "synctargets"
 FINALIZER = "workload.kcp.io/cluster-controller"
 MESSAGE_FIELDS = 3  # fields an IncompatibleSchema message names; status.incompatibleFields has them all
 KEEP_DOWNSTREAM = "workload.kcp.io/keep-downstream"  # "true": deleting the SyncTarget leaves what we installed
-DEFAULT_RESOURCES = ("deployments.apps", "statefulsets.apps", "services", "configmaps", "secrets",
-                     "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io")
+DEFAULT_RESOURCES = ("deployments.apps", "replicasets.apps", "statefulsets.apps", "services", "configmaps",
+                     "secrets", "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io")
 
 
 class Unreachable(Exception):

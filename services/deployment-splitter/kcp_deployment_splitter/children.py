@@ -15,6 +15,11 @@ from typing import Any
 from .names import ASSIGNMENT_LABEL, CAPACITY_ANNOTATION, ROOT_GENERATION_ANNOTATION, ROOT_LABEL, child_name
 
 
+def is_root(obj: Mapping[str, Any]) -> bool:
+    """A root carries no assignment label (a labelled Deployment is a child, or pinned by its author)."""
+    return ASSIGNMENT_LABEL not in ((obj.get("metadata") or {}).get("labels") or {})
+
+
 def owner_reference(root: Mapping[str, Any]) -> dict[str, Any]:
     meta = root.get("metadata") or {}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "name": meta.get("name"), "uid": meta.get("uid"),

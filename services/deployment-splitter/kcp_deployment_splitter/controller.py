@@ -7,7 +7,9 @@
 - `dependencies`, keyed by namespace: queued when a dependency in it changes, or a Deployment starts
   or stops using something (`uses_index`: not a status update);
 - `namespaces`, keyed by namespace: queued when the Namespace, an object in it or a SyncTarget of its
-  logical cluster changes (as above).
+  logical cluster changes (as above);
+- `revisions`, keyed by root: queued when the root changes or a ReplicaSet it controls does; its
+  workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp).
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from .capacity import CapacityTracker
 from .dependencies import KINDS
 from .expectations import Expectations
 from .load import TargetLoad
-from .names import COMPONENT, DEPLOYMENTS, ROOT_LABEL, SYNC_TARGETS
+from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, ROOT_LABEL, SYNC_TARGETS
 from .namespaces import WORKLOAD_KINDS
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
 from .reconcile_namespaces import NamespaceScheduler
+from .reconcile_revisions import OWNER_INDEX, Revisions, controller_of, owner_index
 from .settings import SplitterSettings
 from .targets import placement_facts
 
@@ -79,6 +82,13 @@ class SplitterController:
         self.controller = self._controller("deployment-splitter", splitter.reconcile)
         self.running: list[tuple[Controller[ObjectKey], Callable[[], bool]]] = [
             (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced and load.has_synced)]
+        self.replica_sets = self._informer(*REPLICA_SETS, namespaced=True)
+        self.replica_sets.add_indexers({OWNER_INDEX: owner_index})
+        revisions = Revisions(kcp, deployments=self.deployments.indexer, replica_sets=self.replica_sets.indexer,
+                              events=splitter.events)
+        self.revisions = self._controller("revisions", revisions.reconcile)
+        self.running.append((self.revisions, lambda: self.deployments.has_synced and self.replica_sets.has_synced))
+        _on_change(self.replica_sets, self._replica_set, "splitter-replicasets")
         self.dependencies: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
         objects: dict[str, SharedInformer] = {}
@@ -164,10 +174,19 @@ class SplitterController:
     def _root_of(self, key: ObjectKey, obj: Any) -> None:
         if is_root(obj):
             self.controller.enqueue(key)
+            self.revisions.enqueue(key)
             return
         root = ((obj.get("metadata") or {}).get("labels") or {}).get(ROOT_LABEL)
         if root:
             self.controller.enqueue(ObjectKey(key.cluster, key.namespace, root))
+
+    def _replica_set(self, obj: Any) -> None:
+        """A ReplicaSet a Deployment controls: that Deployment's revisions."""
+        obj = deleted_object(obj)
+        ref = controller_of(obj)
+        key = key_for(obj)
+        if ref is not None and self._mine(key.cluster):
+            self.revisions.enqueue(ObjectKey(key.cluster, key.namespace, str(ref.get("name"))))
 
     def _target_update(self, old: Any, new: Any) -> None:
         if placement_facts(old) != placement_facts(new):

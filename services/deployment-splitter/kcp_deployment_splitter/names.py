@@ -19,6 +19,7 @@ PLACEMENT_ANNOTATION = "splitter.kcp.io/placement"
 
 SYNC_TARGETS = ("workload.kcp.io/v1alpha1", "synctargets")
 DEPLOYMENTS = ("apps/v1", "deployments")
+REPLICA_SETS = ("apps/v1", "replicasets")  # a root's revisions in kcp (`revisions.py`)
 
 
 def child_name(root: str, target: str) -> str:

@@ -25,7 +25,7 @@ from kcpcommon.metrics import get_or_create
 from kcpcommon.store import CLUSTER_INDEX, Indexer
 
 from .capacity import CapacityTracker, capacity_of, pod_requests
-from .children import desired_child, matches, repaired
+from .children import desired_child, is_root, matches, repaired
 from .expectations import Expectations
 from .load import TargetLoad
 from .names import (
@@ -42,16 +42,13 @@ from .targets import TargetView, usable_for, view
 
 log = structlog.get_logger(COMPONENT)
 
+__all__ = ["ROOT_INDEX", "Splitter", "is_root", "root_index_value"]
+
 ROOT_INDEX = "splitter-root"  # children by (cluster, namespace, root name)
 
 
 def root_index_value(cluster: str, namespace: str, root: str) -> str:
     return f"{cluster}|{namespace}|{root}"
-
-
-def is_root(obj: Mapping[str, Any]) -> bool:
-    """A root carries no assignment label (a labelled Deployment is a child, or pinned by its author)."""
-    return ASSIGNMENT_LABEL not in ((obj.get("metadata") or {}).get("labels") or {})
 
 
 class Splitter:
