@@ -27,7 +27,9 @@ from kcpsyncer import downstream_namespace
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 LOGICAL_CLUSTER = "day2"
-RESOURCES = ["deployments.apps", "services", "configmaps", "secrets", "jobs.batch", "cronjobs.batch"]
+SECOND_CLUSTER = "team-a"  # another tenant's logical cluster on the same two physical clusters
+RESOURCES = ["deployments.apps", "replicasets.apps", "services", "configmaps", "secrets", "jobs.batch",
+             "cronjobs.batch"]
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Fleet:
     kcp: KcpServer
     clusters: dict[str, KcpServer]  # SyncTarget name -> physical cluster
     kubeconfig: Path
+    logical_cluster: str = LOGICAL_CLUSTER
 
     def kubectl(self, *args: str, **kwargs: Any) -> str:
         return run_kubectl(self.kcp, *args, kubeconfig=self.kubeconfig, **kwargs).stdout
@@ -61,17 +64,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
             started.append(server)
         controller.start()
         splitter.start(wait_ready=False)
-        kubeconfig = cluster_kubeconfig(kcp, LOGICAL_CLUSTER, LOGICAL_CLUSTER)
-        fleet = Fleet(kcp, {"old": old, "new": new}, kubeconfig)
-        fleet.kubectl("apply", "-f", str(CRD_FILE))
-        eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
-                   "SyncTargets served")
-        for name, physical in fleet.clusters.items():
-            fleet.kubectl("apply", "-f", "-", input_text=sync_target(name, physical))
-        for name in fleet.clusters:
-            fleet.kubectl("wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s", timeout=100)
-        eventually(lambda: run_kubectl(kcp, "get", "deployments,services,jobs,cronjobs", kubeconfig=kubeconfig,
-                                       check=False).returncode == 0, "the types imported into kcp", timeout=90)
+        fleet = attach(Fleet(kcp, {"old": old, "new": new}, cluster_kubeconfig(kcp, LOGICAL_CLUSTER, LOGICAL_CLUSTER)))
         yield fleet
         assert splitter.stop() == 0, splitter.log_tail()
         assert controller.stop() == 0, controller.log_tail(60)
@@ -80,6 +73,34 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         controller.stop()
         for server in started:
             server.stop()
+
+
+def attach(fleet: Fleet) -> Fleet:
+    """SyncTargets for both physical clusters in the fleet's logical cluster, Ready, their types imported."""
+    fleet.kubectl("apply", "-f", str(CRD_FILE))
+    eventually(lambda: run_kubectl(fleet.kcp, "get", "synctargets", kubeconfig=fleet.kubeconfig,
+                                   check=False).returncode == 0, "SyncTargets served")
+    for name, physical in fleet.clusters.items():
+        fleet.kubectl("apply", "-f", "-", input_text=sync_target(name, physical))
+    for name in fleet.clusters:
+        fleet.kubectl("wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s", timeout=100)
+    eventually(lambda: run_kubectl(fleet.kcp, "get", "deployments,replicasets,services,jobs,cronjobs",
+                                   kubeconfig=fleet.kubeconfig, check=False).returncode == 0,
+               "the types imported into kcp", timeout=90)
+    return fleet
+
+
+@pytest.fixture(scope="module")
+def second(fleet: Fleet) -> Fleet:
+    """The same physical clusters attached to a second tenant's logical cluster."""
+    kubeconfig = cluster_kubeconfig(fleet.kcp, SECOND_CLUSTER, SECOND_CLUSTER)
+    return attach(Fleet(fleet.kcp, fleet.clusters, kubeconfig, SECOND_CLUSTER))
+
+
+@pytest.fixture(params=[LOGICAL_CLUSTER, SECOND_CLUSTER])
+def tenant(request: pytest.FixtureRequest, fleet: Fleet) -> Fleet:
+    """Each logical cluster in turn."""
+    return fleet if request.param == LOGICAL_CLUSTER else request.getfixturevalue("second")
 
 
 def manifest(name: str, image: str, ports: list[int]) -> str:
@@ -92,16 +113,22 @@ def manifest(name: str, image: str, ports: list[int]) -> str:
                                         {"name": "sidecar", "image": "envoy:1"}]}}}})
 
 
-def downstream_pods(physical: KcpServer, app: str) -> list[dict[str, Any]]:
-    namespace = downstream_namespace(LOGICAL_CLUSTER, "default")
-    pods = Rest(physical).get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3D{app}") or {}
-    return [p for p in pods.get("items") or [] if not p["metadata"].get("deletionTimestamp")]
+def downstream(physical: KcpServer, logical_cluster: str, plural: str, app: str) -> list[dict[str, Any]]:
+    """The live objects of `app` the physical cluster holds for the logical cluster's `default` namespace."""
+    namespace = downstream_namespace(logical_cluster, "default")
+    group = "/api/v1" if plural == "pods" else "/apis/apps/v1"
+    found = Rest(physical).get(f"{group}/namespaces/{namespace}/{plural}?labelSelector=app%3D{app}") or {}
+    return [p for p in found.get("items") or [] if not p["metadata"].get("deletionTimestamp")]
+
+
+def downstream_pods(physical: KcpServer, app: str, logical_cluster: str = LOGICAL_CLUSTER) -> list[dict[str, Any]]:
+    return downstream(physical, logical_cluster, "pods", app)
 
 
 def every_pod(fleet: Fleet, app: str, check: Callable[[dict[str, Any]], bool]) -> bool:
     """Both physical clusters run pods of `app`, and every live one passes `check`."""
     for physical in fleet.clusters.values():
-        pods = downstream_pods(physical, app)
+        pods = downstream_pods(physical, app, fleet.logical_cluster)
         if not pods or not all(check(p) for p in pods):
             return False
     return True
@@ -189,6 +216,97 @@ def test_kubectl_create_sends_protobuf_for_kube_s_types_and_kcp_takes_it(fleet: 
     assert kinds.split() == ["Deployment", "Job", "CronJob", "Service"]
     eventually(lambda: every_pod(fleet, f"made-{suffix}", lambda p: container(p)["image"] == "nginx:1.27"),
                "the created deployment's pods downstream", timeout=90)
+
+
+def history(fleet: Fleet, app: str) -> dict[int, str]:
+    """`kubectl rollout history` as {revision: change-cause}."""
+    result = run_kubectl(fleet.kcp, "rollout", "history", f"deployment/{app}", kubeconfig=fleet.kubeconfig,
+                         check=False)
+    rows = [line.split(None, 1) for line in result.stdout.splitlines()[2:] if line.strip()]
+    return {int(row[0]): (row[1].strip() if len(row) > 1 else "") for row in rows}
+
+
+def image_of(fleet: Fleet, app: str) -> str:
+    return fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+
+
+def test_rollout_history_undo_describe_and_expose_through_kcp(tenant: Fleet, kubectl_version: str) -> None:
+    """kcp keeps the root's revisions as ReplicaSets: history with change causes, undo to the previous and to a
+    numbered revision (each reaching the pods of both clusters), describe, expose; in each logical cluster."""
+    fleet, app = tenant, f"hist-{kubectl_version.replace('.', '-')}"
+    fleet.kubectl("apply", "-f", "-", input_text=manifest(app, "nginx:1.26", [80]))
+    fleet.kubectl("annotate", f"deployment/{app}", "kubernetes.io/change-cause=first")
+    eventually(lambda: history(fleet, app) == {1: "first"}, "revision 1 in the history")
+    eventually(lambda: every_pod(fleet, app, lambda p: container(p)["image"] == "nginx:1.26"), "nginx:1.26 pods",
+               timeout=90)
+    fleet.kubectl("set", "image", f"deployment/{app}", "nginx=nginx:1.27")
+    fleet.kubectl("annotate", "--overwrite", f"deployment/{app}", "kubernetes.io/change-cause=to 1.27")
+    eventually(lambda: history(fleet, app) == {1: "first", 2: "to 1.27"}, "revision 2 in the history")
+    assert "nginx:1.26" in fleet.kubectl("rollout", "history", f"deployment/{app}", "--revision=1")
+    eventually(lambda: every_pod(fleet, app, lambda p: container(p)["image"] == "nginx:1.27"), "nginx:1.27 pods",
+               timeout=90)
+
+    fleet.kubectl("rollout", "undo", f"deployment/{app}")  # to the previous revision: 1 comes back as 3
+    assert image_of(fleet, app) == "nginx:1.26"
+    eventually(lambda: history(fleet, app) == {2: "to 1.27", 3: "first"}, "revision 1 moved to 3")
+    eventually(lambda: every_pod(fleet, app, lambda p: container(p)["image"] == "nginx:1.26"),
+               "the undo on the downstream pods", timeout=90)
+    fleet.kubectl("rollout", "undo", f"deployment/{app}", "--to-revision=2")
+    assert image_of(fleet, app) == "nginx:1.27"
+    eventually(lambda: history(fleet, app) == {3: "first", 4: "to 1.27"}, "revision 2 moved to 4")
+    eventually(lambda: every_pod(fleet, app, lambda p: container(p)["image"] == "nginx:1.27"),
+               "the undo to revision 2 on the downstream pods", timeout=90)
+    assert fleet.kubectl("get", f"deployment/{app}", "-o",
+                         "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}") == "4"
+
+    replica_sets = yaml.safe_load(fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o", "yaml"))["items"]
+    by_revision = {rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: rs["metadata"]["name"]
+                   for rs in replica_sets}
+    assert sorted(by_revision) == ["3", "4"]
+    newest, older = by_revision["4"], by_revision["3"]
+
+    def described() -> str | None:
+        text = fleet.kubectl("describe", f"deployment/{app}")
+        lines = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in text.splitlines() if ":" in line}
+        good = (lines.get("StrategyType") == "RollingUpdate"
+                and lines.get("RollingUpdateStrategy") == "25% max unavailable, 25% max surge"
+                and lines.get("NewReplicaSet") == f"{newest} (2/2 replicas created)"
+                and lines.get("OldReplicaSets") == f"{older} (0/0 replicas created)" and "Conditions:" in text
+                and f"Scaled up replica set {newest}" in text)
+        if not good:
+            print(text)  # shown when the test fails
+        return text if good else None
+
+    eventually(described, "describe: strategy, new and old ReplicaSets, conditions, events", timeout=60)
+    # kcp's ReplicaSets are history only: none is copied down (the clusters run the split children's own)
+    kept = {rs["metadata"]["name"] for rs in replica_sets}
+    for physical in fleet.clusters.values():
+        assert not kept & {rs["metadata"]["name"] for rs in downstream(physical, fleet.logical_cluster,
+                                                                       "replicasets", app)}
+
+    fleet.kubectl("expose", f"deployment/{app}", "--port=80", "--target-port=8080")
+    service = yaml.safe_load(fleet.kubectl("get", f"service/{app}", "-o", "yaml"))
+    assert service["spec"]["selector"] == {"app": app}
+    assert (service["spec"]["type"], service["spec"]["sessionAffinity"]) == ("ClusterIP", "None")
+    assert service["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 8080}]
+    assert service["spec"]["clusterIP"] not in (None, "", "None")
+
+    fleet.kubectl("delete", f"deployment/{app}")
+    eventually(lambda: not fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o", "name"),
+               "the root's ReplicaSets collected with it")
+
+
+def test_a_user_s_own_replica_set_with_an_assignment_label_still_syncs(fleet: Fleet) -> None:
+    own = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+           "metadata": {"name": "own", "labels": {"app": "own", "workloads.kcp.io/cluster": "new"}},
+           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "own"}},
+                    "template": {"metadata": {"labels": {"app": "own"}},
+                                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    fleet.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(own))
+    eventually(lambda: downstream_pods(fleet.clusters["new"], "own"), "its pod in the cluster it names", timeout=60)
+    assert [rs["metadata"]["name"] for rs in downstream(fleet.clusters["new"], LOGICAL_CLUSTER, "replicasets",
+                                                        "own")] == ["own"]
+    assert not downstream(fleet.clusters["old"], LOGICAL_CLUSTER, "replicasets", "own")
 
 
 HAND_MADE = """apiVersion: apiextensions.k8s.io/v1
