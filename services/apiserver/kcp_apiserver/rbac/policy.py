@@ -10,6 +10,7 @@ does not store an object of the same name.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -279,13 +280,17 @@ class PolicyIndex:
 
     # -- the shared defaults, served read-through -------------------------------------------------
 
-    def default_object(self, kind: str, cluster: str, name: str) -> Obj | None:
-        """The shared default `name` as `cluster` sees it (an aggregating role with that cluster's rules)."""
+    def default_object(self, kind: str, cluster: str, name: str, *, created: str) -> Obj | None:
+        """The shared default `name` as `cluster` sees it: its own uid, the cluster's creation time (`created`),
+        an aggregating role with that cluster's rules."""
         found = self.default_objects.get((kind, name))
         if found is None:
             return None
         obj = copy.deepcopy(found)
-        obj["metadata"]["annotations"][CLUSTER_ANNOTATION] = cluster
+        meta = obj["metadata"]
+        meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kcp:{cluster}:{kind}:{name}"))
+        meta["creationTimestamp"] = created
+        meta["annotations"][CLUSTER_ANNOTATION] = cluster
         if kind == "ClusterRole" and "aggregationRule" in obj:
             obj["rules"] = [rule.to_dict() for rule in self.cluster_role_rules(cluster, name)]
         return obj
