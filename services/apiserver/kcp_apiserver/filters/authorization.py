@@ -10,7 +10,6 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
-from kcp_apiserver.filters.authentication import is_public
 from kcp_apiserver.rbac.authorizer import Decision
 
 __all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
@@ -51,15 +50,15 @@ def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[val
     @web.middleware
     async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
         ctx = request_context(request)
-        if not is_public(ctx.info.path):
-            decision = await authorizer.authorize(ctx)
-            ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
-            ctx.annotations[REASON_ANNOTATION] = decision.reason
-            if not decision.allowed:
-                info = ctx.info
-                details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}
-                raise st.APIError(403, "Forbidden", forbidden_message(ctx, decision.reason),
-                                  {k: v for k, v in details.items() if v})
+        # public paths too: kube's system:public-info-viewer binding is what lets anyone read them
+        decision = await authorizer.authorize(ctx)
+        ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
+        ctx.annotations[REASON_ANNOTATION] = decision.reason
+        if not decision.allowed:
+            info = ctx.info
+            details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}
+            raise st.APIError(403, "Forbidden", forbidden_message(ctx, decision.reason),
+                              {k: v for k, v in details.items() if v})
         return await handler(request)
 
     return authorize
