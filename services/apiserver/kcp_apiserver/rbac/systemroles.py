@@ -7,9 +7,8 @@ exist (they bind to them, `kubectl auth reconcile` reads them), so every logical
 
 from __future__ import annotations
 
-from kcp_apiserver.rbac.bootstrap import EVENTS_WRITE, READ, Obj, cluster_role, cluster_role_binding, rule
+from kcp_apiserver.rbac.bootstrap import EVENTS_WRITE, READ, Obj, cluster_role, cluster_role_binding, rule, user
 from kcp_apiserver.rbac.bootstrap import service_account as sa
-from kcp_apiserver.rbac.bootstrap import user
 
 _REVIEWS = [rule("create", "authentication.k8s.io", "tokenreviews"),
             rule("create", "authorization.k8s.io", "subjectaccessreviews")]
