@@ -30,11 +30,19 @@ class ClusterBirth:
     def __init__(self, namespaces: WatchCacheInformer) -> None:
         self.namespaces = namespaces
         self.fallback = now_rfc3339()
+        # the last answer found: a list asks once per default object (~70 times) for one cluster, and a
+        # cluster's birth never changes; one entry, so it costs nothing per logical cluster
+        self._last: tuple[str, str] | None = None
 
     def __call__(self, cluster: str) -> str:
+        if self._last is not None and self._last[0] == cluster:
+            return self._last[1]
         ns = self.namespaces.indexer.get(ObjectKey(cluster, "", BIRTH_NAMESPACE))
         created = ns["metadata"].get("creationTimestamp") if ns is not None else None
-        return created if isinstance(created, str) and created else self.fallback
+        if not (isinstance(created, str) and created):
+            return self.fallback
+        self._last = (cluster, created)
+        return created
 
 
 class SharedDefaults:

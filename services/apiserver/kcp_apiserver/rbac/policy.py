@@ -9,11 +9,12 @@ does not store an object of the same name.
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from kcp_apiserver.apimachinery.request import RequestInfo, UserInfo
 from kcp_apiserver.apimachinery.selectors import LabelSelector
@@ -151,8 +152,10 @@ class PolicyIndex:
             self.defaults.cluster_roles[role["metadata"]["name"]] = cluster_role_of(role)
         for binding in defaults.CLUSTER_ROLE_BINDINGS:
             self.defaults.put_binding(binding_of(binding))
-        self.default_objects = {("ClusterRole", o["metadata"]["name"]): o for o in defaults.CLUSTER_ROLES}
-        self.default_objects.update({("ClusterRoleBinding", o["metadata"]["name"]): o
+        # encoded once: decoding is a fresh copy 6x faster than copy.deepcopy, and a list makes ~70 of them
+        self.default_objects = {("ClusterRole", o["metadata"]["name"]): orjson.dumps(o)
+                                for o in defaults.CLUSTER_ROLES}
+        self.default_objects.update({("ClusterRoleBinding", o["metadata"]["name"]): orjson.dumps(o)
                                      for o in defaults.CLUSTER_ROLE_BINDINGS})
 
     # -- feeding ------------------------------------------------------------------------------
@@ -286,7 +289,7 @@ class PolicyIndex:
         found = self.default_objects.get((kind, name))
         if found is None:
             return None
-        obj = copy.deepcopy(found)
+        obj = orjson.loads(found)
         meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kcp:{cluster}:{kind}:{name}"))
         meta["creationTimestamp"] = created
