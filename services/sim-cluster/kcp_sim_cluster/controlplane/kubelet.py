@@ -8,7 +8,8 @@ annotations steer it: `sim.kcp.io/ready: "false"` keeps it unready; `sim.kcp.io/
 makes its containers crash and restart with kube's back-off (CrashLoopBackOff, restartCount
 climbing). A pod that does not restart always (restartPolicy Never or OnFailure, a Job's pods)
 completes after `ready_delay`: Succeeded (Failed when it crashes under Never). A deleting pod is
-stopped and removed (the kubelet's final delete with grace 0).
+stopped and removed (the kubelet's final delete with grace 0). Pods on nodes other than this
+server's `--nodes` (a node agent's, `kcp-sim-cluster agent`) are left to the kubelet that runs them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kcp_apiserver.embedding import KeyNotFound, Resource, RevisionConflict
 from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of, key_of
-from kcp_sim_cluster.controlplane.nodes import host_ip, node_index, wants_not_ready
+from kcp_sim_cluster.controlplane.nodes import host_ip, node_index, node_names, wants_not_ready
 from kcp_sim_cluster.controlplane.objects import Obj
 from kcp_sim_cluster.controlplane.podutil import is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
@@ -59,6 +60,7 @@ class Kubelet(SimController):
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
         self.ips: dict[tuple[str, str], NodeIPs] = {}
         self.started: dict[str, float] = {}  # pod uid -> when its containers started (finer than startTime)
+        self.own_nodes = frozenset(node_names(sim.options.nodes))  # a node agent's nodes run their own pods
 
     def wire(self) -> None:
         self.sim.informer("pods").add_handler(self._on_pod)
@@ -103,8 +105,8 @@ class Kubelet(SimController):
         if pod is None or not node_name(pod):
             return None
         node = self.sim.informer("nodes").get(ObjectKey(key.cluster, "", node_name(pod)))
-        if node is None or wants_not_ready(node):
-            return None  # no kubelet there (or a sick one): nothing happens to the pod
+        if node is None or wants_not_ready(node) or node_name(pod) not in self.own_nodes:
+            return None  # no kubelet of ours there (or a sick one): nothing happens to the pod
         if pod["metadata"].get("deletionTimestamp"):
             await self._remove(pod)
             return None
