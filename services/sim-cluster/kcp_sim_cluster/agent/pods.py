@@ -1,0 +1,213 @@
+"""The lifecycle of the pods bound to the agent's nodes, as their kubelets would run it.
+
+A bound pod starts in one status write (phase Running, podIP from its node's CIDR, hostIP,
+startTime, container statuses, conditions; see kubeletstatus.py) and turns Ready `ready_delay`
+seconds later. The pod-template annotations of the in-process kubelet steer it (`sim.kcp.io/ready:
+"false"`, `sim.kcp.io/crash: "true"`); a pod that does not restart always (a Job's) completes. A pod
+being deleted has its containers stopped at once, so the agent sends the kubelet's final delete
+(grace 0, on the pod's uid). Every write is a status PUT on the cached resourceVersion: a conflict is
+retried from a fresher cache, as any controller's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+from prometheus_client import CollectorRegistry
+
+from kcp_sim_cluster.agent.nodes import COMPONENT, host_ip, pod_cidr
+from kcp_sim_cluster.ipam import NodeIPs
+from kcp_sim_cluster.kubeletstatus import (
+    BACKOFF_INITIAL,
+    crash_restarts,
+    is_settled,
+    mark_completed,
+    mark_crashed,
+    mark_ready,
+    mark_running,
+    restarts_always,
+    steer,
+)
+from kcpcommon.clients import KubeClientFactory
+from kcpcommon.controller import Controller, Result
+from kcpcommon.errors import APIConflictError, APINotFoundError
+from kcpcommon.frozen import thaw
+from kcpcommon.informer import Obj, SharedInformer, deleted_object
+from kcpcommon.informer_factory import SharedInformerFactory
+from kcpcommon.keys import ObjectKey, key_for
+from kcpcommon.kubetime import format_time, parse_time
+
+log = structlog.get_logger("sim-agent.pods")
+
+NODE_INDEX = "node"
+TERMINAL = ("Succeeded", "Failed")
+Mutator = Callable[[dict[str, Any]], bool]  # changes the pod in place; False: nothing to write
+
+
+def node_name(pod: Obj) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def _node_index(pod: Obj) -> list[str]:
+    name = node_name(pod)
+    return [name] if name else []
+
+
+class PodAgent:
+    """Runs the pods whose spec.nodeName is one of `indexes` (node name -> index)."""
+
+    def __init__(self, clients: KubeClientFactory, factory: SharedInformerFactory, *, indexes: Mapping[str, int],
+                 ready_delay: float, registry: CollectorRegistry) -> None:
+        self.cluster = clients.name
+        self.pods = clients.dynamic().resource("v1", "pods", namespaced=True)
+        self.indexes = dict(indexes)
+        self.ready_delay = ready_delay
+        self.informer: SharedInformer = factory.informer(cluster=self.cluster, api_version="v1", plural="pods",
+                                                         namespaced=True)
+        self.informer.add_indexers({NODE_INDEX: _node_index}, skip_existing=True)
+        self.controller: Controller[ObjectKey] = Controller("sim-agent-pods", self.reconcile, workers=16,
+                                                            registry=registry, component=COMPONENT)
+        self.started: dict[str, float] = {}  # pod uid -> when its containers started (finer than startTime)
+        self.pools: dict[str, NodeIPs] = {}
+        self.informer.add_handler(on_add=self._changed, on_update=lambda old, new: self._changed(new),
+                                  on_delete=self._gone, name="sim-agent-pods")
+
+    def _changed(self, pod: Obj) -> None:
+        if node_name(pod) in self.indexes:
+            self.controller.enqueue(key_for(pod, cluster=self.cluster))
+
+    def _gone(self, value: Any) -> None:
+        pod = deleted_object(value)
+        self.started.pop(str(pod["metadata"].get("uid", "")), None)
+        ip = (pod.get("status") or {}).get("podIP")
+        pool = self.pools.get(node_name(pod))
+        if ip and pool is not None:
+            pool.release(ip)
+
+    async def run(self) -> None:
+        await self.controller.start([self.informer.wait_for_sync])
+
+    def _pool(self, node: str) -> NodeIPs:
+        """The node's pod IPs; on first use it learns those its running pods hold (after a restart)."""
+        pool = self.pools.get(node)
+        if pool is None:
+            pool = self.pools[node] = NodeIPs(pod_cidr(self.indexes[node]))
+            for pod in self.informer.indexer.by_index(NODE_INDEX, node):
+                ip = (pod.get("status") or {}).get("podIP")
+                if ip:
+                    pool.take(ip, key_for(pod, cluster=self.cluster))
+        return pool
+
+    async def reconcile(self, key: ObjectKey) -> Result | None:
+        pod = self.informer.indexer.get(key)
+        if pod is None or node_name(pod) not in self.indexes:
+            return None
+        if pod["metadata"].get("deletionTimestamp"):
+            await self._remove(pod)
+            return None
+        status = pod.get("status") or {}
+        if status.get("phase") in TERMINAL:
+            return None
+        if not status.get("startTime"):
+            return await self._start(key, pod)
+        return await self._progress(pod)
+
+    async def _write(self, pod: Obj, mutate: Mutator) -> Obj | None:
+        """PUT the status `mutate` makes of the cached pod; a 409 (the cache was behind) raises to retry."""
+        body = thaw(pod)
+        if not mutate(body):
+            return None
+        try:
+            written: Obj = await self.pods.replace(body, subresource="status")
+        except APINotFoundError:
+            return None
+        return written
+
+    async def _remove(self, pod: Obj) -> None:
+        """The containers are stopped: the kubelet's final delete (grace 0); finalizers keep it until removed."""
+        meta = pod["metadata"]
+        if meta.get("deletionGracePeriodSeconds") == 0:
+            return  # sent already: the pod waits for its finalizers
+        try:
+            await self.pods.delete(meta["name"], namespace=meta.get("namespace"), grace_period_seconds=0,
+                                   preconditions={"uid": meta["uid"]})
+        except (APINotFoundError, APIConflictError):
+            pass  # gone, or another pod of that name now
+
+    async def _start(self, key: ObjectKey, pod: Obj) -> Result | None:
+        node = node_name(pod)
+        pool = self._pool(node)
+        ip = pool.allocate(key)
+        if ip is None:
+            log.warning("no pod IP left on the node", node=node)
+            return Result(requeue_after=BACKOFF_INITIAL)
+        started, stamp = time.time(), format_time()
+        may_ready, crashes = steer(pod)
+        ready = may_ready and not crashes and self.ready_delay <= 0
+
+        def start(current: dict[str, Any]) -> bool:
+            mark_running(current, pod_ip=ip, host_ip=host_ip(self.indexes[node]), stamp=stamp, ready=ready,
+                         crashes=crashes)
+            return True
+
+        try:
+            written = await self._write(pod, start)
+        except BaseException:
+            pool.release(ip)
+            raise
+        if written is None:
+            pool.release(ip)
+            return None
+        self.started[str(pod["metadata"].get("uid", ""))] = started
+        log.info("pod started", pod=str(key), node=node, pod_ip=ip)
+        if crashes:
+            return Result(requeue_after=BACKOFF_INITIAL)
+        if not restarts_always(pod) or (may_ready and not ready):
+            return Result(requeue_after=max(self.ready_delay - (time.time() - started), 0.0) or None)
+        return None
+
+    async def _progress(self, pod: Obj) -> Result | None:
+        status = pod.get("status") or {}
+        started = self.started.get(str(pod["metadata"].get("uid", "")))
+        if started is None:  # started before this process: the status's time (to the second) will do
+            since = parse_time(status.get("startTime"))
+            started = since.timestamp() if since else time.time()
+        elapsed = time.time() - started
+        may_ready, crashes = steer(pod)
+        if crashes:
+            return await self._crash(pod, elapsed)
+        if elapsed < self.ready_delay:
+            return Result(requeue_after=self.ready_delay - elapsed)
+        stamp = format_time()
+        if not restarts_always(pod):
+            await self._write(pod, lambda current: mark_completed(current, failed=False, stamp=stamp))
+            return None
+        if is_settled(status, may_ready):
+            return None
+
+        def ready(current: dict[str, Any]) -> bool:
+            mark_ready(current, ready=may_ready, stamp=stamp)
+            return True
+
+        await self._write(pod, ready)
+        return None
+
+    async def _crash(self, pod: Obj, elapsed: float) -> Result | None:
+        stamp = format_time()
+        if (pod.get("spec") or {}).get("restartPolicy") == "Never":
+            await self._write(pod, lambda current: mark_completed(current, failed=True, stamp=stamp))
+            return None
+        restarts, wait = crash_restarts(elapsed)
+        current_restarts = max((int(c.get("restartCount") or 0)
+                                for c in (pod.get("status") or {}).get("containerStatuses") or []), default=0)
+        if restarts > current_restarts:
+
+            def crash(current: dict[str, Any]) -> bool:
+                mark_crashed(current, restarts=restarts, stamp=stamp)
+                return True
+
+            await self._write(pod, crash)
+        return Result(requeue_after=max(wait, 0.5))
