@@ -37,6 +37,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
 STATUS_REPORT_SECONDS = 300.0
+REGISTER_POLL_SECONDS = 0.5
 MAX_CIDRS = 2048
 
 
@@ -66,15 +67,12 @@ def new_node(name: str, index: int) -> dict[str, Any]:
     }
 
 
-def new_lease(name: str, node_uid: str, stamp: str) -> dict[str, Any]:
-    lease: dict[str, Any] = {
+def new_lease(name: str, stamp: str) -> dict[str, Any]:
+    return {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": name, "namespace": LEASE_NAMESPACE},
         "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "renewTime": stamp},
     }
-    if node_uid:
-        lease["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": name, "uid": node_uid}]
-    return lease
 
 
 def report_heartbeat(node: dict[str, Any], stamp: str) -> None:
@@ -147,9 +145,12 @@ class NodeAgent:
         return Result(requeue_after=self.report_every)
 
     async def _heartbeats(self) -> None:
+        """Renew each registered node's Lease every `LEASE_RENEW_SECONDS` (a kubelet starts its Lease once its
+        Node exists, so the Lease can name its owner); a node still registering is tried again sooner."""
         while True:
-            await asyncio.gather(*(self._renew(name) for name in self.indexes))
-            await asyncio.sleep(LEASE_RENEW_SECONDS)
+            known = [n for n in self.indexes if self.informer.indexer.get(ObjectKey(self.cluster, "", n)) is not None]
+            await asyncio.gather(*(self._renew(name) for name in known))
+            await asyncio.sleep(LEASE_RENEW_SECONDS if len(known) == len(self.indexes) else REGISTER_POLL_SECONDS)
 
     async def _renew(self, name: str) -> None:
         stamp = format_micro_time()
@@ -160,25 +161,34 @@ class NodeAgent:
                 return
             body = thaw(lease)
             body["spec"]["renewTime"] = stamp
+            self._own(body)
             self.held[name] = await self.leases.replace(body, namespace=LEASE_NAMESPACE)
         except APIClientError as exc:  # read afresh next round, as the kubelet does after a failed renewal
             self.held.pop(name, None)
             level = log.info if isinstance(exc, (APIConflictError, APINotFoundError)) else log.warning
             level("node lease not renewed", node=name, error=str(exc))
 
+    def _own(self, lease: dict[str, Any]) -> None:
+        """The Node owns its Lease (so it goes with the Node), once the Node is known, as the kubelet sets it."""
+        meta = lease["metadata"]
+        node = self.informer.indexer.get(ObjectKey(self.cluster, "", meta["name"]))
+        if node is not None and not meta.get("ownerReferences"):
+            meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": meta["name"],
+                                        "uid": node["metadata"]["uid"]}]
+
     async def _take_lease(self, name: str, stamp: str) -> Obj:
         """The node's Lease, renewed now: the existing one (after a restart) or a new one."""
         try:
             body = thaw(await self.leases.get(name, namespace=LEASE_NAMESPACE))
         except APINotFoundError:
-            node = self.informer.indexer.get(ObjectKey(self.cluster, "", name))
-            uid = str((node or {}).get("metadata", {}).get("uid") or "")
-            return await self._create_lease(new_lease(name, uid, stamp))
+            return await self._create_lease(new_lease(name, stamp))
         body.setdefault("spec", {}).update({"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS,
                                             "renewTime": stamp})
+        self._own(body)
         return await self.leases.replace(body, namespace=LEASE_NAMESPACE)
 
     async def _create_lease(self, lease: dict[str, Any]) -> Obj:
+        self._own(lease)
         try:
             return await self.leases.create(lease, namespace=LEASE_NAMESPACE)
         except APINotFoundError:  # no kube-node-lease yet (kube's apiserver makes it; a bare server may not)
