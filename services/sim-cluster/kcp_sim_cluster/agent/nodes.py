@@ -38,6 +38,7 @@ LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
 STATUS_REPORT_SECONDS = 300.0
 REGISTER_POLL_SECONDS = 0.5
+MIN_REQUEUE_SECONDS = 0.1
 MAX_CIDRS = 2048
 
 
@@ -142,7 +143,8 @@ class NodeAgent:
         if changed or due:
             await self.nodes.patch(name, {"status": node["status"]}, subresource="status")
             self.reported[name] = time.monotonic()
-        return Result(requeue_after=self.report_every)
+        next_report = self.reported[name] + self.report_every - time.monotonic()
+        return Result(requeue_after=max(next_report, MIN_REQUEUE_SECONDS))
 
     async def _heartbeats(self) -> None:
         """Renew each registered node's Lease every `LEASE_RENEW_SECONDS` (a kubelet starts its Lease once its
