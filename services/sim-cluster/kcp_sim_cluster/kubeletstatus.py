@@ -19,6 +19,7 @@ READY_ANNOTATION = "sim.kcp.io/ready"
 CRASH_ANNOTATION = "sim.kcp.io/crash"
 BACKOFF_INITIAL = 10.0
 BACKOFF_CAP = 300.0
+NORMAL, WARNING = "Normal", "Warning"
 POD_CONDITION_ORDER = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
 
 
@@ -182,6 +183,24 @@ def mark_completed(pod: dict[str, Any], *, failed: bool, stamp: str) -> bool:
     pod_conditions(status, stamp, containers_ready=False, reason="PodCompleted" if not failed else "PodFailed")
     set_condition(status, "PodReadyToStartContainers", "False", when=stamp)
     return True
+
+
+def started_events(pod: Obj) -> list[tuple[str, str, str]]:
+    """The kubelet's Events (type, reason, message) for a pod whose containers started."""
+    events = []
+    for c in pod["spec"].get("containers") or []:
+        name, image = c["name"], c.get("image", "")
+        events += [(NORMAL, "Pulled", f'Container image "{image}" already present on machine'),
+                   (NORMAL, "Created", f"Created container: {name}"), (NORMAL, "Started", f"Started container {name}")]
+    return events
+
+
+def backoff_events(pod: Obj) -> list[tuple[str, str, str]]:
+    """The kubelet's Events (type, reason, message) for a pod whose containers crashed again."""
+    meta = pod["metadata"]
+    return [(WARNING, "BackOff", f"Back-off restarting failed container {c['name']} in pod "
+                                 f"{meta['name']}_{meta.get('namespace', '')}({meta.get('uid', '')})")
+            for c in pod["spec"].get("containers") or []]
 
 
 def node_status(node: dict[str, Any], *, capacity: Mapping[str, str], kubelet_version: str, address: str,

@@ -61,10 +61,19 @@ def pod(name: str = "p", *, node: str = NODE, annotations: dict[str, str] | None
             "status": status or {"phase": "Pending"}}
 
 
+class Events:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str | None]] = []
+
+    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, cluster: str | None = None,
+               component: str | None = None, host: str | None = None) -> None:
+        self.recorded.append((type_, reason, host))
+
+
 def agent_with(*pods: dict[str, Any], ready_delay: float = 1.0) -> tuple[PodAgent, FakePods]:
     clients = FakeClients()
     agent = PodAgent(clients, SharedInformerFactory(clients), indexes={NODE: 1}, ready_delay=ready_delay,  # type: ignore[arg-type]
-                     registry=CollectorRegistry())
+                     registry=CollectorRegistry(), recorder=Events())
     agent.informer.replace(list(pods), "5")
     return agent, clients.pods
 
@@ -83,6 +92,9 @@ async def test_a_bound_pod_starts_running_on_its_nodes_addresses_and_turns_ready
     assert written["metadata"]["resourceVersion"] == "5"  # a stale cache makes the PUT a 409, retried
     assert status["containerStatuses"][0]["ready"] is False
     assert isinstance(result, Result) and 0 < (result.requeue_after or 0) <= 1.0
+    assert isinstance(agent.recorder, Events)
+    assert agent.recorder.recorded == [("Normal", "Pulled", NODE), ("Normal", "Created", NODE),
+                                       ("Normal", "Started", NODE)]
 
     agent.informer.apply("MODIFIED", {**written, "metadata": {**written["metadata"], "resourceVersion": "6"}})
     agent.started["uid-p"] = time.time() - 2  # the delay has passed
@@ -104,6 +116,12 @@ async def test_a_crash_annotated_pod_waits_in_crash_loop_back_off() -> None:
     await agent.reconcile(key())
     (container,) = api.replaced[-1]["status"]["containerStatuses"]
     assert container["state"]["waiting"]["reason"] == "CrashLoopBackOff" and container["restartCount"] == 1
+
+    agent.informer.apply("MODIFIED", api.replaced[-1])
+    agent.started["uid-p"] = time.time() - 11  # the first back-off (10 s) is over: it crashes again
+    await agent.reconcile(key())
+    assert api.replaced[-1]["status"]["containerStatuses"][0]["restartCount"] == 2
+    assert isinstance(agent.recorder, Events) and agent.recorder.recorded[-1] == ("Warning", "BackOff", NODE)
 
 
 async def test_a_pod_that_does_not_restart_always_completes() -> None:

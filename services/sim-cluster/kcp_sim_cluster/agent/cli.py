@@ -14,12 +14,14 @@ from kcp_sim_cluster.agent.server import server_facts
 from kcp_sim_cluster.agent.settings import AgentSettings
 from kcpcommon.clients import KubeClientFactory
 from kcpcommon.daemon import HealthServer, configure_logging, parse_settings, run_daemon
+from kcpcommon.events import ClientEventSink, EventRecorder
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.version import package_version
 
 log = structlog.get_logger(COMPONENT)
 
 VERSION = package_version("kcp-sim-cluster")
+KUBELET = "kubelet"  # the Events' source component, as a real kubelet's
 CLUSTER = "cluster"  # what keys and logs call the one server the agent talks to
 
 
@@ -35,16 +37,20 @@ async def serve(settings: AgentSettings) -> None:
         factory = SharedInformerFactory(clients)
         nodes = NodeAgent(clients, factory, indexes=indexes, capacity=settings.capacity, facts=facts,
                           registry=registry)
-        pods = PodAgent(clients, factory, indexes=indexes, ready_delay=settings.ready_delay, registry=registry)
+        recorder = EventRecorder(ClientEventSink(clients), component=KUBELET)
+        pods = PodAgent(clients, factory, indexes=indexes, ready_delay=settings.ready_delay, registry=registry,
+                        recorder=recorder)
         health.add_readiness_check("informers", lambda: nodes.informer.has_synced and pods.informer.has_synced)
         health.add_readiness_check("nodes", nodes.registered)
         log.info("node agent starting", server=clients.server, nodes=settings.nodes,
                  kubelet_version=facts.kubelet_version, node_leases=facts.serves_leases, health_port=health.port)
         factory.start()
+        recorder.start()
         try:
             await asyncio.gather(nodes.run(), pods.run())
         finally:
             await factory.stop()
+            await recorder.stop()
             if settings.delete_nodes_on_exit:
                 await nodes.delete_nodes()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -22,6 +22,7 @@ from kcp_sim_cluster.agent.nodes import COMPONENT, host_ip, pod_cidr
 from kcp_sim_cluster.ipam import NodeIPs
 from kcp_sim_cluster.kubeletstatus import (
     BACKOFF_INITIAL,
+    backoff_events,
     crash_restarts,
     is_settled,
     mark_completed,
@@ -29,6 +30,7 @@ from kcp_sim_cluster.kubeletstatus import (
     mark_ready,
     mark_running,
     restarts_always,
+    started_events,
     steer,
 )
 from kcpcommon.clients import KubeClientFactory
@@ -47,6 +49,13 @@ TERMINAL = ("Succeeded", "Failed")
 Mutator = Callable[[dict[str, Any]], bool]  # changes the pod in place; False: nothing to write
 
 
+class Recorder(Protocol):
+    """Where the kubelet's Events go (kcpcommon's EventRecorder)."""
+
+    def record(self, obj: Mapping[str, Any], type_: str, reason: str, message: str, *, cluster: str | None = None,
+               component: str | None = None, host: str | None = None) -> None: ...
+
+
 def node_name(pod: Obj) -> str:
     return str((pod.get("spec") or {}).get("nodeName") or "")
 
@@ -60,8 +69,9 @@ class PodAgent:
     """Runs the pods whose spec.nodeName is one of `indexes` (node name -> index)."""
 
     def __init__(self, clients: KubeClientFactory, factory: SharedInformerFactory, *, indexes: Mapping[str, int],
-                 ready_delay: float, registry: CollectorRegistry) -> None:
+                 ready_delay: float, registry: CollectorRegistry, recorder: Recorder | None = None) -> None:
         self.cluster = clients.name
+        self.recorder = recorder
         self.pods = clients.dynamic().resource("v1", "pods", namespaced=True)
         self.indexes = dict(indexes)
         self.ready_delay = ready_delay
@@ -162,6 +172,7 @@ class PodAgent:
             pool.release(ip)
             return None
         self.started[str(pod["metadata"].get("uid", ""))] = started
+        self._record(written, started_events(written))
         log.info("pod started", pod=str(key), node=node, pod_ip=ip)
         if crashes:
             return Result(requeue_after=BACKOFF_INITIAL)
@@ -209,5 +220,12 @@ class PodAgent:
                 mark_crashed(current, restarts=restarts, stamp=stamp)
                 return True
 
-            await self._write(pod, crash)
+            written = await self._write(pod, crash)
+            if written is not None:
+                self._record(written, backoff_events(written))
         return Result(requeue_after=max(wait, 0.5))
+
+    def _record(self, pod: Obj, events: list[tuple[str, str, str]]) -> None:
+        if self.recorder is not None:
+            for type_, reason, message in events:
+                self.recorder.record(pod, type_, reason, message, cluster=self.cluster, host=node_name(pod))

@@ -21,7 +21,6 @@ import structlog
 
 from kcp_apiserver.embedding import KeyNotFound, Resource, RevisionConflict
 from kcp_sim_cluster.controlplane.base import SimController
-from kcp_sim_cluster.controlplane.events import NORMAL, WARNING
 from kcp_sim_cluster.controlplane.informer import cluster_of, key_of
 from kcp_sim_cluster.controlplane.nodes import host_ip, node_index, node_names, wants_not_ready
 from kcp_sim_cluster.controlplane.objects import Obj
@@ -31,6 +30,7 @@ from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcp_sim_cluster.ipam import NodeIPs
 from kcp_sim_cluster.kubeletstatus import (
     BACKOFF_INITIAL,
+    backoff_events,
     crash_restarts,
     is_settled,
     mark_completed,
@@ -38,6 +38,7 @@ from kcp_sim_cluster.kubeletstatus import (
     mark_ready,
     mark_running,
     restarts_always,
+    started_events,
     steer,
 )
 from kcpcommon.controller import Result
@@ -210,13 +211,9 @@ class Kubelet(SimController):
 
             written = await self.sim.write_status(self.pod_res, pod, crash)
             if written is not None:
-                for c in pod["spec"].get("containers") or []:
-                    self.sim.recorder.record(
-                        written, WARNING, "BackOff",
-                        f"Back-off restarting failed container {c['name']} in pod "
-                        f"{pod['metadata']['name']}_{pod['metadata'].get('namespace', '')}"
-                        f"({pod['metadata'].get('uid', '')})", component=COMPONENT,
-                        host=node_name(pod))
+                for type_, reason, message in backoff_events(pod):
+                    self.sim.recorder.record(written, type_, reason, message, component=COMPONENT,
+                                             host=node_name(pod))
         return Result(requeue_after=max(wait, 0.5))
 
     async def _complete(self, pod: Obj, *, failed: bool = False) -> None:
@@ -228,12 +225,5 @@ class Kubelet(SimController):
         await self.sim.write_status(self.pod_res, pod, complete)
 
     def _started_events(self, pod: Obj, crashes: bool) -> None:
-        host = node_name(pod)
-        for c in pod["spec"].get("containers") or []:
-            name, image = c["name"], c.get("image", "")
-            self.sim.recorder.record(pod, NORMAL, "Pulled", f'Container image "{image}" already present on machine',
-                                     component=COMPONENT, host=host)
-            self.sim.recorder.record(pod, NORMAL, "Created", f"Created container: {name}", component=COMPONENT,
-                                     host=host)
-            self.sim.recorder.record(pod, NORMAL, "Started", f"Started container {name}", component=COMPONENT,
-                                     host=host)
+        for type_, reason, message in started_events(pod):
+            self.sim.recorder.record(pod, type_, reason, message, component=COMPONENT, host=node_name(pod))
