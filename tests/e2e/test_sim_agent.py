@@ -143,10 +143,30 @@ def test_a_deployments_pods_run_ready_on_the_agents_nodes_and_go_when_scaled_to_
             assert condition(pod, type_)["status"] == "True", (type_, status["conditions"])
     assert len(ips) == 5
 
+    def started_events() -> Any:
+        events = [e for e in get(cluster, "-n", "web", "events")["items"] if e["reason"] == "Started"]
+        return events if len(events) >= 5 else None
+
+    for event in eventually(started_events, "the kubelet's Started events"):
+        assert event["source"]["component"] == "kubelet" and event["source"]["host"] in nodes
+
     kubectl(cluster, "-n", "web", "scale", "deployment/web", "--replicas", "0")
     kubectl(cluster, "-n", "web", "wait", "--for=delete", "pods", "-l", "app=web", f"--timeout={int(PATIENCE)}s",
             timeout=PATIENCE + 10)
     assert get(cluster, "-n", "web", "pods")["items"] == []
+
+
+def test_a_deleted_node_registers_again(cluster: KcpServer, agent: AgentProcess) -> None:
+    name = f"{PREFIX}{NODES}"
+    old_uid = get(cluster, "node", name)["metadata"]["uid"]
+    kubectl(cluster, "delete", "node", name)
+
+    def back() -> Any:
+        node = next((n for n in agent_nodes(cluster) if n["metadata"]["name"] == name), None)
+        fresh = node is not None and node["metadata"]["uid"] != old_uid
+        return node if fresh and (condition(node, "Ready") or {}).get("status") == "True" else None
+
+    eventually(back, f"{name} registered again, Ready")
 
 
 CRASHING = """
