@@ -113,8 +113,9 @@ class NodeAgent:
             self.controller.enqueue(ObjectKey(self.cluster, "", name))
 
     def registered(self) -> bool:
-        """Every node has reported its status once."""
-        return len(self.reported) == len(self.indexes)
+        """Every node has reported its status and, where the server has them, holds its Lease."""
+        leases_held = not self.facts.serves_leases or len(self.held) == len(self.indexes)
+        return len(self.reported) == len(self.indexes) and leases_held
 
     async def run(self) -> None:
         """The node workers and, where the server has them, the Lease heartbeats, until cancelled."""
