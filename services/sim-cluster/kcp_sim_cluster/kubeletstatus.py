@@ -8,12 +8,14 @@ the callers decide when, and write the result their own way (storage or the HTTP
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kcp_sim_cluster.conditions import get_condition, set_condition
 
 Obj = Mapping[str, Any]
+Mutator = Callable[[dict[str, Any]], bool]  # changes a pod in place; False: nothing to write
 
 READY_ANNOTATION = "sim.kcp.io/ready"
 CRASH_ANNOTATION = "sim.kcp.io/crash"
@@ -183,6 +185,61 @@ def mark_completed(pod: dict[str, Any], *, failed: bool, stamp: str) -> bool:
     pod_conditions(status, stamp, containers_ready=False, reason="PodCompleted" if not failed else "PodFailed")
     set_condition(status, "PodReadyToStartContainers", "False", when=stamp)
     return True
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a kubelet does next to a started pod: write `mutate` (None: nothing to write), look again after
+    `after` seconds (None: on the pod's next change), and record `events` once the write lands."""
+
+    mutate: Mutator | None = None
+    after: float | None = None
+    events: Callable[[Obj], list[tuple[str, str, str]]] | None = None
+
+
+def start_requeue(pod: Obj, *, ready_delay: float, ready: bool, crashes: bool, elapsed: float) -> float | None:
+    """When to look at a pod again after starting it: the first crash, Ready or completion after the delay."""
+    may_ready, _ = steer(pod)
+    if crashes:
+        return BACKOFF_INITIAL
+    if not restarts_always(pod) or (may_ready and not ready):
+        return max(ready_delay - elapsed, 0.0) or None
+    return None
+
+
+def progress(pod: Obj, *, elapsed: float, ready_delay: float, stamp: str) -> Step:
+    """The next step for a pod whose containers started `elapsed` seconds ago: crash again (back-off),
+    complete (no restart), turn Ready (or stay unready by annotation), or wait for the delay."""
+    may_ready, crashes = steer(pod)
+    status = pod.get("status") or {}
+    if crashes:
+        if (pod.get("spec") or {}).get("restartPolicy") == "Never":
+            return Step(lambda current: mark_completed(current, failed=True, stamp=stamp))
+        restarts, wait = crash_restarts(elapsed)
+        current_restarts = max((int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
+                               default=0)
+        if restarts <= current_restarts:
+            return Step(after=max(wait, 0.5))
+
+        def crash(current: dict[str, Any]) -> bool:
+            mark_crashed(current, restarts=restarts, stamp=stamp)
+            return True
+
+        return Step(crash, max(wait, 0.5), backoff_events)
+    if elapsed < ready_delay:
+        return Step(after=ready_delay - elapsed)
+    if not restarts_always(pod):
+        return Step(lambda current: mark_completed(current, failed=False, stamp=stamp))
+    if is_settled(status, may_ready):
+        return Step()
+
+    def ready(current: dict[str, Any]) -> bool:
+        if not (current.get("status") or {}).get("startTime"):
+            return False
+        mark_ready(current, ready=may_ready, stamp=stamp)
+        return True
+
+    return Step(ready)
 
 
 def started_events(pod: Obj) -> list[tuple[str, str, str]]:

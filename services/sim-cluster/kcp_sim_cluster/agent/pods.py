@@ -12,7 +12,7 @@ retried from a fresher cache, as any controller's.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -22,14 +22,10 @@ from kcp_sim_cluster.agent.nodes import COMPONENT, host_ip, pod_cidr
 from kcp_sim_cluster.ipam import NodeIPs
 from kcp_sim_cluster.kubeletstatus import (
     BACKOFF_INITIAL,
-    backoff_events,
-    crash_restarts,
-    is_settled,
-    mark_completed,
-    mark_crashed,
-    mark_ready,
+    Mutator,
     mark_running,
-    restarts_always,
+    progress,
+    start_requeue,
     started_events,
     steer,
 )
@@ -46,7 +42,6 @@ log = structlog.get_logger("sim-agent.pods")
 
 NODE_INDEX = "node"
 TERMINAL = ("Succeeded", "Failed")
-Mutator = Callable[[dict[str, Any]], bool]  # changes the pod in place; False: nothing to write
 
 
 class Recorder(Protocol):
@@ -174,11 +169,9 @@ class PodAgent:
         self.started[str(pod["metadata"].get("uid", ""))] = started
         self._record(written, started_events(written))
         log.info("pod started", pod=str(key), node=node, pod_ip=ip)
-        if crashes:
-            return Result(requeue_after=BACKOFF_INITIAL)
-        if not restarts_always(pod) or (may_ready and not ready):
-            return Result(requeue_after=max(self.ready_delay - (time.time() - started), 0.0) or None)
-        return None
+        after = start_requeue(pod, ready_delay=self.ready_delay, ready=ready, crashes=crashes,
+                              elapsed=time.time() - started)
+        return Result(requeue_after=after) if after is not None else None
 
     async def _progress(self, pod: Obj) -> Result | None:
         status = pod.get("status") or {}
@@ -186,44 +179,12 @@ class PodAgent:
         if started is None:  # started before this process: the status's time (to the second) will do
             since = parse_time(status.get("startTime"))
             started = since.timestamp() if since else time.time()
-        elapsed = time.time() - started
-        may_ready, crashes = steer(pod)
-        if crashes:
-            return await self._crash(pod, elapsed)
-        if elapsed < self.ready_delay:
-            return Result(requeue_after=self.ready_delay - elapsed)
-        stamp = format_time()
-        if not restarts_always(pod):
-            await self._write(pod, lambda current: mark_completed(current, failed=False, stamp=stamp))
-            return None
-        if is_settled(status, may_ready):
-            return None
-
-        def ready(current: dict[str, Any]) -> bool:
-            mark_ready(current, ready=may_ready, stamp=stamp)
-            return True
-
-        await self._write(pod, ready)
-        return None
-
-    async def _crash(self, pod: Obj, elapsed: float) -> Result | None:
-        stamp = format_time()
-        if (pod.get("spec") or {}).get("restartPolicy") == "Never":
-            await self._write(pod, lambda current: mark_completed(current, failed=True, stamp=stamp))
-            return None
-        restarts, wait = crash_restarts(elapsed)
-        current_restarts = max((int(c.get("restartCount") or 0)
-                                for c in (pod.get("status") or {}).get("containerStatuses") or []), default=0)
-        if restarts > current_restarts:
-
-            def crash(current: dict[str, Any]) -> bool:
-                mark_crashed(current, restarts=restarts, stamp=stamp)
-                return True
-
-            written = await self._write(pod, crash)
-            if written is not None:
-                self._record(written, backoff_events(written))
-        return Result(requeue_after=max(wait, 0.5))
+        step = progress(pod, elapsed=time.time() - started, ready_delay=self.ready_delay, stamp=format_time())
+        if step.mutate is not None:
+            written = await self._write(pod, step.mutate)
+            if written is not None and step.events is not None:
+                self._record(written, step.events(written))
+        return Result(requeue_after=step.after) if step.after is not None else None
 
     def _record(self, pod: Obj, events: list[tuple[str, str, str]]) -> None:
         if self.recorder is not None:

@@ -28,19 +28,7 @@ from kcp_sim_cluster.controlplane.podutil import is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcp_sim_cluster.ipam import NodeIPs
-from kcp_sim_cluster.kubeletstatus import (
-    BACKOFF_INITIAL,
-    backoff_events,
-    crash_restarts,
-    is_settled,
-    mark_completed,
-    mark_crashed,
-    mark_ready,
-    mark_running,
-    restarts_always,
-    started_events,
-    steer,
-)
+from kcp_sim_cluster.kubeletstatus import mark_running, progress, start_requeue, started_events, steer
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_time as rfc3339
@@ -158,11 +146,8 @@ class Kubelet(SimController):
             return None
         self.started[str(pod["metadata"].get("uid", ""))] = started
         self._started_events(written, crashes)
-        if crashes:
-            return Result(requeue_after=BACKOFF_INITIAL)
-        if not restarts_always(pod) or (may_ready and not ready):
-            return Result(requeue_after=max(delay - (time.time() - started), 0.0) or None)
-        return None
+        after = start_requeue(pod, ready_delay=delay, ready=ready, crashes=crashes, elapsed=time.time() - started)
+        return Result(requeue_after=after) if after is not None else None
 
     async def _progress(self, pod: Obj) -> Result | None:
         status = pod.get("status") or {}
@@ -170,59 +155,14 @@ class Kubelet(SimController):
         if started is None:  # started before this process: the status's time (to the second) will do
             since = parse_time(status.get("startTime"))
             started = since.timestamp() if since else time.time()
-        elapsed = time.time() - started
-        delay = self.sim.options.ready_delay
-        may_ready, crashes = steer(pod)
-        if crashes:
-            return await self._crash(pod, elapsed)
-        if elapsed < delay:
-            return Result(requeue_after=delay - elapsed)
-        if not restarts_always(pod):
-            await self._complete(pod)
-            return None
-        want_ready = may_ready
-        if is_settled(status, want_ready):
-            return None
-        stamp = rfc3339()
-
-        def ready(current: dict[str, Any]) -> bool:
-            if not (current.get("status") or {}).get("startTime"):
-                return False
-            mark_ready(current, ready=want_ready, stamp=stamp)
-            return True
-
-        await self.sim.write_status(self.pod_res, pod, ready)
-        return None
-
-    async def _crash(self, pod: Obj, elapsed: float) -> Result | None:
-        restarts, wait = crash_restarts(elapsed)
-        status = pod.get("status") or {}
-        current_restarts = max((int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []),
-                               default=0)
-        if not restarts_always(pod) and (pod.get("spec") or {}).get("restartPolicy") == "Never":
-            await self._complete(pod, failed=True)
-            return None
-        if restarts > current_restarts:
-            stamp = rfc3339()
-
-            def crash(current: dict[str, Any]) -> bool:
-                mark_crashed(current, restarts=restarts, stamp=stamp)
-                return True
-
-            written = await self.sim.write_status(self.pod_res, pod, crash)
-            if written is not None:
-                for type_, reason, message in backoff_events(pod):
+        step = progress(pod, elapsed=time.time() - started, ready_delay=self.sim.options.ready_delay, stamp=rfc3339())
+        if step.mutate is not None:
+            written = await self.sim.write_status(self.pod_res, pod, step.mutate)
+            if written is not None and step.events is not None:
+                for type_, reason, message in step.events(written):
                     self.sim.recorder.record(written, type_, reason, message, component=COMPONENT,
                                              host=node_name(pod))
-        return Result(requeue_after=max(wait, 0.5))
-
-    async def _complete(self, pod: Obj, *, failed: bool = False) -> None:
-        stamp = rfc3339()
-
-        def complete(current: dict[str, Any]) -> bool:
-            return mark_completed(current, failed=failed, stamp=stamp)
-
-        await self.sim.write_status(self.pod_res, pod, complete)
+        return Result(requeue_after=step.after) if step.after is not None else None
 
     def _started_events(self, pod: Obj, crashes: bool) -> None:
         for type_, reason, message in started_events(pod):
