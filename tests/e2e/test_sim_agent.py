@@ -154,6 +154,7 @@ def test_a_deployments_pods_run_ready_on_the_agents_nodes_and_go_when_scaled_to_
     kubectl(cluster, "-n", "web", "wait", "--for=delete", "pods", "-l", "app=web", f"--timeout={int(PATIENCE)}s",
             timeout=PATIENCE + 10)
     assert get(cluster, "-n", "web", "pods")["items"] == []
+    assert agent.healthy() and 'controller="sim-agent-pods"' in agent.metrics()
 
 
 def test_a_deleted_node_registers_again(cluster: KcpServer, agent: AgentProcess) -> None:
