@@ -19,6 +19,12 @@ def test_the_nodes_are_named_after_the_prefix() -> None:
     assert settings.delete_nodes_on_exit is False  # kwok's default: nodes stay
 
 
+def test_the_request_rate_is_a_kubelets_per_node_unless_set() -> None:
+    settings = parse_settings(AgentSettings, ["--nodes", "50"])
+    assert (settings.api_qps, settings.api_burst) == (250.0, 500)
+    assert parse_settings(AgentSettings, ["--nodes", "50", "--qps", "20", "--burst", "0"]).api_burst == 0
+
+
 def test_environment_variables_set_what_flags_do(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KCP_SIM_CLUSTER_AGENT_NODES", "7")
     monkeypatch.setenv("KCP_SIM_CLUSTER_AGENT_NODE_CAPACITY", "cpu=2,pods=10")

@@ -31,8 +31,8 @@ async def serve(settings: AgentSettings) -> None:
     health = HealthServer(registry=registry, host=settings.health_address, port=settings.health_port)
     indexes = {name: i for i, name in enumerate(settings.node_names, start=1)}
     async with health, await KubeClientFactory.load(settings.kubeconfig, context=settings.context, name=CLUSTER,
-                                                    component=COMPONENT, version=VERSION, qps=settings.qps,
-                                                    burst=settings.burst) as clients:
+                                                    component=COMPONENT, version=VERSION, qps=settings.api_qps,
+                                                    burst=settings.api_burst) as clients:
         facts = await server_facts(clients.dynamic())
         factory = SharedInformerFactory(clients)
         nodes = NodeAgent(clients, factory, indexes=indexes, capacity=settings.capacity, facts=facts,

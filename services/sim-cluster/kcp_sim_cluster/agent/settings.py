@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings
 from kcp_sim_cluster.capacity import parse_capacity
 from kcpcommon.settings import settings_config
 
+KUBELET_QPS, KUBELET_BURST = 5.0, 10  # a kubelet's kubeAPIQPS and kubeAPIBurst: the agent plays --nodes of them
 NODE_NAME_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9.]*[-a-z0-9.])?$")
 
 
@@ -37,8 +38,10 @@ class AgentSettings(BaseSettings):
     health_port: int = Field(0, ge=0, le=65535, description="port of the /healthz, /readyz and /metrics "
                                                             "server; 0: a free port, logged at start")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
-    qps: float = Field(50.0, ge=0, description="API requests per second, sustained (0: unlimited)")
-    burst: int = Field(100, ge=0, description="API requests allowed in a burst above qps")
+    qps: float | None = Field(None, ge=0, description="API requests per second, sustained (0: unlimited); "
+                                                    "unset: 5 per node, each kubelet's default kubeAPIQPS")
+    burst: int | None = Field(None, ge=0, description="API requests allowed in a burst above qps; unset: 10 per "
+                                                      "node, each kubelet's default kubeAPIBurst")
 
     @field_validator("node_name_prefix")
     @classmethod
@@ -57,6 +60,14 @@ class AgentSettings(BaseSettings):
     @property
     def capacity(self) -> dict[str, str]:
         return parse_capacity(self.node_capacity)
+
+    @property
+    def api_qps(self) -> float:
+        return self.qps if self.qps is not None else KUBELET_QPS * max(self.nodes, 1)
+
+    @property
+    def api_burst(self) -> int:
+        return self.burst if self.burst is not None else KUBELET_BURST * max(self.nodes, 1)
 
     @property
     def node_names(self) -> list[str]:
