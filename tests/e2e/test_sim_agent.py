@@ -170,6 +170,31 @@ def test_a_deleted_node_registers_again(cluster: KcpServer, agent: AgentProcess)
     eventually(back, f"{name} registered again, Ready")
 
 
+PINNED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned, namespace: sick}
+spec: {nodeName: agent-node-2, containers: [{name: c, image: nginx}]}
+"""
+
+
+def test_a_not_ready_annotation_plays_a_sick_kubelet_until_removed(cluster: KcpServer, agent: AgentProcess) -> None:
+    kubectl(cluster, "create", "namespace", "sick")
+    kubectl(cluster, "apply", "-f", "-", input_text=PINNED)
+    kubectl(cluster, "-n", "sick", "wait", "--for=condition=Ready", "pod/pinned", f"--timeout={int(PATIENCE)}s",
+            timeout=PATIENCE + 10)
+
+    def ready(*what: str) -> str:
+        return str((condition(get(cluster, *what), "Ready") or {}).get("status"))
+
+    kubectl(cluster, "annotate", "node", "agent-node-2", "sim.kcp.io/not-ready=true")
+    eventually(lambda: ready("node", "agent-node-2") == "False", "the node NotReady")
+    eventually(lambda: ready("-n", "sick", "pod", "pinned") == "False", "its pod unready (the node controller's)")
+    kubectl(cluster, "annotate", "node", "agent-node-2", "sim.kcp.io/not-ready-")
+    eventually(lambda: ready("node", "agent-node-2") == "True", "the node Ready again")
+    eventually(lambda: ready("-n", "sick", "pod", "pinned") == "True", "its pod Ready again")
+
+
 CRASHING = """
 apiVersion: v1
 kind: Pod

@@ -19,6 +19,7 @@ Mutator = Callable[[dict[str, Any]], bool]  # changes a pod in place; False: not
 
 READY_ANNOTATION = "sim.kcp.io/ready"
 CRASH_ANNOTATION = "sim.kcp.io/crash"
+NOT_READY_ANNOTATION = "sim.kcp.io/not-ready"  # on a Node: its kubelet turns unhealthy (Ready=False, no heartbeats)
 BACKOFF_INITIAL = 10.0
 BACKOFF_CAP = 300.0
 NORMAL, WARNING = "Normal", "Warning"
@@ -29,6 +30,10 @@ def steer(pod: Obj) -> tuple[bool, bool]:
     """(may become ready, crashes) from the pod's annotations."""
     notes = (pod.get("metadata") or {}).get("annotations") or {}
     return notes.get(READY_ANNOTATION) != "false", notes.get(CRASH_ANNOTATION) == "true"
+
+
+def wants_not_ready(node: Obj) -> bool:
+    return ((node.get("metadata") or {}).get("annotations") or {}).get(NOT_READY_ANNOTATION) == "true"
 
 
 def restarts_always(pod: Obj) -> bool:

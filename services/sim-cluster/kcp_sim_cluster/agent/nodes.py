@@ -4,7 +4,9 @@ A kubelet registers its Node (capacity and allocatable, addresses, nodeInfo, a p
 status when it changes and at least every `STATUS_REPORT_SECONDS` (kube's nodeStatusReportFrequency
 while a Lease carries the heartbeat; every `LEASE_RENEW_SECONDS` on a server without
 coordination.k8s.io), and renews its Lease in kube-node-lease every `LEASE_RENEW_SECONDS`. A Node
-someone deleted registers again. Nodes are keyed by name; the agent touches no other node.
+someone deleted registers again. As with the in-process sim's nodes, the annotation `sim.kcp.io/not-ready:
+"true"` plays a sick kubelet: Ready=False and no more Lease renewals, until it is removed. Nodes are keyed
+by name; the agent touches no other node.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from kcp_sim_cluster.agent.server import ServerFacts
-from kcp_sim_cluster.kubeletstatus import node_status
+from kcp_sim_cluster.kubeletstatus import node_status, wants_not_ready
 from kcpcommon.clients import KubeClientFactory
 from kcpcommon.controller import Controller, Result
 from kcpcommon.errors import APIAlreadyExistsError, APIClientError, APIConflictError, APINotFoundError
@@ -137,7 +139,7 @@ class NodeAgent:
         stamp = format_time()
         changed = node_status(node, capacity=self.capacity, kubelet_version=self.facts.kubelet_version,
                               address=host_ip(self.indexes[name]), machine_id=f"sim-agent-{self.indexes[name]}",
-                              ready=True, stamp=stamp)
+                              ready=not wants_not_ready(node), stamp=stamp)
         due = time.monotonic() - self.reported.get(name, float("-inf")) >= self.report_every
         if due:
             report_heartbeat(node, stamp)
@@ -149,11 +151,14 @@ class NodeAgent:
 
     async def _heartbeats(self) -> None:
         """Renew each registered node's Lease every `LEASE_RENEW_SECONDS` (a kubelet starts its Lease once its
-        Node exists, so the Lease can name its owner); a node still registering is tried again sooner."""
+        Node exists, so the Lease can name its owner); a node still registering is tried again sooner, and
+        a node annotated `sim.kcp.io/not-ready: "true"` (a sick kubelet) is not renewed."""
         while True:
-            known = [n for n in self.indexes if self.informer.indexer.get(ObjectKey(self.cluster, "", n)) is not None]
-            await asyncio.gather(*(self._renew(name) for name in known))
-            await asyncio.sleep(LEASE_RENEW_SECONDS if len(known) == len(self.indexes) else REGISTER_POLL_SECONDS)
+            known = {n: self.informer.indexer.get(ObjectKey(self.cluster, "", n)) for n in self.indexes}
+            healthy = [n for n, node in known.items() if node is not None and not wants_not_ready(node)]
+            await asyncio.gather(*(self._renew(name) for name in healthy))
+            registered = all(node is not None for node in known.values())
+            await asyncio.sleep(LEASE_RENEW_SECONDS if registered else REGISTER_POLL_SECONDS)
 
     async def _renew(self, name: str) -> None:
         stamp = format_micro_time()

@@ -6,7 +6,8 @@ seconds later. The pod-template annotations of the in-process kubelet steer it (
 "false"`, `sim.kcp.io/crash: "true"`); a pod that does not restart always (a Job's) completes. A pod
 being deleted has its containers stopped at once, so the agent sends the kubelet's final delete
 (grace 0, on the pod's uid). Every write is a status PUT on the cached resourceVersion: a conflict is
-retried from a fresher cache, as any controller's.
+retried from a fresher cache, as any controller's. Pods on a node annotated `sim.kcp.io/not-ready:
+"true"` are left as they are until the node recovers.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from kcp_sim_cluster.kubeletstatus import (
     start_requeue,
     started_events,
     steer,
+    wants_not_ready,
 )
 from kcpcommon.clients import KubeClientFactory
 from kcpcommon.controller import Controller, Result
@@ -79,6 +81,16 @@ class PodAgent:
         self.pools: dict[str, NodeIPs] = {}
         self.informer.add_handler(on_add=self._changed, on_update=lambda old, new: self._changed(new),
                                   on_delete=self._gone, name="sim-agent-pods")
+        self.nodes: SharedInformer = factory.informer(cluster=self.cluster, api_version="v1", plural="nodes",
+                                                      namespaced=False)  # the NodeAgent's, shared
+        self.nodes.add_handler(on_update=self._node_changed, name="sim-agent-pods-nodes")
+
+    def _node_changed(self, old: Obj, new: Obj) -> None:
+        """A node whose kubelet recovers (or falls sick) has its pods looked at again."""
+        name = new["metadata"]["name"]
+        if name in self.indexes and wants_not_ready(old) != wants_not_ready(new):
+            for pod in self.informer.indexer.by_index(NODE_INDEX, name):
+                self.controller.enqueue(key_for(pod, cluster=self.cluster))
 
     def _changed(self, pod: Obj) -> None:
         if node_name(pod) in self.indexes:
@@ -110,6 +122,9 @@ class PodAgent:
         pod = self.informer.indexer.get(key)
         if pod is None or node_name(pod) not in self.indexes:
             return None
+        node = self.nodes.indexer.get(ObjectKey(self.cluster, "", node_name(pod)))
+        if node is not None and wants_not_ready(node):
+            return None  # a sick kubelet: nothing happens to its pods
         if pod["metadata"].get("deletionTimestamp"):
             await self._remove(pod)
             return None

@@ -18,9 +18,9 @@ import structlog
 
 from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.base import SimController
-from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, get_condition, set_condition
 from kcp_sim_cluster.controlplane.runtime import Sim
-from kcp_sim_cluster.kubeletstatus import node_status
+from kcp_sim_cluster.kubeletstatus import node_status, wants_not_ready
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_micro_time
@@ -28,7 +28,6 @@ from kcpcommon.kubetime import format_time as rfc3339
 
 log = structlog.get_logger("sim.nodes")
 
-NOT_READY_ANNOTATION = "sim.kcp.io/not-ready"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
@@ -56,10 +55,6 @@ def pod_cidr(index: int) -> str:
 
 def host_ip(index: int) -> str:
     return f"172.18.{index // 250}.{index % 250 + 2}"
-
-
-def wants_not_ready(node: Obj) -> bool:
-    return annotations_of(node).get(NOT_READY_ANNOTATION) == "true"
 
 
 def node_ready(node: Obj) -> bool:
