@@ -183,7 +183,7 @@ class PodAgent:
             return None
         self.started[str(pod["metadata"].get("uid", ""))] = started
         self._record(written, started_events(written))
-        log.info("pod started", pod=str(key), node=node, pod_ip=ip)
+        log.debug("pod started", pod=str(key), node=node, pod_ip=ip)
         after = start_requeue(pod, ready_delay=self.ready_delay, ready=ready, crashes=crashes,
                               elapsed=time.time() - started)
         return Result(requeue_after=after) if after is not None else None
