@@ -30,6 +30,10 @@ async def serve(settings: AgentSettings) -> None:
     registry = CollectorRegistry()
     health = HealthServer(registry=registry, host=settings.health_address, port=settings.health_port)
     indexes = {name: i for i, name in enumerate(settings.node_names, start=1)}
+    started: list[tuple[NodeAgent, PodAgent]] = []  # until the agents exist, /readyz says not ready
+    health.add_readiness_check("informers", lambda: all(n.informer.has_synced and p.informer.has_synced
+                                                        for n, p in started) and bool(started))
+    health.add_readiness_check("nodes", lambda: bool(started) and started[0][0].registered())
     async with health, await KubeClientFactory.load(settings.kubeconfig, context=settings.context, name=CLUSTER,
                                                     component=COMPONENT, version=VERSION, qps=settings.api_qps,
                                                     burst=settings.api_burst) as clients:
@@ -40,8 +44,7 @@ async def serve(settings: AgentSettings) -> None:
         recorder = EventRecorder(ClientEventSink(clients), component=KUBELET)
         pods = PodAgent(clients, factory, indexes=indexes, ready_delay=settings.ready_delay, registry=registry,
                         recorder=recorder)
-        health.add_readiness_check("informers", lambda: nodes.informer.has_synced and pods.informer.has_synced)
-        health.add_readiness_check("nodes", nodes.registered)
+        started.append((nodes, pods))
         log.info("node agent starting", server=clients.server, nodes=settings.nodes,
                  kubelet_version=facts.kubelet_version, node_leases=facts.serves_leases, health_port=health.port)
         factory.start()
