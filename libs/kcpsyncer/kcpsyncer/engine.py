@@ -80,7 +80,7 @@ class Syncer:
         self.namespaces = DownstreamNamespaces(self.down, logical_cluster=self.lc, owner=self.owner, log=self._log)
         self.spec_down = SpecDown(up=self.up, namespaces=self.namespaces, logical_cluster=self.lc,
                                   sync_target=self.target, metrics=self.metrics, log=self._log)
-        self.status_up = StatusUp(metrics=self.metrics)
+        self.status_up = StatusUp(sync_target=self.target, metrics=self.metrics)
         self.removal = Removal(spec_down=self.spec_down, status_up=self.status_up, metrics=self.metrics,
                                log=self._log)
 

@@ -20,6 +20,8 @@ from kcpcommon.keys import ASSIGNMENT_LABEL as ASSIGNMENT_LABEL  # upstream: thi
 # upstream, one label per SyncTarget: `state.workload.kcp.io/<target>: Sync` assigns an object to several
 STATE_LABEL_PREFIX = "state.workload.kcp.io/"
 STATE_SYNC = "Sync"
+# upstream, one annotation per SyncTarget of an object on several: that cluster's status (see summary.py)
+STATUS_ANNOTATION_PREFIX = "experimental.status.workload.kcp.io/"
 FIELD_MANAGER = "kcp-syncer"
 
 # downstream provenance

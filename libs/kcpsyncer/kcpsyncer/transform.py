@@ -3,7 +3,8 @@
 Only what the upstream object says goes down: server-set metadata (uid,
 resourceVersion, managedFields, ...) and status are stripped, so the apply
 under field manager `kcp-syncer` owns exactly the user's fields and the
-physical cluster keeps its own (defaults, and a Service's addresses: see `ALLOCATED_BY_THE_CLUSTER`). Provenance
+physical cluster keeps its own (defaults, and a Service's addresses: see `ALLOCATED_BY_THE_CLUSTER`); the
+clusters' statuses kept in annotations upstream (`summary.py`) stay there. Provenance
 goes into labels and annotations. The spec hash annotation records what was
 applied, so neither a downstream status change nor a restart re-applies an
 object that is already as it should be.
@@ -28,6 +29,7 @@ from .names import (
     FIELD_MANAGER,
     OWNER_LABEL,
     SPEC_HASH_ANNOTATION,
+    STATUS_ANNOTATION_PREFIX,
     UPSTREAM_CLUSTER_ANNOTATION,
     UPSTREAM_NAME_ANNOTATION,
     UPSTREAM_NAMESPACE_ANNOTATION,
@@ -59,7 +61,7 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels[OWNER_LABEL] = owner(logical_cluster, sync_target)
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()
-                   if k not in DROPPED_ANNOTATIONS}
+                   if k not in DROPPED_ANNOTATIONS and not str(k).startswith(STATUS_ANNOTATION_PREFIX)}
     annotations[UPSTREAM_CLUSTER_ANNOTATION] = logical_cluster
     if meta.get("namespace"):
         annotations[UPSTREAM_NAMESPACE_ANNOTATION] = str(meta["namespace"])
@@ -198,7 +200,11 @@ def _int(value: Any) -> int:
 
 def status_patch(upstream: Obj, downstream: Obj, applied_hash: str = "") -> dict[str, Any] | None:
     """The merge patch that gives `upstream` the downstream status; None if it already has it."""
-    have, want = upstream.get("status"), upstream_status(upstream, downstream, applied_hash)
+    return status_change(upstream.get("status"), upstream_status(upstream, downstream, applied_hash))
+
+
+def status_change(have: Any, want: Any) -> dict[str, Any] | None:
+    """The merge patch of the status subresource from `have` to `want`; None if there is nothing to write."""
     if want is None or have == want:
         return None
     return {"status": merge_patch(have or {}, want)}

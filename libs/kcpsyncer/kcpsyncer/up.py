@@ -8,14 +8,16 @@ from kcpcommon.errors import APIClientError, APIConflictError
 
 from .metrics import UP, SyncerMetrics
 from .objects import Obj
+from .summary import annotations_patch, summary
 from .synced import SyncedType, SyncKey
-from .transform import status_patch
+from .transform import status_change, upstream_status
 
 
 class StatusUp:
     """Writes status up and times it: from the downstream status change seen to the upstream write."""
 
-    def __init__(self, *, metrics: SyncerMetrics) -> None:
+    def __init__(self, *, sync_target: str, metrics: SyncerMetrics) -> None:
+        self._target = sync_target
         self._metrics = metrics
         self._seen: dict[SyncKey, float] = {}  # first unsynced downstream status change
 
@@ -28,7 +30,8 @@ class StatusUp:
         self._seen.pop(key, None)
 
     async def sync(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, applied_hash: str) -> None:
-        """The downstream status, as a merge patch of the status subresource, without a precondition.
+        """The downstream status, as a merge patch of the status subresource, without a precondition; for an
+        object on several targets, first as this target's status annotation, and `.status` their summary.
 
         The syncer is the only writer of a synced object's status, and the patch is recomputed
         against the cache on every upstream change: a patch made from a stale copy is corrected by
@@ -38,11 +41,17 @@ class StatusUp:
         seen = self._seen.pop(key, None)
         if down is None or not typ.status_up:
             return
-        patch = status_patch(up, down, applied_hash)
-        if patch is None:
-            return
+        mine = upstream_status(up, down, applied_hash)
+        annotations = annotations_patch(up, self._target, mine)
+        want = summary(typ.name, up, self._target, mine)
+        change = status_change(up.get("status"), want)
         try:
-            await typ.up_resource.patch(key.name, patch, namespace=key.namespace or None, subresource="status")
+            if annotations:  # metadata and status are separate writes
+                await typ.up_resource.patch(key.name, {"metadata": {"annotations": annotations}},
+                                            namespace=key.namespace or None)
+            if change is None:
+                return
+            await typ.up_resource.patch(key.name, change, namespace=key.namespace or None, subresource="status")
         except APIClientError as exc:
             if not isinstance(exc, APIConflictError):
                 self._metrics.error(exc.reason or f"HTTP{exc.status}")

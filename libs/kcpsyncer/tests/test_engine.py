@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from kcpcommon.tasks import cancel_and_wait
 from kcpsyncer import SyncerOptions, downstream_namespace, syncer_finalizer
 from kcpsyncer.discovery import APIType
 from kcpsyncer.engine import Syncer
+from kcpsyncer.summary import status_annotation
 from kcpsyncer.synced import SyncedType, SyncKey
 from kcpsyncer.transform import downstream_object
 
@@ -27,6 +29,7 @@ LC, TARGET = "root:org", "east"
 FINALIZER = syncer_finalizer(TARGET)
 MAPPED = downstream_namespace(LC, "default")
 CM = APIType("v1", "configmaps", "ConfigMap", namespaced=True, has_status=False)
+SVC = APIType("v1", "services", "Service", namespaced=True, has_status=True)
 DEPLOY = APIType("apps/v1", "deployments", "Deployment", namespaced=True, has_status=True)
 
 
@@ -359,3 +362,45 @@ async def test_a_failed_discovery_backs_off_and_an_unserved_type_is_looked_for_o
     assert 0.8 <= first <= 1.6 and 1.6 <= second <= 3.2  # backing off
     assert period == syncer.options.discovery_retry
     assert 0.8 <= after_an_answer <= 1.6  # the answer in between started the backoff over
+
+
+# --- status of an object on several clusters (kcpsyncer.summary) ---
+
+def lb(*ips: str) -> dict[str, Any]:
+    return {"loadBalancer": {"ingress": [{"ip": ip} for ip in ips]} if ips else {}}
+
+
+def placed_service(targets: tuple[str, ...], status: dict[str, Any] | None = None,
+                   **reported: dict[str, Any]) -> dict[str, Any]:
+    meta = {"name": "web", "namespace": "default", "uid": "up-web", "resourceVersion": "5", "finalizers": [FINALIZER],
+            "labels": {f"state.workload.kcp.io/{t}": "Sync" for t in targets},
+            "annotations": {status_annotation(t): json.dumps(s) for t, s in reported.items()}}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}, **({"status": status} if status else {})}
+
+
+def down_service(up: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    obj = downstream_object(up, api_version="v1", kind="Service", namespace=MAPPED, logical_cluster=LC,
+                            sync_target=TARGET)
+    obj["metadata"].update(uid="down-web", resourceVersion="9")
+    return {**obj, "status": status}
+
+
+async def test_the_syncer_writes_its_clusters_status_apart_then_the_summary() -> None:
+    h = Harness(SVC)
+    up = placed_service((TARGET, "west"), lb("10.0.0.9"), west=lb("10.0.0.9"))
+    h.caches([up], [down_service(up, lb("10.0.0.5"))])
+    await h.reconcile()
+    (_, _, annotations, kw), (_, _, status, status_kw) = [c for c in h.up.calls if c[0] == "patch"]
+    assert annotations == {"metadata": {"annotations": {status_annotation(TARGET): json.dumps(
+        lb("10.0.0.5"), sort_keys=True, separators=(",", ":"))}}} and "subresource" not in kw
+    assert status == {"status": lb("10.0.0.5", "10.0.0.9")} and status_kw["subresource"] == "status"
+
+
+async def test_a_service_on_one_cluster_gets_that_clusters_status_without_annotations() -> None:
+    h = Harness(SVC)
+    up = placed_service((TARGET,))
+    h.caches([up], [down_service(up, lb("10.0.0.5"))])
+    await h.reconcile()
+    [(_, _, status, kw)] = [c for c in h.up.calls if c[0] == "patch"]
+    assert status == {"status": lb("10.0.0.5")} and kw["subresource"] == "status"

@@ -36,6 +36,7 @@ from kcp_apiserver.registry.builtin.workloads import (
     IMAGES,
     REPLICA_SET,
     SELECTOR,
+    SERVICE,
     STATEFUL_SET,
     format_label_selector,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "REPLICA_SET",
     "REVIEWS",
     "SELECTOR",
+    "SERVICE",
     "SERVICE_CIDR",
     "STATEFUL_SET",
     "SYSTEM_CLASSES",

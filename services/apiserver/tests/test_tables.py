@@ -74,6 +74,22 @@ def test_deployments_served_as_a_crd_print_kube_columns() -> None:
     assert table["rows"][1]["cells"][:4] == ["fresh", "0/1", 0, 0]  # spec.replicas defaults to 1
 
 
+def test_services_served_as_a_crd_print_kube_columns_with_every_ingress_address() -> None:
+    [res] = resources_for(crd("", "Service", "services"))
+    ports = [{"port": 443, "nodePort": 32062, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]
+    two = obj("public", spec={"type": "LoadBalancer", "clusterIP": "10.0.0.7", "ports": ports},
+              status={"loadBalancer": {"ingress": [{"ip": "172.18.1.1"}, {"hostname": "lb.example.com"}]}})
+    pending = obj("waiting", spec={"type": "LoadBalancer", "clusterIP": "10.0.0.8", "ports": ports[:1]})
+    internal = obj("internal", spec={"clusterIP": "10.0.0.9", "ports": [{"port": 80}], "selector": {"app": "web"}})
+    table = to_table(res, [two, pending, internal], {}, "None")
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age", "Selector"]
+    rows = [r["cells"][:5] + r["cells"][6:] for r in table["rows"]]
+    assert rows == [["public", "LoadBalancer", "10.0.0.7", "172.18.1.1,lb.example.com", "443:32062/TCP,53/UDP", "<none>"],
+                    ["waiting", "LoadBalancer", "10.0.0.8", "<pending>", "443:32062/TCP", "<none>"],
+                    ["internal", "ClusterIP", "10.0.0.9", "<none>", "80/TCP", "app=web"]]
+
+
 def test_declared_printer_columns_win_over_kube_columns() -> None:
     [res] = resources_for(crd("apps", "Deployment", "deployments",
                               [{"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}]))

@@ -2,9 +2,10 @@
 
 kube's built-in types print server-side columns (`kubectl get services` shows TYPE, CLUSTER-IP...).
 A CRD can only declare columns as JSONPaths, so the columns kube computes from several fields
-(a Deployment's READY `8/15`) cannot be written down: for those kinds (Deployments, StatefulSets,
-ReplicaSets, DaemonSets) no columns are declared and kcp's server prints kube's own. The others
-get kube's columns where a JSONPath says the same thing.
+(a Deployment's READY `8/15`, a Service's PORT(S) `443:32062/TCP`, or its EXTERNAL-IP with every
+ingress address: a JSONPath column shows its first match only) cannot be written down: for those kinds
+(Deployments, StatefulSets, ReplicaSets, DaemonSets, Services) no columns are declared and kcp's
+server prints kube's own. The others get kube's columns where a JSONPath says the same thing.
 """
 
 from __future__ import annotations
@@ -24,14 +25,6 @@ def _col(name: str, path: str, description: str, type_: str = "string", priority
 AGE = _col("Age", ".metadata.creationTimestamp", "", "date")
 
 COLUMNS: dict[tuple[str, str], list[Column]] = {
-    ("", "Service"): [
-        _col("Type", ".spec.type", "The type of the service"),
-        _col("Cluster-IP", ".spec.clusterIP", "The cluster IP of the service"),
-        _col("External-IP", ".status.loadBalancer.ingress[*].ip", "The load balancer's addresses"),
-        _col("Port(s)", ".spec.ports[*].port", "The ports the service exposes"),
-        AGE,
-        _col("Selector", ".spec.selector", "The label selector of the service's pods", priority=1),
-    ],
     ("", "PersistentVolumeClaim"): [
         _col("Status", ".status.phase", "The phase of the claim"),
         _col("Volume", ".spec.volumeName", "The volume bound to the claim"),

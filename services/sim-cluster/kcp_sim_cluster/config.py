@@ -28,7 +28,8 @@ from kcp_sim_cluster.settings import SimClusterSettings
 
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...], root_ca: str = "") -> ControlPlaneOptions:
     return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
-                               eviction_toleration=args.eviction_toleration, clusters=clusters, root_ca=root_ca)
+                               eviction_toleration=args.eviction_toleration, clusters=clusters, root_ca=root_ca,
+                               load_balancer_ip_range=args.load_balancer_ip_range)
 
 
 def priority(release: str) -> AdmissionFactory:

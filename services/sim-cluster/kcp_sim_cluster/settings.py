@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from kcp_apiserver.embedding import RELEASES, APIServerSettings, newest_release
+from kcp_sim_cluster.capacity import parse_capacity
 from kcpcommon.settings import settings_config
 
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -32,6 +33,9 @@ class SimClusterSettings(APIServerSettings):
     service_cluster_ip_range: str = Field("10.96.0.0/12", description="IPv4 CIDR the cluster IPs of Services "
                                                                      "come from (kube's default), each simulated "
                                                                      "cluster its own pool of it")
+    load_balancer_ip_range: str = Field("172.18.0.0/16", description="IPv4 CIDR the external addresses of "
+                                                                    "LoadBalancer Services come from, split into "
+                                                                    "one equal slice per simulated cluster")
     nodes: int = Field(3, ge=0, description="Node objects per simulated cluster")
     node_capacity: str = Field("cpu=4,memory=16Gi,pods=110", description="each node's capacity and allocatable, "
                                                                          "as comma-separated resource=quantity")
@@ -66,6 +70,16 @@ class SimClusterSettings(APIServerSettings):
             raise ValueError(f"--kubernetes-version {value!r} is not one of {', '.join(RELEASES)}")
         return release
 
+    @model_validator(mode="after")
+    def _load_balancer_range(self) -> SimClusterSettings:
+        from kcp_sim_cluster.controlplane.servicelb import cluster_ranges
+
+        try:
+            cluster_ranges(self.load_balancer_ip_range, self.cluster_names)
+        except ValueError as exc:
+            raise ValueError(f"--load-balancer-ip-range: {exc}") from exc
+        return self
+
     @property
     def release(self) -> str:
         return self.kubernetes_version or newest_release()
@@ -80,16 +94,3 @@ class SimClusterSettings(APIServerSettings):
         if self.clusters == 1:
             return (self.name,)
         return tuple(f"{self.name}-{i}" for i in range(1, self.clusters + 1))
-
-
-def parse_capacity(text: str) -> dict[str, str]:
-    """`cpu=4,memory=16Gi,pods=110` as a mapping; every item must be resource=quantity."""
-    capacity: dict[str, str] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"--node-capacity item {item!r} is not resource=quantity")
-        capacity[key.strip()] = value.strip()
-    return capacity

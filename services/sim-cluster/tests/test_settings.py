@@ -30,3 +30,12 @@ def test_several_clusters_are_named_after_the_name() -> None:
     args = parse_settings(SimClusterSettings, ["--name", "edge", "--clusters", "3"])
     assert args.cluster_names == ("edge-1", "edge-2", "edge-3")
     assert parse_settings(SimClusterSettings, ["--name", "edge"]).cluster_names == ("edge",)
+
+
+def test_a_load_balancer_range_too_small_for_the_clusters_is_refused() -> None:
+    args = parse_settings(SimClusterSettings, ["--load-balancer-ip-range", "10.0.0.0/30", "--clusters", "4"])
+    assert args.load_balancer_ip_range == "10.0.0.0/30"
+    with pytest.raises(SystemExit):
+        parse_settings(SimClusterSettings, ["--load-balancer-ip-range", "10.0.0.0/31", "--clusters", "3"])
+    with pytest.raises(SystemExit):
+        parse_settings(SimClusterSettings, ["--load-balancer-ip-range", "not-a-cidr"])

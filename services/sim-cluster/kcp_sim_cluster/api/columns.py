@@ -18,6 +18,7 @@ from kcp_apiserver.embedding import (
     human_duration,
     parse_time,
 )
+from kcp_apiserver.embedding import SERVICE as SERVICE  # kube's Service columns, the same kcp prints
 
 
 def _get(obj: Any, *path: str) -> Any:
@@ -131,46 +132,6 @@ POD = (
 )
 
 # -- services, endpoints, endpointslices --------------------------------------------------------
-
-
-def _service_external_ip(svc: Obj) -> str:
-    spec = svc.get("spec") or {}
-    kind = spec.get("type") or "ClusterIP"
-    external = list(spec.get("externalIPs") or [])
-    if kind == "ExternalName":
-        return spec.get("externalName") or "<none>"
-    if kind == "LoadBalancer":
-        ingress = [i.get("ip") or i.get("hostname") for i in _get(svc, "status", "loadBalancer", "ingress") or []]
-        found = [*[i for i in ingress if i], *external]
-        return ",".join(found) if found else "<pending>"
-    return ",".join(external) if external else "<none>"
-
-
-def _service_ports(svc: Obj) -> str:
-    ports = []
-    for port in _get(svc, "spec", "ports") or []:
-        text = str(port.get("port"))
-        if port.get("nodePort"):
-            text += f":{port['nodePort']}"
-        ports.append(f"{text}/{port.get('protocol') or 'TCP'}")
-    return ",".join(ports) if ports else "<none>"
-
-
-def _map_selector(selector: Any) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted((selector or {}).items())) or "<none>"
-
-
-SERVICE = (
-    NAME,
-    Column("Type", "string", lambda s: _get(s, "spec", "type") or "ClusterIP", "The type of the service."),
-    Column("Cluster-IP", "string", lambda s: _get(s, "spec", "clusterIP") or "<none>",
-           "The IP address of the service."),
-    Column("External-IP", "string", _service_external_ip, "The external IP address of the service."),
-    Column("Port(s)", "string", _service_ports, "The ports exposed by the service."),
-    AGE,
-    _wide("Selector", lambda s: _map_selector(_get(s, "spec", "selector")),
-          "The label selector of the service."),
-)
 
 
 def _endpoints_cell(ep: Obj) -> str:

@@ -13,3 +13,4 @@ class ControlPlaneOptions:
     eviction_toleration: float  # seconds a NotReady node's pods stay before they are evicted
     clusters: tuple[str, ...] = field(default=())  # logical clusters the control plane runs in
     root_ca: str = ""  # PEM of the CA that signs the server's certificate, published in every namespace
+    load_balancer_ip_range: str = "172.18.0.0/16"  # LoadBalancer Services' addresses, a slice per cluster

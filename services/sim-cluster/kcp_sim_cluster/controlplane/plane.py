@@ -33,12 +33,13 @@ def _controller_types() -> list[type[SimController]]:
     from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
     from kcp_sim_cluster.controlplane.rootca import RootCAPublisher
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
+    from kcp_sim_cluster.controlplane.servicelb import ServiceLoadBalancer
     from kcp_sim_cluster.controlplane.statefulset import StatefulSetController
     from kcp_sim_cluster.controlplane.volumes import VolumeBinder
 
     return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
             EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController,
-            VolumeBinder, RootCAPublisher]
+            VolumeBinder, RootCAPublisher, ServiceLoadBalancer]
 
 
 class ControlPlane:

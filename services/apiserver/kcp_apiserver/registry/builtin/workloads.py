@@ -1,9 +1,12 @@
 """kube's own Table columns for the workload kinds that reach kcp as CRDs.
 
-kcp serves Deployments, ReplicaSets, StatefulSets and DaemonSets as CRDs imported from physical
-clusters. Cells like READY `8/15` combine two fields, which a CRD's JSONPath printer columns cannot
-express, so a CRD of one of these well-known kinds that declares no printer columns of its own is
-printed with kube's columns (pkg/printers/internalversion) instead of NAME and AGE.
+kcp serves Deployments, ReplicaSets, StatefulSets, DaemonSets and Services as CRDs imported from
+physical clusters. Cells like READY `8/15` or a Service's PORT(S) `443:32062/TCP` and EXTERNAL-IP
+(every ingress address, `<pending>` while there is none) combine fields, which a CRD's JSONPath
+printer columns cannot express (kube prints a JSONPath column's first match only), so a CRD of one
+of these well-known kinds that declares no printer columns of its own is printed with kube's columns
+(pkg/printers/internalversion) instead of NAME and AGE. The simulated cluster serves Services with
+the same columns.
 """
 
 from __future__ import annotations
@@ -102,11 +105,47 @@ DAEMON_SET = (
     AGE, CONTAINERS, IMAGES, SELECTOR,
 )
 
+
+def _service_external_ip(svc: Obj) -> str:
+    spec = svc.get("spec") or {}
+    service_type = spec.get("type") or "ClusterIP"
+    external = [str(ip) for ip in spec.get("externalIPs") or []]
+    if service_type == "ExternalName":
+        return str(spec.get("externalName") or "<none>")
+    if service_type == "LoadBalancer":
+        points = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        found = [str(p.get("ip") or p.get("hostname")) for p in points if p.get("ip") or p.get("hostname")]
+        return ",".join([*found, *external]) or "<pending>"
+    return ",".join(external) or "<none>"
+
+
+def _service_ports(svc: Obj) -> str:
+    shown = []
+    for port in (svc.get("spec") or {}).get("ports") or []:
+        node_port = f":{port['nodePort']}" if port.get("nodePort") else ""
+        shown.append(f"{port.get('port')}{node_port}/{port.get('protocol') or 'TCP'}")
+    return ",".join(shown) or "<none>"
+
+
+SERVICE = (
+    NAME,
+    Column("Type", "string", lambda o: (o.get("spec") or {}).get("type") or "ClusterIP", "The type of the service."),
+    Column("Cluster-IP", "string", lambda o: (o.get("spec") or {}).get("clusterIP") or "<none>",
+           "The IP address of the service."),
+    Column("External-IP", "string", _service_external_ip, "The external IP address of the service."),
+    Column("Port(s)", "string", _service_ports, "The ports exposed by the service."),
+    AGE,
+    Column("Selector", "string", lambda o: ",".join(
+        f"{k}={v}" for k, v in sorted(((o.get("spec") or {}).get("selector") or {}).items())) or "<none>",
+        "The label selector of the service.", priority=1),
+)
+
 KUBE_COLUMNS: dict[tuple[str, str], tuple[Column, ...]] = {
     ("apps", "Deployment"): DEPLOYMENT,
     ("apps", "ReplicaSet"): REPLICA_SET,
     ("apps", "StatefulSet"): STATEFUL_SET,
     ("apps", "DaemonSet"): DAEMON_SET,
+    ("", "Service"): SERVICE,
 }
 
 
