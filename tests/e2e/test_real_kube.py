@@ -1,0 +1,167 @@
+"""A real Kubernetes 1.20 control plane (kube_fixtures' `kube`) as a physical cluster of kcp: `make kube-e2e`.
+
+kcp is the session's kcp-apiserver, with `python -m kcp_cluster_controller --syncer-mode push` against it and a
+newest-release kcp-sim-cluster next to the real cluster. Each test works in a logical cluster of its own.
+The real cluster has no nodes: its controllers create ReplicaSets and Pods, and the Pods stay Pending.
+Marked real_kube: pytest.ini leaves these out of `make test`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from daemon_process import ClusterControllerProcess
+from kube_fixtures import KubeControlPlane, kube
+from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster
+
+from kcp_process import REPO, KcpServer, cluster_kubeconfig, run_kubectl
+from kcpsyncer import downstream_namespace
+
+pytestmark = pytest.mark.real_kube
+__all__ = ["kube"]  # the fixture, imported so that pytest finds it
+
+CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+ST_PATH = "/apis/workload.kcp.io/v1alpha1/synctargets"
+PATIENCE = 90.0  # seconds: the real control plane and kcp share two cores with other work
+
+
+@dataclass
+class Env:
+    kcp: KcpServer
+    kube: KubeControlPlane
+    newest: KcpServer  # kcp-sim-cluster at the newest release it serves
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def env(kcp: KcpServer, kube: KubeControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("real-kube")
+    newest = sim_cluster(root / "newest")
+    controller = ClusterControllerProcess(kcp, root / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5"])
+    newest.start()
+    try:
+        controller.start()
+        yield Env(kcp, kube, newest, root)
+        assert controller.stop() == 0, controller.log_tail(60)
+    finally:
+        controller.stop()
+        newest.stop()
+
+
+def logical_cluster(env: Env, name: str) -> Path:
+    """A kubeconfig for logical cluster `name`, with the SyncTarget CRD applied into it."""
+    kubeconfig = cluster_kubeconfig(env.kcp, name, name)
+    run_kubectl(env.kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(env.kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+               f"SyncTargets served in {name}")
+    return kubeconfig
+
+
+def register(env: Env, kubeconfig: Path, name: str, physical: KubeControlPlane | KcpServer) -> None:
+    """A SyncTarget whose spec.kubeconfig is the physical cluster's admin kubeconfig, Ready."""
+    target = {"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": name},
+              "spec": {"kubeconfig": physical.kubeconfig.read_text()}}
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(target), kubeconfig=kubeconfig)
+    run_kubectl(env.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", f"--timeout={int(PATIENCE)}s",
+                kubeconfig=kubeconfig, timeout=PATIENCE + 10)
+
+
+def condition(rest: Rest, name: str, type_: str) -> dict[str, Any]:
+    for cond in ((rest.get(f"{ST_PATH}/{name}") or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return {}
+
+
+def explains(env: Env, kubeconfig: Path, field_path: str) -> bool:
+    return run_kubectl(env.kcp, "explain", field_path, kubeconfig=kubeconfig, check=False).returncode == 0
+
+
+def test_the_real_cluster_becomes_a_ready_synctarget_in_push_mode(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "real-push")
+    register(env, kubeconfig, "kube", env.kube)
+    rest = Rest(env.kcp).at("real-push")
+    status = rest.get(f"{ST_PATH}/kube")["status"]
+    assert {"deployments.apps", "services", "jobs.batch"} <= set(status["importedResources"]), status
+    assert condition(rest, "kube", "APIsImported")["status"] == "True"
+    assert condition(rest, "kube", "SyncerReady")["status"] == "True"
+    assert status.get("lastSyncerHeartbeatTime")
+    assert not status.get("capacity", {}).get("pods"), "no Nodes, no capacity"
+
+
+def test_kcp_serves_deployments_with_the_real_clusters_1_20_schema(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "real-schema")
+    register(env, kubeconfig, "kube", env.kube)
+    resources = run_kubectl(env.kcp, "api-resources", "-o", "name", kubeconfig=kubeconfig).stdout.split()
+    assert {"deployments.apps", "statefulsets.apps", "jobs.batch"} <= set(resources)
+    assert explains(env, kubeconfig, "deployment.spec.template.spec.setHostnameAsFQDN")  # 1.19 added it
+    # 1.23 added the pod's `os`, 1.27 containers' resizePolicy: kube 1.20's schema has neither
+    assert not explains(env, kubeconfig, "deployment.spec.template.spec.os")
+    assert not explains(env, kubeconfig, "deployment.spec.template.spec.containers.resizePolicy")
+
+
+def test_negotiation_with_a_newest_sim_serves_the_real_clusters_subset(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "real-neg")
+    register(env, kubeconfig, "newest", env.newest)
+    assert explains(env, kubeconfig, "deployment.spec.template.spec.containers.resizePolicy")  # the newest alone
+    register(env, kubeconfig, "kube", env.kube)
+    rest = Rest(env.kcp).at("real-neg")
+
+    def lacking() -> list[str]:
+        fields = (rest.get(f"{ST_PATH}/kube").get("status") or {}).get("incompatibleFields") or {}
+        return list(fields.get("deployments.apps") or [])
+
+    eventually(lambda: "spec.template.spec.containers[*].resizePolicy" in lacking(),
+               "the real cluster named as lacking resizePolicy", timeout=PATIENCE)
+    assert "spec.template.spec.os" in lacking()
+    imported = condition(rest, "kube", "APIsImported")
+    assert (imported["status"], imported["reason"]) == ("False", "IncompatibleSchema"), imported
+    eventually(lambda: not explains(env, kubeconfig, "deployment.spec.template.spec.containers.resizePolicy"),
+               "kcp serves the lowest common denominator", timeout=PATIENCE)
+    assert explains(env, kubeconfig, "deployment.spec.template.spec.setHostnameAsFQDN")
+
+
+def test_a_deployment_syncs_down_the_real_controllers_make_pods_and_status_comes_up(env: Env) -> None:
+    kubeconfig = logical_cluster(env, "real-sync")
+    register(env, kubeconfig, "kube", env.kube)
+    up, down = Rest(env.kcp).at("real-sync"), Rest(env.kube)  # type: ignore[arg-type]
+    up.create("/apis/apps/v1/namespaces/default/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "labels": {ASSIGNMENT_LABEL: "kube"}},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx:1.19"}]}}}})
+    namespace = downstream_namespace("real-sync", "default")
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/web"
+    synced = eventually(lambda: down.get(path), "the Deployment in the real cluster", timeout=PATIENCE)
+    assert synced["spec"]["replicas"] == 3
+
+    def pods() -> list[dict[str, Any]]:
+        return list(down.get(f"/api/v1/namespaces/{namespace}/pods?labelSelector=app%3Dweb")["items"])
+
+    replica_sets = eventually(lambda: down.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"],
+                              "the real deployment controller's ReplicaSet", timeout=PATIENCE)
+    assert replica_sets[0]["metadata"]["ownerReferences"][0]["name"] == "web"
+    eventually(lambda: len(pods()) == 3, "three Pods from the real replicaset controller", timeout=PATIENCE)
+    # no Nodes: the real scheduler leaves them Pending, Unschedulable
+    eventually(lambda: all(any(c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"
+                               for c in (p.get("status") or {}).get("conditions") or []) for p in pods()),
+               "the Pods Unschedulable", timeout=PATIENCE)
+    assert {p["status"]["phase"] for p in pods()} == {"Pending"}
+
+    def upstream_status() -> dict[str, Any]:
+        return dict(up.get("/apis/apps/v1/namespaces/default/deployments/web").get("status") or {})
+
+    status = eventually(lambda: (s := upstream_status()).get("updatedReplicas") == 3 and s,
+                        "the real cluster's status in kcp", timeout=PATIENCE)
+    assert (status["replicas"], status.get("readyReplicas", 0), status["unavailableReplicas"]) == (3, 0, 3)
+
+    assert up.delete("/apis/apps/v1/namespaces/default/deployments/web") == 200
+    eventually(lambda: down.get(path) is None, "the Deployment deleted in the real cluster", timeout=PATIENCE)
+    eventually(lambda: not pods(), "its Pods collected by the real garbage collector", timeout=PATIENCE)
