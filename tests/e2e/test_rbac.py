@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+import yaml
 
 from kcp_process import KcpServer, free_port, run_kubectl
 
@@ -136,6 +137,29 @@ def test_default_roles_in_every_cluster_and_aggregation_into_view(kcp: KcpServer
     assert any(r.get("resources") == ["leases"] for r in edit["rules"])
     elsewhere = json.loads(kubectl(kcp, f"{cluster}-b", "get", "clusterrole", "view", "-o", "json").stdout)
     assert not any(r.get("resources") == ["leases"] for r in elsewhere["rules"])
+
+
+def test_kubes_bootstrap_roles_in_admin_and_in_another_cluster_with_aggregated_rules(kcp: KcpServer,
+                                                                                    cluster: str) -> None:
+    """issue 28 item 4: kube's ~70 ClusterRoles, as `kubectl get clusterroles` shows them, in every logical cluster."""
+    for where in ("admin", cluster):
+        names = kubectl(kcp, where, "get", "clusterroles", "-o", "name").stdout.split()
+        assert len(names) >= 60, names
+        assert {f"clusterrole.rbac.authorization.k8s.io/{n}" for n in (
+            "system:controller:deployment-controller", "system:kube-scheduler", "system:node",
+            "system:heapster", "system:aggregate-to-edit")} <= set(names)
+        table = kubectl(kcp, where, "get", "clusterroles", "--chunk-size=7").stdout.splitlines()
+        assert table[0].split() == ["NAME", "CREATED", "AT"] and len(table) - 1 == len(names)
+    admin = yaml.safe_load(kubectl(kcp, cluster, "get", "clusterrole", "admin", "-o", "yaml").stdout)
+    assert admin["metadata"]["labels"] == {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    assert admin["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"] == "true"
+    assert admin["aggregationRule"] == {"clusterRoleSelectors": [
+        {"matchLabels": {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}}]}
+    covers = [r for r in admin["rules"] if "apps" in r["apiGroups"] and "deployments" in r["resources"]]
+    assert {"create", "delete", "patch", "update", "get", "list", "watch"} <= {v for r in covers for v in r["verbs"]}
+    binding = json.loads(kubectl(kcp, cluster, "get", "clusterrolebinding", "system:controller:job-controller",
+                                 "-o", "json").stdout)
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "job-controller", "namespace": "kube-system"}]
 
 
 def test_editing_a_default_role_makes_the_clusters_own_copy(kcp: KcpServer, cluster: str) -> None:
@@ -326,7 +350,9 @@ async def test_a_watch_from_now_starts_with_the_default_roles(api, cluster: str)
     from api import collect
 
     path = f"/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterroles"
-    events = await collect(api, path, {}, 11)  # the 11 default ClusterRoles of a fresh logical cluster
+    listed = len((await api.get(path)).body["items"])
+    assert listed >= 60  # kube's bootstrap ClusterRoles, in a fresh logical cluster
+    events = await collect(api, path, {}, listed)
     assert {e["type"] for e in events} == {"ADDED"}
     assert {"cluster-admin", "admin", "edit", "view"} <= {e["object"]["metadata"]["name"] for e in events}
     one = await collect(api, path, {"fieldSelector": "metadata.name=view"}, 1)

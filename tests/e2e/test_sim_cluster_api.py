@@ -679,3 +679,17 @@ spec:
     error = fails(cluster, "-n", ns, "create", "-f", "-", input_text=PRIORITY_POD.format(name="big", extra="").replace(
         'image: "registry.example/app:1.0"', 'image: "registry.example/app:1.0", resources: {limits: {cpu: "2"}}'))
     assert 'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2' in error
+
+
+def test_kubes_bootstrap_cluster_roles_and_bindings_are_there(cluster: KcpServer) -> None:
+    """issue 28 item 4: a simulated cluster shows kube's bootstrap RBAC, aggregated roles included."""
+    roles = {r["metadata"]["name"]: r for r in get(cluster, "clusterroles")["items"]}
+    assert len(roles) >= 60
+    assert {"system:controller:statefulset-controller", "system:kube-controller-manager", "system:node-proxier",
+            "system:public-info-viewer"} <= set(roles)
+    view = roles["view"]["rules"]
+    assert any("apps" in r["apiGroups"] and "deployments" in r["resources"] and "list" in r["verbs"] for r in view)
+    paged = kubectl(cluster, "get", "clusterroles", "--chunk-size=10", "-o", "name").split()
+    assert len(paged) == len(roles)
+    bindings = {b["metadata"]["name"] for b in get(cluster, "clusterrolebindings")["items"]}
+    assert {"cluster-admin", "system:basic-user", "system:controller:replicaset-controller"} <= bindings

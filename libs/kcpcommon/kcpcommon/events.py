@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from kcpcommon.clients import ClientFactory
+from kcpcommon.clients import BaseClientFactory
 from kcpcommon.errors import APIClientError
 from kcpcommon.keys import cluster_of
 from kcpcommon.kubetime import format_time
@@ -47,7 +47,7 @@ class EventSink(Protocol):
 class ClientEventSink:
     """Events written through kcp's (or any cluster's) API with a daemon's client factory."""
 
-    def __init__(self, clients: ClientFactory) -> None:
+    def __init__(self, clients: BaseClientFactory) -> None:
         self._clients = clients
 
     def _events(self, cluster: str) -> Any:

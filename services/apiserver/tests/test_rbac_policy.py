@@ -10,6 +10,7 @@ from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.rbac.policy import PolicyIndex
 
 GROUP = "rbac.authorization.k8s.io"
+T0 = "2026-03-01T10:00:00Z"
 BOB = UserInfo("bob", groups=("devs", "system:authenticated"))
 
 
@@ -123,7 +124,7 @@ def test_defaults_are_in_every_cluster_until_a_cluster_stores_its_own() -> None:
                                   [{"kind": "Group", "name": "nobody"}], namespace=""), False)
     assert not authz.allows(BOB, discovery)
     assert authz.allows(BOB, RequestInfo("y", "/apis/apps/v1", False, "get"))
-    assert index.default_object("ClusterRole", "x", "cluster-admin")["rules"][0]["verbs"] == ["*"]
+    assert index.default_object("ClusterRole", "x", "cluster-admin", created=T0)["rules"][0]["verbs"] == ["*"]
 
 
 def test_aggregation_gathers_labelled_clusterroles_of_the_same_cluster() -> None:
@@ -143,7 +144,8 @@ def test_aggregation_gathers_labelled_clusterroles_of_the_same_cluster() -> None
     assert not authz.allows(BOB, RequestInfo("b", "", True, "get", "apis", "coordination.k8s.io", "v1", "default",
                                              "leases", "l"))
     # admin aggregates edit, which aggregates view: the tenant's rule reaches admin too
-    assert any(r["resources"] == ["leases"] for r in index.default_object("ClusterRole", "a", "admin")["rules"])
+    admin = index.default_object("ClusterRole", "a", "admin", created=T0)
+    assert {"verbs": ["get"], "apiGroups": ["coordination.k8s.io"], "resources": ["leases"]} in admin["rules"]
     # a tenant's own aggregating role
     index.observe_cluster_role(cluster_role("a", "mine", [], aggregate={"team": "x"}), False)
     index.observe_cluster_role(cluster_role("a", "part", READ_CM, labels={"team": "x"}), False)

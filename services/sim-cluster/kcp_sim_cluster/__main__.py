@@ -1,5 +1,5 @@
 """`python -m kcp_sim_cluster`, as the console script."""
 
-from kcp_sim_cluster.cli import main
+from kcp_sim_cluster.main import main
 
 main()

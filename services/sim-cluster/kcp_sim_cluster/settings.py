@@ -10,6 +10,7 @@ import re
 from pydantic import Field, field_validator
 
 from kcp_apiserver.embedding import RELEASES, APIServerSettings, newest_release
+from kcp_sim_cluster.capacity import parse_capacity
 from kcpcommon.settings import settings_config
 
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -80,16 +81,3 @@ class SimClusterSettings(APIServerSettings):
         if self.clusters == 1:
             return (self.name,)
         return tuple(f"{self.name}-{i}" for i in range(1, self.clusters + 1))
-
-
-def parse_capacity(text: str) -> dict[str, str]:
-    """`cpu=4,memory=16Gi,pods=110` as a mapping; every item must be resource=quantity."""
-    capacity: dict[str, str] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"--node-capacity item {item!r} is not resource=quantity")
-        capacity[key.strip()] = value.strip()
-    return capacity

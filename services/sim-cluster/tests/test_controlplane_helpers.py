@@ -6,8 +6,6 @@ from __future__ import annotations
 import pytest
 
 from kcp_sim_cluster.controlplane.expectations import Expectations
-from kcp_sim_cluster.controlplane.ipam import NodeIPs
-from kcp_sim_cluster.controlplane.kubelet import crash_restarts, qos_class
 from kcp_sim_cluster.controlplane.nodelifecycle import (
     NOT_READY_TAINT,
     UNREACHABLE_TAINT,
@@ -16,6 +14,8 @@ from kcp_sim_cluster.controlplane.nodelifecycle import (
 )
 from kcp_sim_cluster.controlplane.nodes import pod_cidr
 from kcp_sim_cluster.controlplane.replicaset import deletion_rank, slow_start
+from kcp_sim_cluster.ipam import NodeIPs
+from kcp_sim_cluster.kubeletstatus import crash_restarts, qos_class
 from kcpcommon.keys import ObjectKey
 
 

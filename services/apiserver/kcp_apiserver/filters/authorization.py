@@ -10,7 +10,7 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
-from kcp_apiserver.filters.authentication import is_public
+from kcp_apiserver.filters.authentication import PUBLIC_PREFIXES
 from kcp_apiserver.rbac.authorizer import Decision
 
 __all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
@@ -51,7 +51,9 @@ def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[val
     @web.middleware
     async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
         ctx = request_context(request)
-        if not is_public(ctx.info.path):
+        # /healthz, /version...: kube's system:public-info-viewer binding is what lets anyone read them. A single
+        # check (/readyz/etcd) stays open to all, as kcp has always served it (kube's RBAC would want a grant)
+        if not ctx.info.path.startswith(PUBLIC_PREFIXES):
             decision = await authorizer.authorize(ctx)
             ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
             ctx.annotations[REASON_ANNOTATION] = decision.reason

@@ -9,10 +9,12 @@ does not store an object of the same name.
 
 from __future__ import annotations
 
-import copy
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from kcp_apiserver.apimachinery.request import RequestInfo, UserInfo
 from kcp_apiserver.apimachinery.selectors import LabelSelector
@@ -150,8 +152,10 @@ class PolicyIndex:
             self.defaults.cluster_roles[role["metadata"]["name"]] = cluster_role_of(role)
         for binding in defaults.CLUSTER_ROLE_BINDINGS:
             self.defaults.put_binding(binding_of(binding))
-        self.default_objects = {("ClusterRole", o["metadata"]["name"]): o for o in defaults.CLUSTER_ROLES}
-        self.default_objects.update({("ClusterRoleBinding", o["metadata"]["name"]): o
+        # encoded once: decoding is a fresh copy 6x faster than copy.deepcopy, and a list makes ~70 of them
+        self.default_objects = {("ClusterRole", o["metadata"]["name"]): orjson.dumps(o)
+                                for o in defaults.CLUSTER_ROLES}
+        self.default_objects.update({("ClusterRoleBinding", o["metadata"]["name"]): orjson.dumps(o)
                                      for o in defaults.CLUSTER_ROLE_BINDINGS})
 
     # -- feeding ------------------------------------------------------------------------------
@@ -279,13 +283,17 @@ class PolicyIndex:
 
     # -- the shared defaults, served read-through -------------------------------------------------
 
-    def default_object(self, kind: str, cluster: str, name: str) -> Obj | None:
-        """The shared default `name` as `cluster` sees it (an aggregating role with that cluster's rules)."""
+    def default_object(self, kind: str, cluster: str, name: str, *, created: str) -> Obj | None:
+        """The shared default `name` as `cluster` sees it: its own uid, the cluster's creation time (`created`),
+        an aggregating role with that cluster's rules."""
         found = self.default_objects.get((kind, name))
         if found is None:
             return None
-        obj = copy.deepcopy(found)
-        obj["metadata"]["annotations"][CLUSTER_ANNOTATION] = cluster
+        obj = orjson.loads(found)
+        meta = obj["metadata"]
+        meta["uid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"kcp:{cluster}:{kind}:{name}"))
+        meta["creationTimestamp"] = created
+        meta["annotations"][CLUSTER_ANNOTATION] = cluster
         if kind == "ClusterRole" and "aggregationRule" in obj:
             obj["rules"] = [rule.to_dict() for rule in self.cluster_role_rules(cluster, name)]
         return obj

@@ -18,8 +18,9 @@ import structlog
 
 from kcp_apiserver.embedding import Resource
 from kcp_sim_cluster.controlplane.base import SimController
-from kcp_sim_cluster.controlplane.objects import Obj, annotations_of, get_condition, set_condition
+from kcp_sim_cluster.controlplane.objects import Obj, get_condition, set_condition
 from kcp_sim_cluster.controlplane.runtime import Sim
+from kcp_sim_cluster.kubeletstatus import node_status, wants_not_ready
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_micro_time
@@ -27,7 +28,6 @@ from kcpcommon.kubetime import format_time as rfc3339
 
 log = structlog.get_logger("sim.nodes")
 
-NOT_READY_ANNOTATION = "sim.kcp.io/not-ready"
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
@@ -55,10 +55,6 @@ def pod_cidr(index: int) -> str:
 
 def host_ip(index: int) -> str:
     return f"172.18.{index // 250}.{index % 250 + 2}"
-
-
-def wants_not_ready(node: Obj) -> bool:
-    return annotations_of(node).get(NOT_READY_ANNOTATION) == "true"
 
 
 def node_ready(node: Obj) -> bool:
@@ -115,41 +111,10 @@ class NodeController(SimController):
 
     def _status(self, node: dict[str, Any]) -> bool:
         """The status a healthy (or, by annotation, unhealthy) kubelet reports; True if it changed."""
-        before = node.get("status") or {}
-        status: dict[str, Any] = dict(before)
-        capacity = dict(self.sim.options.node_capacity)
-        capacity.setdefault("ephemeral-storage", "100Gi")
-        capacity.setdefault("hugepages-2Mi", "0")
-        status["capacity"] = capacity
-        status["allocatable"] = dict(capacity)
         index = node_index(node["metadata"]["name"])
-        status["addresses"] = [{"type": "InternalIP", "address": host_ip(index)},
-                               {"type": "Hostname", "address": node["metadata"]["name"]}]
-        status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": 10250}}
-        status["nodeInfo"] = {
-            "machineID": f"sim-{index}", "systemUUID": f"sim-{index}", "bootID": f"sim-{index}",
-            "kernelVersion": "6.1.0-sim", "osImage": "kcp simulated node", "containerRuntimeVersion": "sim://1.0.0",
-            "kubeletVersion": self.kubelet_version, "kubeProxyVersion": self.kubelet_version,
-            "operatingSystem": "linux", "architecture": "amd64",
-        }
-        status["conditions"] = [dict(c) for c in before.get("conditions") or []]
-        stamp = rfc3339()
-        for type_, reason, message in (
-                ("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-                ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available")):
-            set_condition(status, type_, "False", reason, message, when=stamp)
-        if wants_not_ready(node):
-            set_condition(status, "Ready", "False", "KubeletNotReady",
-                          "container runtime status check may not have completed yet", when=stamp)
-        else:
-            set_condition(status, "Ready", "True", "KubeletReady", "kubelet is posting ready status", when=stamp)
-        for cond in status["conditions"]:
-            cond.setdefault("lastHeartbeatTime", stamp)
-        if status == before:
-            return False
-        node["status"] = status
-        return True
+        return node_status(node, capacity=self.sim.options.node_capacity, kubelet_version=self.kubelet_version,
+                           address=host_ip(index), machine_id=f"sim-{index}", ready=not wants_not_ready(node),
+                           stamp=rfc3339())
 
     async def _heartbeats(self) -> None:
         """Renew every node's Lease; create the namespace and the Leases on the first round."""
