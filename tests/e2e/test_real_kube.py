@@ -2,7 +2,8 @@
 
 kcp is the session's kcp-apiserver, with `python -m kcp_cluster_controller --syncer-mode push` against it and a
 newest-release kcp-sim-cluster next to the real cluster. Each test works in a logical cluster of its own.
-The real cluster has no nodes: its controllers create ReplicaSets and Pods, and the Pods stay Pending.
+The real cluster has no nodes at first: its controllers create ReplicaSets and Pods, and the Pods stay Pending.
+The last test gives it nodes (`kcp-sim-cluster agent`) and runs the splitter: seed 004's 15/15 over both clusters.
 Marked real_kube: pytest.ini leaves these out of `make test`.
 """
 
@@ -17,7 +18,9 @@ import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
 from kube_fixtures import KubeControlPlane, kube
+from splitter_fixtures import SplitterProcess
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster
+from test_sim_agent import AgentProcess
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, run_kubectl
 from kcpsyncer import downstream_namespace
@@ -165,3 +168,64 @@ def test_a_deployment_syncs_down_the_real_controllers_make_pods_and_status_comes
     assert up.delete("/apis/apps/v1/namespaces/default/deployments/web") == 200
     eventually(lambda: down.get(path) is None, "the Deployment deleted in the real cluster", timeout=PATIENCE)
     eventually(lambda: not pods(), "its Pods collected by the real garbage collector", timeout=PATIENCE)
+
+
+@pytest.fixture
+def nodes_and_splitter(env: Env) -> Iterator[AgentProcess]:
+    """Three simulated Nodes in the real cluster (kcp-sim-cluster's agent: the real scheduler binds pods to them,
+    the agent runs them), removed afterwards; and the deployment splitter against kcp."""
+    agent = AgentProcess(env.kube.kubeconfig, env.root / "agent.log", [
+        "--nodes", "3", "--ready-delay", "0.5", "--node-name-prefix", AGENT_PREFIX, "--delete-nodes-on-exit"])
+    splitter = SplitterProcess(env.kcp, env.root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"])
+    try:
+        agent.start()
+        eventually(agent.ready, "the agent's Nodes registered with their Leases", timeout=PATIENCE)
+        splitter.start(wait_ready=False)
+        yield agent
+        assert splitter.stop() == 0, splitter.log_tail()
+        assert agent.stop() == 0, agent.log_tail()
+    finally:
+        splitter.stop()
+        agent.stop()
+
+
+AGENT_PREFIX = "kube-agent-node-"
+WEB = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 15
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: nginx, image: "nginx:1.19"}]}
+"""
+
+
+def test_fifteen_replicas_split_over_the_real_cluster_and_a_sim_read_15_of_15(
+        env: Env, nodes_and_splitter: AgentProcess) -> None:
+    kubeconfig = logical_cluster(env, "real-split")
+    register(env, kubeconfig, "newest", env.newest)
+    register(env, kubeconfig, "kube", env.kube)
+    eventually(lambda: run_kubectl(env.kcp, "get", "deployments", kubeconfig=kubeconfig, check=False).returncode == 0,
+               "Deployments imported into kcp", timeout=PATIENCE)
+    run_kubectl(env.kcp, "apply", "-f", "-", input_text=WEB, kubeconfig=kubeconfig)
+    run_kubectl(env.kcp, "rollout", "status", "deployment/web", "--timeout=180s", kubeconfig=kubeconfig, timeout=200)
+
+    def ready_column() -> dict[str, str]:
+        table = run_kubectl(env.kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
+        return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
+
+    final = eventually(lambda: (r := ready_column()).get("web") == "15/15" and len(r) == 3 and r, "web 15/15",
+                       timeout=PATIENCE)
+    assert set(final) == {"web", "web--kube", "web--newest"}, final
+    share = int(final["web--kube"].split("/")[1])
+    assert 0 < share < 15 and final["web--kube"] == f"{share}/{share}", final
+    # the real deployment controller's Deployment reports the share, its pods run on the agent's Nodes
+    namespace = downstream_namespace("real-split", "default")
+    down = Rest(env.kube)  # type: ignore[arg-type]
+    real = down.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web--kube")
+    assert (real["status"]["readyReplicas"], real["status"]["availableReplicas"]) == (share, share), real["status"]
+    pods = down.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    assert len(pods) == share and all(p["spec"]["nodeName"].startswith(AGENT_PREFIX) for p in pods)
+    assert {p["status"]["phase"] for p in pods} == {"Running"}
