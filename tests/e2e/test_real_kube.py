@@ -9,6 +9,7 @@ Marked real_kube: pytest.ini leaves these out of `make test`.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +20,11 @@ import yaml
 from daemon_process import ClusterControllerProcess
 from kube_fixtures import KubeControlPlane, kube
 from splitter_fixtures import SplitterProcess
-from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster
+from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
+from test_cluster_controller import installed_syncer
 from test_sim_agent import AgentProcess
 
-from kcp_process import REPO, KcpServer, cluster_kubeconfig, run_kubectl
+from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
 from kcpsyncer import downstream_namespace
 
 pytestmark = pytest.mark.real_kube
@@ -57,22 +59,24 @@ def env(kcp: KcpServer, kube: KubeControlPlane, tmp_path_factory: pytest.TempPat
         newest.stop()
 
 
-def logical_cluster(env: Env, name: str) -> Path:
+def logical_cluster(kcp: KcpServer, name: str) -> Path:
     """A kubeconfig for logical cluster `name`, with the SyncTarget CRD applied into it."""
-    kubeconfig = cluster_kubeconfig(env.kcp, name, name)
-    run_kubectl(env.kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
-    eventually(lambda: run_kubectl(env.kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+    kubeconfig = cluster_kubeconfig(kcp, name, name)
+    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
                f"SyncTargets served in {name}")
     return kubeconfig
 
 
-def register(env: Env, kubeconfig: Path, name: str, physical: KubeControlPlane | KcpServer) -> None:
-    """A SyncTarget whose spec.kubeconfig is the physical cluster's admin kubeconfig, Ready."""
+def register(kcp: KcpServer, kubeconfig: Path, name: str, physical: KubeControlPlane | KcpServer, *,
+             ready: bool = True) -> None:
+    """A SyncTarget whose spec.kubeconfig is the physical cluster's admin kubeconfig (and, with `ready`, Ready)."""
     target = {"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": name},
               "spec": {"kubeconfig": physical.kubeconfig.read_text()}}
-    run_kubectl(env.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(target), kubeconfig=kubeconfig)
-    run_kubectl(env.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", f"--timeout={int(PATIENCE)}s",
-                kubeconfig=kubeconfig, timeout=PATIENCE + 10)
+    run_kubectl(kcp, "apply", "-f", "-", input_text=yaml.safe_dump(target), kubeconfig=kubeconfig)
+    if ready:
+        run_kubectl(kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", f"--timeout={int(PATIENCE)}s",
+                    kubeconfig=kubeconfig, timeout=PATIENCE + 10)
 
 
 def condition(rest: Rest, name: str, type_: str) -> dict[str, Any]:
@@ -87,8 +91,8 @@ def explains(env: Env, kubeconfig: Path, field_path: str) -> bool:
 
 
 def test_the_real_cluster_becomes_a_ready_synctarget_in_push_mode(env: Env) -> None:
-    kubeconfig = logical_cluster(env, "real-push")
-    register(env, kubeconfig, "kube", env.kube)
+    kubeconfig = logical_cluster(env.kcp, "real-push")
+    register(env.kcp, kubeconfig, "kube", env.kube)
     rest = Rest(env.kcp).at("real-push")
     status = rest.get(f"{ST_PATH}/kube")["status"]
     assert {"deployments.apps", "services", "jobs.batch"} <= set(status["importedResources"]), status
@@ -99,8 +103,8 @@ def test_the_real_cluster_becomes_a_ready_synctarget_in_push_mode(env: Env) -> N
 
 
 def test_kcp_serves_deployments_with_the_real_clusters_1_20_schema(env: Env) -> None:
-    kubeconfig = logical_cluster(env, "real-schema")
-    register(env, kubeconfig, "kube", env.kube)
+    kubeconfig = logical_cluster(env.kcp, "real-schema")
+    register(env.kcp, kubeconfig, "kube", env.kube)
     resources = run_kubectl(env.kcp, "api-resources", "-o", "name", kubeconfig=kubeconfig).stdout.split()
     assert {"deployments.apps", "statefulsets.apps", "jobs.batch"} <= set(resources)
     assert explains(env, kubeconfig, "deployment.spec.template.spec.setHostnameAsFQDN")  # 1.19 added it
@@ -110,10 +114,10 @@ def test_kcp_serves_deployments_with_the_real_clusters_1_20_schema(env: Env) -> 
 
 
 def test_negotiation_with_a_newest_sim_serves_the_real_clusters_subset(env: Env) -> None:
-    kubeconfig = logical_cluster(env, "real-neg")
-    register(env, kubeconfig, "newest", env.newest)
+    kubeconfig = logical_cluster(env.kcp, "real-neg")
+    register(env.kcp, kubeconfig, "newest", env.newest)
     assert explains(env, kubeconfig, "deployment.spec.template.spec.containers.resizePolicy")  # the newest alone
-    register(env, kubeconfig, "kube", env.kube)
+    register(env.kcp, kubeconfig, "kube", env.kube)
     rest = Rest(env.kcp).at("real-neg")
 
     def lacking() -> list[str]:
@@ -131,8 +135,8 @@ def test_negotiation_with_a_newest_sim_serves_the_real_clusters_subset(env: Env)
 
 
 def test_a_deployment_syncs_down_the_real_controllers_make_pods_and_status_comes_up(env: Env) -> None:
-    kubeconfig = logical_cluster(env, "real-sync")
-    register(env, kubeconfig, "kube", env.kube)
+    kubeconfig = logical_cluster(env.kcp, "real-sync")
+    register(env.kcp, kubeconfig, "kube", env.kube)
     up, down = Rest(env.kcp).at("real-sync"), Rest(env.kube)  # type: ignore[arg-type]
     up.create("/apis/apps/v1/namespaces/default/deployments", {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -171,6 +175,61 @@ def test_a_deployment_syncs_down_the_real_controllers_make_pods_and_status_comes
 
 
 @pytest.fixture
+def pull_kcp(env: Env) -> Iterator[KcpServer]:
+    """A kcp of its own (one cluster controller per kcp) with a `--syncer-mode pull` controller."""
+    kcp = KcpServer(env.root / "pull-kcp", free_port())
+    controller = ClusterControllerProcess(kcp, env.root / "pull-controller.log", [
+        "--syncer-mode", "pull", "--no-leader-elect", "--heartbeat-interval", "2"])
+    kcp.start()
+    try:
+        controller.start()
+        yield kcp
+        assert controller.stop() == 0, controller.log_tail(60)
+    finally:
+        controller.stop()
+        kcp.stop()
+
+
+def test_pull_mode_installs_the_syncer_into_the_real_cluster_under_real_rbac(env: Env, pull_kcp: KcpServer) -> None:
+    kubeconfig = logical_cluster(pull_kcp, "real-pull")
+    register(pull_kcp, kubeconfig, "kube", env.kube, ready=False)
+    up, down = Rest(pull_kcp).at("real-pull"), Rest(env.kube)  # type: ignore[arg-type]
+    workdir = env.root / "pulled-syncer"
+    command = installed_syncer(env.kube, "kube", workdir)  # type: ignore[arg-type]
+    namespace = next(ns["metadata"]["name"] for ns in down.get("/api/v1/namespaces")["items"]
+                     if (ns["metadata"].get("labels") or {}).get("workload.kcp.io/sync-target") == "kube")
+    # no Nodes: the real scheduler leaves the syncer's pod Pending, and the SyncTarget says it is not running
+    pods = eventually(lambda: down.get(f"/api/v1/namespaces/{namespace}/pods")["items"], "the syncer's Pod",
+                      timeout=PATIENCE)
+    assert pods[0]["status"]["phase"] == "Pending"
+    assert condition(up, "kube", "SyncerReady").get("status") != "True"
+
+    # its downstream identity is the installed ServiceAccount's token, held to the installed ClusterRole
+    cluster_kubeconfig_path = workdir / "cluster.kubeconfig"
+    assert yaml.safe_load(cluster_kubeconfig_path.read_text())["users"][0]["user"]["token"] != env.kube.token
+    denied = run_kubectl(env.kube, "get", "roles", "-n", "kube-system", kubeconfig=cluster_kubeconfig_path,
+                         check=False)  # type: ignore[arg-type]
+    assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
+
+    with open(env.root / "pulled-syncer.log", "ab") as log:  # run as a process what the pod would run
+        syncer = subprocess.Popen(command, stdout=log, stderr=log, env=syncer_env(), start_new_session=True)
+    try:
+        run_kubectl(pull_kcp, "wait", "synctarget/kube", "--for", "condition=Ready", f"--timeout={int(PATIENCE)}s",
+                    kubeconfig=kubeconfig, timeout=PATIENCE + 10)
+        up.create("/api/v1/namespaces/default/configmaps", {
+            "metadata": {"name": "pulled", "labels": {ASSIGNMENT_LABEL: "kube"}}, "data": {"a": "1"}})
+        mapped = f"/api/v1/namespaces/{downstream_namespace('real-pull', 'default')}/configmaps/pulled"
+        assert eventually(lambda: down.get(mapped), "the ConfigMap synced down by the pulled syncer",
+                          timeout=PATIENCE)["data"] == {"a": "1"}
+    finally:
+        syncer.terminate()
+        syncer.wait(30)
+    run_kubectl(pull_kcp, "delete", "synctarget", "kube", "--timeout=90s", kubeconfig=kubeconfig, timeout=100)
+    eventually(lambda: (ns := down.get(f"/api/v1/namespaces/{namespace}")) is None
+               or ns["metadata"].get("deletionTimestamp"), "the installed syncer removed", timeout=PATIENCE)
+
+
+@pytest.fixture
 def nodes_and_splitter(env: Env) -> Iterator[AgentProcess]:
     """Three simulated Nodes in the real cluster (kcp-sim-cluster's agent: the real scheduler binds pods to them,
     the agent runs them), removed afterwards; and the deployment splitter against kcp."""
@@ -204,9 +263,9 @@ spec:
 
 def test_fifteen_replicas_split_over_the_real_cluster_and_a_sim_read_15_of_15(
         env: Env, nodes_and_splitter: AgentProcess) -> None:
-    kubeconfig = logical_cluster(env, "real-split")
-    register(env, kubeconfig, "newest", env.newest)
-    register(env, kubeconfig, "kube", env.kube)
+    kubeconfig = logical_cluster(env.kcp, "real-split")
+    register(env.kcp, kubeconfig, "newest", env.newest)
+    register(env.kcp, kubeconfig, "kube", env.kube)
     eventually(lambda: run_kubectl(env.kcp, "get", "deployments", kubeconfig=kubeconfig, check=False).returncode == 0,
                "Deployments imported into kcp", timeout=PATIENCE)
     run_kubectl(env.kcp, "apply", "-f", "-", input_text=WEB, kubeconfig=kubeconfig)
