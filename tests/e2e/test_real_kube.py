@@ -1,7 +1,8 @@
 """A real Kubernetes 1.20 control plane (kube_fixtures' `kube`) as a physical cluster of kcp: `make kube-e2e`.
 
 kcp is the session's kcp-apiserver, with `python -m kcp_cluster_controller --syncer-mode push` against it and a
-newest-release kcp-sim-cluster next to the real cluster. Each test works in a logical cluster of its own.
+newest-release kcp-sim-cluster next to the real cluster (pull mode: a kcp and controller of its own). Each test
+works in a logical cluster of its own.
 The real cluster has no nodes at first: its controllers create ReplicaSets and Pods, and the Pods stay Pending.
 The last test gives it nodes (`kcp-sim-cluster agent`) and runs the splitter: seed 004's 15/15 over both clusters.
 Marked real_kube: pytest.ini leaves these out of `make test`.
