@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split bench-openapi lint images images-test compose-e2e docs helm-lint clean
+        bench-sync bench-split bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -87,7 +87,7 @@ bench-apiserver: install
 
 ## clean: the venv, the tools, and what `make run` and compose left behind
 clean:
-	rm -rf $(VENV) .tools .kcp .kcp-compose .kcp-compose-sim-* .kcp-compose-k3s-*
+	rm -rf $(VENV) .tools .kcp .kube-1.20 .kcp-compose .kcp-compose-sim-* .kcp-compose-k3s-*
 
 ## bench-crds: custom resource validation cost, create throughput and logical-cluster scale
 bench-crds: install
@@ -135,6 +135,20 @@ images-test: install
 ##              `up --wait` on free ports, seed 004's story (SyncTargets Ready, 15/15), `down -v` leaving nothing
 compose-e2e: install tools
 	@PATH="$$PWD/$(TOOLS):$$PATH" scripts/compose_e2e.sh $(BIN)/python $(IMAGES)
+
+## kube: a real Kubernetes 1.20 control plane (etcd, kube-apiserver, controller manager, scheduler) on free
+##       127.0.0.1 ports under .kube-1.20, from scripts/kube_build.sh's cached binaries (built on first use,
+##       about 15 minutes); prints its kubeconfig, Ctrl-C stops it
+kube: install
+	@scripts/kube_build.sh
+	$(BIN)/python scripts/kube_cluster.py --root-dir .kube-1.20
+
+## kube-e2e: the tests marked real_kube (tests/e2e/test_real_kube.py) against that control plane as a physical
+##           cluster: push-mode SyncTarget Ready, API import and negotiation, a Deployment synced down and up
+kube-e2e: install tools
+	@scripts/kube_build.sh
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m real_kube \
+	  tests/e2e/test_real_kube.py
 
 ## docs: regenerate README.md's configuration reference from the daemons' settings
 docs:

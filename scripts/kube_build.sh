@@ -45,16 +45,17 @@ if [ -n "$need" ]; then
     exit 1
   fi
   echo "kube_build.sh: installing Debian's$need" >&2
-  apt-get update -q >/dev/null
   # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $need >/dev/null
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $need; } \
+    >/dev/null 2>&1 || { echo "kube_build.sh: apt-get could not install$need (no network?)" >&2; exit 1; }
 fi
 PATH=/usr/lib/go/bin:$PATH
 
 mkdir -p "$ROOT" "$BIN"
 if [ ! -f "$ROOT/$TARBALL" ] || ! echo "$SHA256  $ROOT/$TARBALL" | sha256sum -c - >/dev/null 2>&1; then
   echo "kube_build.sh: downloading $URL" >&2
-  curl -fsSL --retry 3 -o "$ROOT/$TARBALL.part" "$URL"
+  curl -fsSL --retry 3 -o "$ROOT/$TARBALL.part" "$URL" 2>/dev/null || {
+    echo "kube_build.sh: cannot download $URL (no network?)" >&2; exit 1; }
   echo "$SHA256  $ROOT/$TARBALL.part" | sha256sum -c - >/dev/null || {
     echo "kube_build.sh: $TARBALL does not match its sha256" >&2; exit 1; }
   mv "$ROOT/$TARBALL.part" "$ROOT/$TARBALL"

@@ -1,4 +1,5 @@
 """A Kubernetes type's OpenAPI v3 schema (from /openapi/v3/apis/<group>/<version>) as a CRD's structural schema.
+A v2 document (/openapi/v2: kube before 1.24) converts the same way: its `definitions` are the components.
 
 kube publishes its types with `$ref`s into `components.schemas` and a few types whose JSON shape is
 not their Go shape. A CRD schema must be self-contained and structural (every node typed), so, as
@@ -30,7 +31,7 @@ from kcpcommon.patchmeta import PATCH_KEYS
 
 Schema = dict[str, Any]
 
-REF_PREFIX = "#/components/schemas/"
+REF_PREFIXES = ("#/components/schemas/", "#/definitions/")  # OpenAPI v3, v2 (kube before 1.24)
 INT_OR_STRING: Schema = {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}
 DATE_TIME: Schema = {"type": "string", "format": "date-time"}
 ANY_OBJECT: Schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -70,7 +71,7 @@ def find_kind(components: Mapping[str, Any], group: str, version: str, kind: str
 
 def crd_schema(document: Mapping[str, Any], group: str, version: str, kind: str) -> Schema:
     """The openAPIV3Schema of a CRD serving `kind`, from kube's OpenAPI v3 document of its group version."""
-    components = (document.get("components") or {}).get("schemas") or {}
+    components = (document.get("components") or {}).get("schemas") or document.get("definitions") or {}
     root = _Inliner(components).node(components[find_kind(components, group, version, kind)], ())
     properties = dict(root.get("properties") or {})
     properties["metadata"] = {"type": "object"}
@@ -142,6 +143,8 @@ def _ref_of(schema: Mapping[str, Any]) -> str | None:
         all_of = schema.get("allOf")
         if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], Mapping):
             ref = all_of[0].get("$ref")
-    if isinstance(ref, str) and ref.startswith(REF_PREFIX):
-        return ref[len(REF_PREFIX):]
+    if isinstance(ref, str):
+        for prefix in REF_PREFIXES:
+            if ref.startswith(prefix):
+                return ref[len(prefix):]
     return None

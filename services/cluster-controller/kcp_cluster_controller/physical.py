@@ -1,6 +1,6 @@
 """What the cluster controller reads from a physical cluster: its Nodes' capacity and its API types.
 
-Only the Kubernetes API is used (discovery, CRDs, OpenAPI v3, Nodes), so any conformant cluster
+Only the Kubernetes API is used (discovery, CRDs, OpenAPI v3 or v2, Nodes), so any conformant cluster
 serves: k3s, kind, EKS or a kcp-sim-cluster.
 """
 
@@ -55,7 +55,7 @@ async def preferred_version(client: DynamicClient, group: str) -> str:
 
 
 async def read_type(client: DynamicClient, resource: str) -> ImportedType:
-    """The type of `resource` on the cluster: discovery for its names, its CRD or OpenAPI v3 for its schema.
+    """The type of `resource` on the cluster: discovery for its names, its CRD or OpenAPI (v3, else v2) for its schema.
 
     APINotFoundError when the cluster does not serve it.
     """
@@ -68,7 +68,10 @@ async def read_type(client: DynamicClient, resource: str) -> ImportedType:
         raise APINotFoundError(f"the cluster serves no {resource}", status=404, reason="NotFound")
     schema = await _crd_schema(client, plural, group, version)
     if schema is None:
-        document = await client.request("GET", f"/openapi/v3{group_path(group, version)}")
+        try:
+            document = await client.request("GET", f"/openapi/v3{group_path(group, version)}")
+        except APINotFoundError:  # kube before 1.24 serves only /openapi/v2 (its `definitions` are alike)
+            document = await client.request("GET", "/openapi/v2")
         schema = crd_schema(document, group, version, entry["kind"])
     props = schema.get("properties") or {}
     replicas = "replicas" in ((props.get("spec") or {}).get("properties") or {})

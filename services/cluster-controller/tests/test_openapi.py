@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -120,3 +121,14 @@ def test_scalar_defaults_stay(schema: dict[str, Any]) -> None:
 def test_an_unknown_kind_is_an_error() -> None:
     with pytest.raises(UnknownType):
         crd_schema(document(Widget=WIDGET), "example.io", "v1", "Gadget")
+
+
+def test_a_v2_document_converts_as_its_v3_twin() -> None:
+    """kube before 1.24 serves only /openapi/v2: `definitions` and `#/definitions/` refs instead of components."""
+    v3 = {"Widget": WIDGET, "WidgetSpec": SPEC, "WidgetStatus": STATUS, "Port": PORT, "Ref": NAMED,
+          "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": OBJECT_META}
+    v2 = json.loads(json.dumps(v3).replace(REF, "#/definitions/"))
+    converted = crd_schema({"swagger": "2.0", "definitions": v2}, "example.io", "v1", "Widget")
+    assert converted == crd_schema(document(**v3), "example.io", "v1", "Widget")
+    assert converted["properties"]["spec"]["properties"]["ports"]["items"]["properties"]["containerPort"] == {
+        "type": "integer"}
