@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -25,9 +26,10 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from daemon_process import ClusterControllerProcess  # noqa: E402
-from kcp_process import KcpServer, free_port, run_kubectl  # noqa: E402
 from splitter_fixtures import SplitterProcess  # noqa: E402
 from syncer_fixtures import eventually, sim_cluster  # noqa: E402
+
+from kcp_process import KcpServer, free_port, run_kubectl  # noqa: E402
 
 # What kcp syncs down to its clusters: the kinds its kube test functions create
 KCP_RESOURCES = ["deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps", "services",
@@ -50,10 +52,18 @@ class FunctionOutcome:
     passed: int = 0
     failed: list[Assertion] = field(default_factory=list)
     exit_status: int | None = None
+    seconds: int = 0
 
     @property
     def ok(self) -> bool:
         return self.exit_status == 0 and not self.failed
+
+
+def passing_functions(target: str) -> list[str]:
+    """The functions functions.txt lists for `target` (those that pass)."""
+    prefix = f"{target}:"
+    return [name for line in (HERE / "functions.txt").read_text().splitlines() if line.startswith(prefix)
+            for name in line[len(prefix):].split()]
 
 
 def kube_source() -> Path:
@@ -77,7 +87,7 @@ def run_functions(kubeconfig: Path, kubectl: str, functions: list[str], results:
            "KUBECMD_CREATE_NODE": "1" if create_node else ""}
     with open(log or results.with_suffix(".log"), "a") as out:
         subprocess.run(["bash", str(HERE / "run.sh"), str(kube_source()), str(kubeconfig),
-                        shutil.which(kubectl) or kubectl, str(results), *functions],
+                        os.path.abspath(shutil.which(kubectl) or kubectl), str(results), *functions],
                        stdout=out, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
     version = kubectl_version(kubectl)
     outcomes = {name: FunctionOutcome(name, version) for name in functions}
@@ -90,6 +100,7 @@ def run_functions(kubeconfig: Path, kubectl: str, functions: list[str], results:
             outcome.failed.append(assertion)
         else:
             outcome.exit_status = int(assertion.where)
+            outcome.seconds = int(assertion.detail.split()[0])
     return list(outcomes.values())
 
 
@@ -147,7 +158,7 @@ def summary(outcomes: list[FunctionOutcome]) -> str:
     for outcome in outcomes:
         verdict = "ok" if outcome.ok else f"FAILED (exit {outcome.exit_status})"
         lines.append(f"{outcome.kubectl:>10} {outcome.name:<45} {outcome.passed:>4} passed "
-                     f"{len(outcome.failed):>3} failed  {verdict}")
+                     f"{len(outcome.failed):>3} failed {outcome.seconds:>4} s  {verdict}")
         lines.extend(f"{'':>12}{a.where}: {a.detail}" for a in outcome.failed)
     return "\n".join(lines)
 
@@ -158,20 +169,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubectl", action="append", help="a kubectl binary (repeat for several)")
     parser.add_argument("--keep-going", action="store_true", help="count the assertions after a failed one too")
     parser.add_argument("--out", type=Path, default=REPO / "tests/kubecmd/results")
-    parser.add_argument("functions", nargs="+")
+    parser.add_argument("functions", nargs="*", help="default: those functions.txt lists for the target")
     args = parser.parse_args(argv)
+    args.functions = args.functions or passing_functions(args.target)
     args.out.mkdir(parents=True, exist_ok=True)
     server = sim_server if args.target == "sim" else kcp_fleet
     outcomes: list[FunctionOutcome] = []
-    with server(args.out / f"{args.target}-servers") as kubeconfig:
-        for kubectl in args.kubectl or ["kubectl"]:
-            version = kubectl_version(kubectl)
+    for kubectl in args.kubectl or ["kubectl"]:  # a fresh server each: one kubectl's leftovers fail no other's
+        version = kubectl_version(kubectl)
+        with server(args.out / f"{args.target}-servers-{version}") as kubeconfig:
             outcomes += run_functions(kubeconfig, kubectl, args.functions,
                                       args.out / f"{args.target}-{version}.tsv", keep_going=args.keep_going,
                                       create_node=args.target == "sim")
     print(summary(outcomes))
     (args.out / f"{args.target}.json").write_text(json.dumps(
-        [{"function": o.name, "kubectl": o.kubectl, "passed": o.passed, "exit_status": o.exit_status,
+        [{"function": o.name, "kubectl": o.kubectl, "passed": o.passed, "exit_status": o.exit_status, "seconds": o.seconds,
           "failed": [{"where": a.where, "detail": a.detail} for a in o.failed]} for o in outcomes], indent=1))
     return 0 if all(o.ok for o in outcomes) else 1
 

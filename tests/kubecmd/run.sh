@@ -6,7 +6,7 @@
 # Usage: run.sh KUBE_SRC KUBECONFIG KUBECTL RESULTS FUNCTION...
 # Every assertion (kube::test::*assert*, if_has_string...) appends one line to RESULTS:
 #   <function> TAB PASS|FAIL TAB <file:line> TAB <assertion and, when it failed, expected/got>
-# and every function one line: <function> TAB DONE TAB <exit status>. A failed assertion stops its
+# and every function one line: <function> TAB DONE TAB <exit status> TAB <seconds it took>. A failed assertion stops its
 # function as in kube (errexit), unless KUBECMD_KEEP_GOING=1 (then the rest is counted too).
 set -o errexit -o nounset -o pipefail
 
@@ -27,6 +27,7 @@ for script in "${SRC}"/test/cmd/*.sh; do
     cp "${script}" "${WORK}/root/test/cmd/${name}"
   fi
 done
+[[ -x "${KUBECTL_BINARY}" && "${KUBECTL_BINARY}" == /* ]] || { echo "run.sh: ${KUBECTL_BINARY} is no absolute path to an executable" >&2; exit 2; }
 ln -s "${KUBECTL_BINARY}" "${WORK}/bin/kubectl"
 export PATH="${WORK}/bin:${PATH}" TERM=${TERM:-dumb}
 cp "${SERVER_KUBECONFIG}" "${WORK}/kubeconfig"
@@ -55,7 +56,7 @@ KUBECMD_TOKEN=$(kubectl config view --raw --minify -o jsonpath='{.users[0].user.
 source "${HERE}/env.sh"
 # kube's harness creates Node 127.0.0.1 by hand (it runs no kubelet); so does this one, with its function
 if [[ ${KUBECMD_CREATE_NODE:-} == 1 ]] && ! kubectl get node 127.0.0.1 >/dev/null 2>&1; then
-  eval "$(sed -n '/^function create_node() {$/,/^}$/p' "${KUBE_ROOT}/hack/make-rules/test-cmd.sh")"
+  eval "$(sed -n '/^function create_node() {$/,/^__EOF__$/p' "${KUBE_ROOT}/hack/make-rules/test-cmd.sh"; echo '}')"
   create_node
 fi
 
@@ -87,6 +88,7 @@ for helper in get_object_assert wait_object_assert get_object_jsonpath_assert de
     if [[ \${status} == 0 ]]; then
       record_assertion PASS \"${helper} \$(kubecmd_args \"\$@\")\"
     else
+      KUBECMD_FAILED_ASSERTION=1
       record_assertion FAIL \"${helper} \$(kubecmd_args \"\$@\") => \$(grep -E 'Expected|Got|message:|has( not)?:' <<< \"\${output}\" | tr -s ' ' | tail -4)\"
       [[ \${KUBECMD_KEEP_GOING:-} == 1 ]] || return \${status}
     fi
@@ -105,6 +107,7 @@ status=0
 for function in "$@"; do
   KUBECMD_FUNCTION=${function}
   echo "=== ${function} (kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p'))"
+  started=${SECONDS}
   set +o errexit
   ( set -o errexit; KUBECMD_PID=${BASHPID}; trap 'record_error $? "${BASH_COMMAND}"' ERR; "${function}" )
   code=$?
@@ -113,7 +116,7 @@ for function in "$@"; do
   if [[ ${code} != 0 ]] && [[ $(tail -1 "${RESULTS}") != "${function}"$'\t'FAIL* ]]; then
     record_assertion FAIL "exited ${code} outside an assertion (see the log)"
   fi
-  printf '%s\tDONE\t%s\t\n' "${function}" "${code}" >> "${RESULTS}"
+  printf '%s\tDONE\t%s\t%s s\n' "${function}" "${code}" "$((SECONDS - started))" >> "${RESULTS}"
   [[ ${code} == 0 ]] || status=1
 done
 exit "${status}"

@@ -1,5 +1,6 @@
-# kubectl 1.24 removed --generator (kubectl 1.20 still took service/v1, its only generator for expose)
-s| --generator=service/v1||
+# kubectl 1.24 removed --generator; 1.20's service/v1 generator named the port "default", which the
+# next assertion checks: the same Service through --overrides
+s| --generator=service/v1| --overrides='{"spec":{"ports":[{"name":"default","port":80}]}}'|
 # kubectl >= 1.21 prints this through its warning handler: "Warning: ..." (1.20: "warning: ...")
 s|'warning: deleting cluster-scoped resources'|'Warning: deleting cluster-scoped resources'|
 # kubectl 1.24 removed `kubectl run --expose --service-overrides`: the dry runs drop them, the real run
