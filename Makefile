@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
-.PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
+.PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults kube-cmd bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
         bench-sync bench-split bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
@@ -76,6 +76,13 @@ unit: install
 
 e2e: install tools
 	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q tests/e2e
+
+## kube-cmd: kube's own kubectl tests (test/cmd of kube 1.20's source, fetched by scripts/kube_source.sh) against
+##           kcp-sim-cluster and kcp, with kubectl 1.32 and 1.35; every assertion's outcome in tests/kubecmd/results/
+kube-cmd: install tools
+	scripts/kube_source.sh >/dev/null
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python tests/kubecmd/kubecmd.py --target sim --kubectl kubectl --kubectl $(TOOLS)/kubectl
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python tests/kubecmd/kubecmd.py --target kcp --kubectl kubectl --kubectl $(TOOLS)/kubectl
 
 ## test-faults: kill -9 etcd and the apiserver under writers and watchers; no acked write lost or seen twice
 test-faults: install
