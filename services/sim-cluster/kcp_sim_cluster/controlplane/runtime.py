@@ -22,7 +22,6 @@ from kcp_apiserver.embedding import (
     RevisionConflict,
     Storage,
     Stored,
-    WatchCaches,
 )
 from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.controlplane.events import EventRecorder
@@ -49,7 +48,6 @@ RESOURCES = {
 class Sim:
     options: ControlPlaneOptions
     storage: Storage
-    caches: WatchCaches
     catalog: Catalog
     registry: Registry
     recorder: EventRecorder
