@@ -15,6 +15,9 @@ a decoded copy, and decodes on read: following every resource of every logical c
 collector does) then costs a reference per object, not a second copy of the whole store. A consumer
 that reads the cache all the time (the simulator's scheduler and controllers look up pods by node and
 owner on every event) asks for `keep_decoded`: the informer then holds frozen objects, decoded once.
+
+Every object handed out is `Located`: it knows its key (from etcd's), so a consumer reads its logical
+cluster from there (`kcpcommon.keys.cluster_of`), with or without the `kcp.io/cluster` annotation.
 """
 
 from __future__ import annotations
@@ -30,8 +33,7 @@ from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.storage.cachestate import Cached
 from kcp_apiserver.storage.keys import ObjectKey, parse_key
 from kcp_apiserver.storage.watchcache import DELETED, WatchCache, Watcher
-from kcpcommon.frozen import freeze
-from kcpcommon.keys import key_for
+from kcpcommon.keys import key_for, located
 from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, SharedCache, deleted_object
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
@@ -42,8 +44,9 @@ __all__ = ["Informers", "Observe", "WatchCacheInformer", "add_observer"]
 Observe = Callable[[Obj, bool], None]  # (the object's state, whether that is its final one)
 
 
-def _load(cached: Cached) -> Any:
-    return freeze(cached.decode())
+def _load(stored: tuple[ObjectKey, Cached]) -> Any:
+    key, cached = stored
+    return located(cached.decode(), key)
 
 
 class WatchCacheInformer(SharedCache):
@@ -75,10 +78,10 @@ class WatchCacheInformer(SharedCache):
                 type_, event = item
                 key, raw = event.key, event.raw
                 if type_ == DELETED:
-                    self.apply(DELETED, event.obj, key=key)
+                    self.apply(DELETED, located(event.obj, key), key=key)
                 else:
-                    stored = None if self.decoded else Cached(raw, event.revision)
-                    self.apply(type_, event.obj, key=key, stored=stored)
+                    stored = None if self.decoded else (key, Cached(raw, event.revision))
+                    self.apply(type_, located(event.obj, key), key=key, stored=stored)
                 event.compact()  # the cache's window must not keep what this informer decoded
             log.info("informer relisting", informer=self.name, reason=watcher.close_reason or "watch closed")
         finally:
@@ -91,10 +94,10 @@ class WatchCacheInformer(SharedCache):
         entries, revision = cache.snapshot(cache.prefix)
         watcher = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=revision)
 
-        def decoded() -> Iterator[tuple[ObjectKey, dict[str, Any], Cached | None]]:
+        def decoded() -> Iterator[tuple[ObjectKey, dict[str, Any], tuple[ObjectKey, Cached] | None]]:
             for etcd_key, cached in entries:
-                yield parse_key(cache.prefix, etcd_key, cache.namespaced), cached.decode(), (
-                    None if self.decoded else cached)
+                key = parse_key(cache.prefix, etcd_key, cache.namespaced)
+                yield key, located(cached.decode(), key), None if self.decoded else (key, cached)
 
         self.replace_entries(decoded(), str(revision))
         return watcher

@@ -7,7 +7,8 @@ informer for the sim's controllers: its indexes (kcpcommon IndexFuncs, under a `
 cannot collide with another consumer's) see only the simulated logical clusters' objects, and its
 handlers get `(old, new)` and run inline, as the cache changes (they only look and enqueue).
 
-Objects are frozen and shared with every consumer: copy what you change (`copy_obj`).
+Objects are frozen and shared with every consumer: copy what you change (`copy_obj`). Each knows its key
+(`kcpcommon.keys.Located`), which is where `cluster_of` finds its logical cluster.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable, Iterable
 
 from kcp_apiserver.embedding import WatchCacheInformer
 from kcp_sim_cluster.controlplane.objects import Obj
-from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey
+from kcpcommon import keys
+from kcpcommon.keys import ObjectKey
 from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, deleted_object
 
 # (old, new): old None on add, new None on delete
@@ -27,7 +29,9 @@ INDEX_PREFIX = "sim:"
 
 
 def cluster_of(obj: Obj) -> str:
-    return ((obj.get("metadata") or {}).get("annotations") or {}).get(CLUSTER_ANNOTATION, "")
+    """The logical cluster of an object the sim got from an informer or a write (`Located`: the sim's
+    objects carry no `kcp.io/cluster`, as a physical cluster's do not)."""
+    return keys.cluster_of(obj) or ""
 
 
 def key_of(obj: Obj) -> ObjectKey:
