@@ -104,13 +104,18 @@ class Informer:
         return self.shared.indexer.get(key)
 
     def by_index(self, name: str, value: str) -> list[Obj]:
-        return self.shared.indexer.by_index(INDEX_PREFIX + name, value)
+        """In no particular order (the indexer's `by_index` sorts: a thousand pods of one owner, on every
+        reconcile, is too many comparisons); callers that care sort by what they care about."""
+        get = self.shared.indexer.get
+        return [obj for key in self.shared.indexer.index_keys(INDEX_PREFIX + name, value)
+                if (obj := get(key)) is not None]
 
     def keys_by_index(self, name: str, value: str) -> list[ObjectKey]:
         return list(self.shared.indexer.index_keys(INDEX_PREFIX + name, value))
 
     def in_cluster(self, cluster: str) -> list[Obj]:
-        return self.by_index("cluster", cluster)
+        """By key (nodes in name order: the scheduler's ties go the same way every run)."""
+        return self.shared.indexer.by_index(INDEX_PREFIX + "cluster", cluster)
 
 
 def new_informer(shared: WatchCacheInformer, namespaced: bool, clusters: frozenset[str]) -> Informer:
