@@ -693,3 +693,33 @@ def test_kubes_bootstrap_cluster_roles_and_bindings_are_there(cluster: KcpServer
     assert len(paged) == len(roles)
     bindings = {b["metadata"]["name"] for b in get(cluster, "clusterrolebindings")["items"]}
     assert {"cluster-admin", "system:basic-user", "system:controller:replicaset-controller"} <= bindings
+
+
+def test_a_simulated_clusters_objects_carry_no_kcp_annotation_and_its_controllers_still_work(tmp_path: Path) -> None:
+    """A physical cluster does not show kcp's `kcp.io/cluster`: the sim's controllers, garbage collector and
+    allocators find each object's logical cluster from where it is stored, in each of `--clusters N`."""
+    server = KcpServer(tmp_path, free_port(), ["--nodes", "1", "--ready-delay", "0", "--clusters", "2",
+                                               "--name", "east"], command=sim_cluster_command(), env=sim_cluster_env())
+    server.start()
+    try:
+        second = server.root / "east-2.kubeconfig"
+        kubectl(server, "create", "configmap", "settings", "--from-literal", "k=v", kubeconfig=second)
+        assert "kcp.io/cluster" not in kubectl(server, "get", "configmap", "settings", "-o", "yaml", kubeconfig=second)
+        kubectl(server, "create", "deployment", "web", "--image", "nginx", "--replicas", "2", kubeconfig=second)
+        kubectl(server, "expose", "deployment", "web", "--port", "80", kubeconfig=second)
+        kubectl(server, "rollout", "status", "deployment/web", "--timeout", "60s", kubeconfig=second)
+        shown = [get(server, kind, kubeconfig=second)["items"] for kind in
+                 ("configmaps", "deployments", "replicasets", "pods", "services", "endpoints", "serviceaccounts")]
+        shown += [get(server, kind, "-A", kubeconfig=second)["items"] for kind in ("namespaces", "nodes", "leases")]
+        objects = [o for items in shown for o in items]
+        assert len(objects) > 10
+        assert [o["metadata"]["name"] for o in objects
+                if "kcp.io/cluster" in (o["metadata"].get("annotations") or {})] == []
+        assert all(p["status"].get("podIP") and p["spec"].get("nodeName") for p in shown[3])
+        assert get(server, "service", "web", kubeconfig=second)["spec"]["clusterIP"].startswith("10.")
+        assert "web" not in run_kubectl(server, "get", "deployments", kubeconfig=server.root / "east-1.kubeconfig"
+                                        ).stdout
+        kubectl(server, "delete", "deployment", "web", kubeconfig=second)  # the garbage collector takes the rest
+        kubectl(server, "wait", "--for=delete", "pod", "-l", "app=web", "--timeout", "60s", kubeconfig=second)
+    finally:
+        server.stop()

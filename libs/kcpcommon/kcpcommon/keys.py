@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .frozen import FrozenDict, freeze
+
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 # on a workload object: the SyncTarget (physical cluster) it goes to. The splitter writes it, the syncer
 # and the cluster controller read it: a contract between daemons, so it lives here.
@@ -64,8 +66,27 @@ def decode(text: str) -> ObjectKey:
     return key
 
 
+class Located(FrozenDict):
+    """A read-only object that knows where it is stored (`key`). The API server's in-process informers
+    hand these out, so a consumer finds an object's logical cluster without the `kcp.io/cluster`
+    annotation, which a simulated physical cluster's objects do not carry."""
+
+    __slots__ = ("key",)
+    key: ObjectKey
+
+
+def located(obj: Mapping[str, Any], key: ObjectKey) -> Located:
+    """A frozen copy of `obj` that knows its key."""
+    found = Located({k: freeze(v) for k, v in obj.items()})
+    found.key = key
+    return found
+
+
 def cluster_of(obj: Mapping[str, Any]) -> str | None:
-    """The logical cluster the server stamped on an object served under `*`, if any."""
+    """The logical cluster of an object: where it is stored when it knows (`Located`), else the one the
+    server stamped on it (kcp does on every object; the sim does not), if any."""
+    if type(obj) is Located:
+        return obj.key.cluster
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     value = annotations.get(CLUSTER_ANNOTATION)
     return value if isinstance(value, str) and value else None
@@ -75,7 +96,8 @@ def key_for(obj: Mapping[str, Any], *, cluster: str | None = None) -> ObjectKey:
     """The key of an API object.
 
     With `cluster=None` or `"*"` (objects from a wildcard list or watch) the
-    cluster comes from the object's `kcp.io/cluster` annotation; otherwise the
+    cluster comes from the object (`cluster_of`: where a `Located` one is stored, else its
+    `kcp.io/cluster` annotation); otherwise the
     caller knows which logical cluster it asked and says so.
     """
     metadata = obj.get("metadata") or {}

@@ -9,7 +9,10 @@ reported: as a `DeletedFinalStateUnknown` tombstone carrying the last state we s
 never lost.
 
 Each handler has its own queue and task, so a slow handler delays only itself, and sees events
-in order. Handlers get frozen objects (see `frozen.py`).
+in order. Handlers get frozen objects (see `frozen.py`). An `inline` handler (a plain function
+that only looks and enqueues, e.g. the simulator's controllers) is called by the feeder itself
+as the cache changes instead: no queue and no task wake-up per event, and the indexes it reads
+are exactly as of its event.
 
 A `transform` (client-go's `SetTransform`) trims each object before it is cached, e.g.
 `strip_managed_fields`: a cache holds every object for the life of the process, and what no
@@ -78,9 +81,10 @@ class HandlerRegistration:
     """One handler's queue and task; `has_synced` once it has seen every object of the first list."""
 
     def __init__(self, informer: SharedCache, name: str, *, on_add: Handler | None,
-                 on_update: Handler | None, on_delete: Handler | None) -> None:
+                 on_update: Handler | None, on_delete: Handler | None, inline: bool = False) -> None:
         self.informer = informer
         self.name = name
+        self.inline = inline
         self._handlers: dict[str, Handler | None] = {"add": on_add, "update": on_update, "delete": on_delete}
         self._queue: asyncio.Queue[tuple[str, tuple[Any, ...]]] = asyncio.Queue()
         self._synced = asyncio.Event()
@@ -95,9 +99,14 @@ class HandlerRegistration:
         await self._synced.wait()
 
     def post(self, kind: str, *args: Any) -> None:
-        self._queue.put_nowait((kind, args))
+        if self.inline:
+            self._call(kind, args)
+        else:
+            self._queue.put_nowait((kind, args))
 
     def start(self) -> None:
+        if self.inline:
+            return
         if self.task is None or self.task.done():
             self.task = spawn(self._run(), name=f"{self.informer.name}:{self.name}")
 
@@ -108,20 +117,31 @@ class HandlerRegistration:
     async def _run(self) -> None:
         while True:
             kind, args = await self._queue.get()
-            if kind == _SYNCED:
-                self._synced.set()
-                continue
-            handler = self._handlers[kind]
-            if handler is None:
-                continue
-            try:
-                result = handler(*args)
-                if inspect.isawaitable(result):
+            result = self._call(kind, args)
+            if result is not None:
+                try:
                     await result
-            except Exception:  # one bad event must not stop the handler
-                # `event` is structlog's own key (the message): the notification's kind goes in `notification`
-                log.exception("event handler failed", informer=self.informer.name, handler=self.name,
-                              notification=kind)
+                except Exception:
+                    self._failed(kind)
+
+    def _call(self, kind: str, args: tuple[Any, ...]) -> Awaitable[None] | None:
+        """Run the handler of one notification; an awaitable it returns is the caller's to await."""
+        if kind == _SYNCED:
+            self._synced.set()
+            return None
+        handler = self._handlers[kind]
+        if handler is None:
+            return None
+        try:
+            result = handler(*args)
+        except Exception:  # one bad event must not stop the handler
+            self._failed(kind)
+            return None
+        return result if inspect.isawaitable(result) else None
+
+    def _failed(self, kind: str) -> None:
+        # `event` is structlog's own key (the message): the notification's kind goes in `notification`
+        log.exception("event handler failed", informer=self.informer.name, handler=self.name, notification=kind)
 
 
 class SharedCache:
@@ -161,13 +181,17 @@ class SharedCache:
         self.indexer.add_indexers(indexers, skip_existing=skip_existing)
 
     def add_handler(self, *, on_add: Handler | None = None, on_update: Handler | None = None,
-                    on_delete: Handler | None = None, name: str = "handler") -> HandlerRegistration:
-        """Register callbacks (plain functions or coroutine functions).
+                    on_delete: Handler | None = None, name: str = "handler",
+                    inline: bool = False) -> HandlerRegistration:
+        """Register callbacks (plain functions or coroutine functions; only plain ones when `inline`).
 
         `on_add(obj)`, `on_update(old, new)`, `on_delete(obj or DeletedFinalStateUnknown)`.
         A handler added after the first list first gets an `on_add` for every cached object.
         """
-        registration = HandlerRegistration(self, name, on_add=on_add, on_update=on_update, on_delete=on_delete)
+        registration = HandlerRegistration(self, name, on_add=on_add, on_update=on_update, on_delete=on_delete,
+                                           inline=inline)
+        if inline and any(inspect.iscoroutinefunction(h) for h in (on_add, on_update, on_delete)):
+            raise TypeError(f"handler {name}: an inline handler is called by the feeder, so it cannot be async")
         self._registrations.append(registration)
         if self.has_synced:
             for obj in self.indexer.list():

@@ -119,6 +119,14 @@ class Indexer:
                 index.setdefault(value, set()).add(key)
         return old, frozen
 
+    def keep_loaded(self) -> None:
+        """Hold every object as its loaded (frozen) form from now on, for an owner whose consumers read
+        far more often than the objects change: reads stop paying `load`, at the memory of a decoded copy.
+        The owner stops passing `stored` to `upsert`; what it passed before is loaded here once."""
+        for key, stored in self._items.items():
+            self._items[key] = self._load(stored)
+        self._load_stored = None
+
     def remove(self, key: ObjectKey) -> Obj | None:
         """Drop an object; returns what was stored, if anything."""
         stored = self._items.pop(key, None)

@@ -62,3 +62,15 @@ def test_a_cluster_given_by_the_caller_wins() -> None:
 def test_without_an_annotation_or_a_cluster_there_is_no_key() -> None:
     with pytest.raises(ValueError):
         key_for(obj("web", "default"), cluster="*")
+
+
+def test_a_located_object_is_in_the_cluster_it_is_stored_in_whatever_its_annotation_says() -> None:
+    from kcpcommon.keys import cluster_of, located
+
+    plain = {"metadata": {"name": "web", "annotations": {"kcp.io/cluster": "stamped"}}}
+    assert cluster_of(plain) == "stamped"
+    found = located({"metadata": {"name": "web", "namespace": "default"}}, ObjectKey("east-2", "default", "web"))
+    assert cluster_of(found) == "east-2" and key_for(found) == ObjectKey("east-2", "default", "web")
+    assert cluster_of(located(plain, ObjectKey("east-1", "", "web"))) == "east-1"
+    with pytest.raises(TypeError):
+        found["metadata"]["name"] = "other"

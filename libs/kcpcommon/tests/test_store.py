@@ -102,6 +102,23 @@ def test_stored_objects_are_read_only_and_get_copy_is_mutable(indexer: Indexer) 
     assert indexer.get(key)["spec"]["items"] == [1, 2]  # type: ignore[index]
 
 
+def test_keep_loaded_turns_every_stored_form_into_its_object_once() -> None:
+    loads: list[str] = []
+
+    def load(stored: str) -> Any:
+        loads.append(stored)
+        return freeze(json.loads(stored))
+
+    indexer = Indexer(functools.partial(key_for, cluster=None), load=load)
+    indexer.upsert(obj("web", app="web"), stored=json.dumps(obj("web", app="web")))
+    indexer.keep_loaded()
+    key = ObjectKey("a", "default", "web")
+    assert indexer.get(key) is indexer.get(key)  # the object itself, not loaded on every read
+    indexer.upsert(obj("db", app="db"))  # from now on the owner passes objects
+    assert names(indexer.by_index(LABELS_INDEX, label_value("app", "db"))) == ["db"]
+    assert len(loads) == 1
+
+
 def test_frozen_objects_serialize_compare_and_deep_copy_like_plain_ones() -> None:
     plain = obj("web", app="web")
     frozen = freeze(plain)

@@ -43,6 +43,7 @@ from kcp_apiserver.registry.builtin.workloads import (
 from kcp_apiserver.registry.builtinschemas import RELEASES, newest_release
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER
+from kcp_apiserver.registry.informers import Informers, WatchCacheInformer
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.scale import BuiltinScale
 from kcp_apiserver.registry.store import Registry, now_rfc3339
@@ -54,7 +55,7 @@ from kcp_apiserver.server.pki import Credentials, write_contexts_kubeconfig
 from kcp_apiserver.server.settings import APIServerSettings
 from kcp_apiserver.storage.etcd import KeyNotFound, RevisionConflict, Storage, Stored
 from kcp_apiserver.storage.keys import scope_prefix
-from kcp_apiserver.storage.watchcache import DELETED, Follower, WatchCache
+from kcp_apiserver.storage.watchcache import DELETED, WatchCache
 
 __all__ = [
     "AGE",
@@ -93,7 +94,7 @@ __all__ = [
     "ControllerFactory",
     "Credentials",
     "Defaulter",
-    "Follower",
+    "Informers",
     "KeyNotFound",
     "KubeType",
     "LabelSelector",
@@ -111,6 +112,7 @@ __all__ = [
     "Stored",
     "Strategy",
     "WatchCache",
+    "WatchCacheInformer",
     "WatchCaches",
     "for_release",
     "format_label_selector",

@@ -136,6 +136,30 @@ async def test_a_closed_watch_is_followed_again_from_a_fresh_list(
         await cancel_and_wait(task)
 
 
+async def test_a_decoded_informer_holds_objects_not_bytes_before_and_after_the_switch(
+        cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
+    storage = Storage(etcd)
+    created = await storage.create(prefix + "c1/ns/before", obj("before"))
+    assert await cache.reached(created.mod_revision, DEADLINE)
+    informer = WatchCacheInformer(cache, name="test")
+    recorder = Recorder()
+    registration = informer.add_handler(on_add=recorder.add)
+    task = spawn(informer.run(), name="informer:test")
+    try:
+        await asyncio.wait_for(registration.wait_for_sync(), DEADLINE)
+        before = ObjectKey("c1", "ns", "before")
+        assert informer.indexer.get(before) is not informer.indexer.get(before)  # bytes: decoded on each read
+        informer.keep_decoded()
+        assert informer.indexer.get(before) is informer.indexer.get(before)
+        await storage.create(prefix + "c1/ns/after", obj("after"))
+        await recorder.until(2)
+        after = ObjectKey("c1", "ns", "after")
+        assert informer.indexer.get(after) is informer.indexer.get(after)
+        assert isinstance(informer.indexer.get(after), FrozenDict)
+    finally:
+        await cancel_and_wait(task)
+
+
 async def test_one_informer_and_one_watcher_per_resource_whatever_the_consumers(etcd: Etcd3Client) -> None:
     caches = WatchCaches(etcd, Storage(etcd), capacity=100)
     informers = Informers(caches)

@@ -20,7 +20,7 @@ HAND_MADE = dataclasses.replace(SERVICES, group="example.com", schema={"type": "
 
 
 def plugin() -> ServiceIPs:
-    return ServiceIPs(None, None, cidr=KCP_SERVICE_CIDR)  # type: ignore[arg-type]  # admit needs neither
+    return ServiceIPs(None, cidr=KCP_SERVICE_CIDR)  # type: ignore[arg-type]  # admit needs neither
 
 
 def service(name: str, cluster: str = "c1", **spec: Any) -> dict[str, Any]:

@@ -65,4 +65,5 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
         extensions=[*base.extensions, bootstrap],
         controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),
+        cluster_annotation=False,  # a physical cluster's objects do not show kcp's annotation
     )

@@ -18,7 +18,7 @@ SERVICES = resource("1.37", "", "services")
 
 
 def plugin(cidr: str = "10.96.0.0/12") -> ServiceIPs:
-    return ServiceIPs(None, None, cidr=ipaddress.IPv4Network(cidr))  # type: ignore[arg-type]  # admit needs neither
+    return ServiceIPs(None, cidr=ipaddress.IPv4Network(cidr))  # type: ignore[arg-type]  # admit needs neither
 
 
 def service(name: str, **spec: Any) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 One allocator for kcp (its imported core/v1 Services, from `--service-cluster-ip-range`, so `kubectl get svc`
 and `helm --wait` read as on one cluster) and kcp-sim-cluster (its built-in Services, kube's default
 10.96.0.0/12). Each logical cluster (a simulated cluster, or a kcp tenant) has its own pool of the range and
-of the node port range (30000-32767). What is taken is known from the Services themselves, followed from the
-watch cache, so a restart rebuilds it and a deleted Service frees its IP; an address handed out but not
+of the node port range (30000-32767). What is taken is known from the Services themselves, followed through
+the server's shared informer of Services, so a restart rebuilds it and a deleted Service frees its IP; an address handed out but not
 yet seen stored is held as pending for a while, so two creates in flight never share one.
 """
 
@@ -19,12 +19,10 @@ from typing import Any
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
-from kcp_apiserver.registry.catalog import WatchCaches
+from kcp_apiserver.registry.informers import Informers, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.storage.etcd import Storage
-from kcp_apiserver.storage.watchcache import Follower, WatchCache
 from kcpcommon.keys import cluster_of
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
+from kcpcommon.sharedcache import HandlerRegistration, SharedCache
 
 SERVICE_CIDR = ipaddress.IPv4Network("10.96.0.0/12")  # kube-apiserver's default, the sim's
 KCP_SERVICE_CIDR = ipaddress.IPv4Network("10.255.0.0/16")  # kcp's: clear of kube's, k3s', kind's and the clouds'
@@ -91,33 +89,24 @@ class Pool:
 class ServiceIPs:
     """A mutating admission plugin on Services: allocates on create, keeps what was allocated on update."""
 
-    def __init__(self, storage: Storage, cache: WatchCache, *, cidr: ipaddress.IPv4Network = SERVICE_CIDR) -> None:
-        self.storage = storage
-        self.cache = cache
+    def __init__(self, services: SharedCache | None, *, cidr: ipaddress.IPv4Network = SERVICE_CIDR) -> None:
+        self.services = services  # the Services informer (None: a test feeds `_observe` itself)
         self.cidr = cidr
         self.pools: dict[str, Pool] = {}
         self._lock = asyncio.Lock()
-        self._task: asyncio.Task[None] | None = None
+        self._registration: HandlerRegistration | None = None
 
     async def start(self) -> None:
-        follower = Follower(self.storage, self.cache, observe=self._observe, reset=self._reset,
-                            name="admission:service-ips")
-        watchers = [await follower.resync()]
-
-        async def follow() -> None:
-            watcher = watchers.pop() if watchers else await follower.resync()
-            await follower.follow(watcher)
-
-        self._task = spawn(supervise(follow, name="admission:service-ips"), name="admission:service-ips")
+        """Follow the Services, inline (what is taken is known as soon as the informer has it); return once
+        every stored one is counted."""
+        if self.services is None:
+            return
+        self._registration = add_observer(self.services, self._observe, name="admission:service-ips", inline=True)
+        await self._registration.wait_for_sync()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait(self._task)
-
-    def _reset(self) -> None:
-        for pool in self.pools.values():
-            pool.taken.clear()
-            pool.held_by.clear()
+        if self._registration is not None:
+            self._registration.remove()
 
     def _observe(self, svc: Obj, deleted: bool) -> None:
         pool = self.pools.setdefault(_cluster(svc), Pool())
@@ -272,9 +261,9 @@ def is_kube_service(res: Resource) -> bool:
     return res.group == "" and res.plural == "services" and (not res.is_custom or res.kube_type)
 
 
-async def start_service_ips(storage: Storage, caches: WatchCaches, cidr: ipaddress.IPv4Network) -> ServiceIPs:
+async def start_service_ips(informers: Informers, cidr: ipaddress.IPv4Network) -> ServiceIPs:
     """The plugin, following the Services already stored."""
-    plugin = ServiceIPs(storage, await caches.get(SERVICES), cidr=cidr)
+    plugin = ServiceIPs(await informers.get(SERVICES), cidr=cidr)
     await plugin.start()
     return plugin
 

@@ -28,12 +28,12 @@ from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.informers import Informers, add_observer
 from kcp_apiserver.registry.ownership import record_system_update
 from kcp_apiserver.registry.resource import Obj
-from kcp_apiserver.registry.store import CLUSTER_ANNOTATION, Registry, now_rfc3339
+from kcp_apiserver.registry.store import Registry, now_rfc3339
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key, scope_prefix
 from kcpcommon.controller import Controller, Result
 from kcpcommon.frozen import thaw
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, cluster_of
 from kcpcommon.sharedcache import HandlerRegistration
 from kcpcommon.tasks import cancel_and_wait, spawn
 
@@ -48,7 +48,7 @@ def _identity(crd: Obj) -> tuple[str, str] | None:
     name = get(meta, "name")
     if not isinstance(name, str) or not name:
         return None
-    return get_str(get(meta, "annotations"), CLUSTER_ANNOTATION), name
+    return cluster_of(crd) or "", name
 
 
 def _names(crd: Obj) -> dict[str, Any]:
@@ -79,8 +79,7 @@ class CRDServing:
     async def start(self, *, controllers: bool = False) -> None:
         """Follow CRDs into the catalog (a handler on their informer); returns once every stored CRD is in."""
         crds = await self.informers.get(CRD)
-        # thawed: the catalog keeps parts of a CRD, and may adjust them
-        self._handler = add_observer(crds, lambda crd, deleted: self._observe(thaw(crd), deleted), name="crds")
+        self._handler = add_observer(crds, self._observe, name="crds")
         await self._handler.wait_for_sync()
         if controllers:
             await self.start_controllers()
@@ -108,10 +107,11 @@ class CRDServing:
 
     def _observe(self, crd: Obj, deleted: bool) -> None:
         """One CRD's state into the catalog; whatever goes wrong stays with that CRD."""
-        key = _identity(crd)
+        key = _identity(crd)  # from the informer's object, which knows where it is stored
         if key is None:
             log.warning("skipping a stored CRD without a name")
             return
+        crd = thaw(crd)  # the catalog keeps parts of a CRD, and may adjust them
         try:
             self._follow(key, crd, deleted)
         except Exception:

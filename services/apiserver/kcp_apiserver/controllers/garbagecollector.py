@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.resources import is_established
 from kcp_apiserver.apiextensions.servable import unservable
-from kcp_apiserver.controllers.gc_graph import CLUSTER_ANNOTATION, Graph, ObjectRef
+from kcp_apiserver.controllers.gc_graph import Graph, ObjectRef
 from kcp_apiserver.controllers.gc_reconcile import Collector
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.informers import Informers, add_observer
@@ -28,6 +28,7 @@ from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Storage
 from kcpcommon.controller import Controller
+from kcpcommon.keys import cluster_of
 from kcpcommon.sharedcache import HandlerRegistration
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
@@ -116,7 +117,7 @@ class GarbageCollector:
         if prefix == CRD.prefix:  # before the graph: a CR's dependents queued by it may need the kind
             custom = _custom_resource(obj, self.catalog.builtins)
             if custom is not None:
-                cluster = (obj["metadata"].get("annotations") or {}).get(CLUSTER_ANNOTATION, "")
+                cluster = cluster_of(obj) or ""
                 self.custom_kinds[(cluster, custom.group, custom.kind)] = custom
                 if is_established(obj):
                     self.follow(custom)

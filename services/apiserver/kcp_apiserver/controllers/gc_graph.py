@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kcp_apiserver.apimachinery.validation import FINALIZER_FOREGROUND, FINALIZER_ORPHAN
-
-CLUSTER_ANNOTATION = "kcp.io/cluster"
+from kcpcommon.keys import cluster_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +160,7 @@ class Graph:
     def observe(self, prefix: str, obj: dict[str, Any], deleted: bool) -> set[ObjectRef]:
         """Record a new state (or the deletion) of an object; returns what must be reconciled again."""
         meta = obj.get("metadata") or {}
-        cluster = (meta.get("annotations") or {}).get(CLUSTER_ANNOTATION, "")
+        cluster = cluster_of(obj) or ""
         uid = meta.get("uid")
         if not cluster or not uid:
             return set()

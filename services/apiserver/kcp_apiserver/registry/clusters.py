@@ -53,8 +53,9 @@ def default_service_account(cluster: str, namespace: str, created: str) -> dict:
 class LogicalClusters:
     """Remembers which logical clusters exist; creates one on its first write."""
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, *, stamp_cluster: bool = True) -> None:
         self.storage = storage
+        self.stamp_cluster = stamp_cluster  # the `kcp.io/cluster` annotation on what it creates (see Registry)
         self.known: set[str] = set()
 
     async def ensure(self, cluster: str) -> None:
@@ -69,6 +70,9 @@ class LogicalClusters:
                       for name in SYSTEM_NAMESPACES]
         accounts = [(object_key(SERVICE_ACCOUNT.prefix, cluster, name, DEFAULT_SERVICE_ACCOUNT),
                      default_service_account(cluster, name, created)) for name in SYSTEM_NAMESPACES]
+        if not self.stamp_cluster:
+            for _, obj in (*namespaces, *accounts):
+                del obj["metadata"]["annotations"]
         try:
             if not await self.storage.exists(cluster_marker(cluster)):
                 # all or nothing: a concurrent first write loses the race harmlessly

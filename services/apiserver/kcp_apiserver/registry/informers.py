@@ -12,7 +12,12 @@ fell behind) it lists again; `replace` reports what changed meanwhile, and what 
 
 The indexer keeps the watch cache's `Cached` (etcd's bytes, shared with the cache's state) rather than
 a decoded copy, and decodes on read: following every resource of every logical cluster (the garbage
-collector does) then costs a reference per object, not a second copy of the whole store.
+collector does) then costs a reference per object, not a second copy of the whole store. A consumer
+that reads the cache all the time (the simulator's scheduler and controllers look up pods by node and
+owner on every event) asks for `keep_decoded`: the informer then holds frozen objects, decoded once.
+
+Every object handed out is `Located`: it knows its key (from etcd's), so a consumer reads its logical
+cluster from there (`kcpcommon.keys.cluster_of`), with or without the `kcp.io/cluster` annotation.
 """
 
 from __future__ import annotations
@@ -28,8 +33,7 @@ from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.storage.cachestate import Cached
 from kcp_apiserver.storage.keys import ObjectKey, parse_key
 from kcp_apiserver.storage.watchcache import DELETED, WatchCache, Watcher
-from kcpcommon.frozen import freeze
-from kcpcommon.keys import key_for
+from kcpcommon.keys import key_for, located
 from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, SharedCache, deleted_object
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
@@ -40,8 +44,9 @@ __all__ = ["Informers", "Observe", "WatchCacheInformer", "add_observer"]
 Observe = Callable[[Obj, bool], None]  # (the object's state, whether that is its final one)
 
 
-def _load(cached: Cached) -> Any:
-    return freeze(cached.decode())
+def _load(stored: tuple[ObjectKey, Cached]) -> Any:
+    key, cached = stored
+    return located(cached.decode(), key)
 
 
 class WatchCacheInformer(SharedCache):
@@ -51,6 +56,13 @@ class WatchCacheInformer(SharedCache):
         # keys come from etcd's keys; the default indexes (labels, namespaces) would cost memory nobody reads
         super().__init__(name, key_for, with_default_indexers=False, load=_load)
         self.cache = cache
+        self.decoded = False
+
+    def keep_decoded(self) -> None:
+        """Hold decoded (frozen) objects from now on, not the cache's bytes: reads cost nothing more."""
+        if not self.decoded:
+            self.decoded = True
+            self.indexer.keep_loaded()
 
     async def run(self) -> None:
         self.start_handlers()
@@ -66,9 +78,10 @@ class WatchCacheInformer(SharedCache):
                 type_, event = item
                 key, raw = event.key, event.raw
                 if type_ == DELETED:
-                    self.apply(DELETED, event.obj, key=key)
+                    self.apply(DELETED, located(event.obj, key), key=key)
                 else:
-                    self.apply(type_, event.obj, key=key, stored=Cached(raw, event.revision))
+                    stored = None if self.decoded else (key, Cached(raw, event.revision))
+                    self.apply(type_, located(event.obj, key), key=key, stored=stored)
                 event.compact()  # the cache's window must not keep what this informer decoded
             log.info("informer relisting", informer=self.name, reason=watcher.close_reason or "watch closed")
         finally:
@@ -81,23 +94,25 @@ class WatchCacheInformer(SharedCache):
         entries, revision = cache.snapshot(cache.prefix)
         watcher = cache.subscribe(cluster=None, namespace=None, name=None, matches=None, after_revision=revision)
 
-        def decoded() -> Iterator[tuple[ObjectKey, dict[str, Any], Cached]]:
+        def decoded() -> Iterator[tuple[ObjectKey, dict[str, Any], tuple[ObjectKey, Cached] | None]]:
             for etcd_key, cached in entries:
-                yield parse_key(cache.prefix, etcd_key, cache.namespaced), cached.decode(), cached
+                key = parse_key(cache.prefix, etcd_key, cache.namespaced)
+                yield key, located(cached.decode(), key), None if self.decoded else (key, cached)
 
         self.replace_entries(decoded(), str(revision))
         return watcher
 
 
-def add_observer(informer: SharedCache, observe: Observe, *, name: str) -> HandlerRegistration:
+def add_observer(informer: SharedCache, observe: Observe, *, name: str, inline: bool = False) -> HandlerRegistration:
     """A handler for a consumer that folds every state into its own index (the RBAC index, the CRD catalog,
-    the garbage collector's graph): `observe(obj, deleted)`, a tombstone's last known state as a deletion."""
+    the garbage collector's graph): `observe(obj, deleted)`, a tombstone's last known state as a deletion.
+    `inline`: called by the feeder as the cache changes (see `SharedCache.add_handler`)."""
 
     def gone(obj: Obj | DeletedFinalStateUnknown) -> None:
         observe(cast(Obj, deleted_object(obj)), True)  # frozen dicts are dicts
 
     return informer.add_handler(on_add=lambda obj: observe(obj, False), on_update=lambda _, obj: observe(obj, False),
-                                on_delete=gone, name=name)
+                                on_delete=gone, name=name, inline=inline)
 
 
 class Informers:

@@ -141,8 +141,12 @@ class Registry:
     """create/get/list/update/patch/delete for any Resource in any logical cluster."""
 
     def __init__(self, storage: Storage, *, admit: Admission, ensure_cluster: Callable[[str], Awaitable[None]],
-                 track_managed_fields: bool = True, caches: WatchCaches | None = None) -> None:
+                 track_managed_fields: bool = True, caches: WatchCaches | None = None,
+                 stamp_cluster: bool = True) -> None:
         self.storage = storage
+        # `kcp.io/cluster` on every stored object, as kcp shows it; a simulated physical cluster shows none
+        # (in-process readers take the cluster from the key either way: `kcpcommon.keys.cluster_of`)
+        self.stamp_cluster = stamp_cluster
         self.caches = caches  # writes start from the watch cache's state where it has the object
         self.admit = admit
         self.ensure_cluster = ensure_cluster
@@ -306,7 +310,8 @@ class Registry:
         meta["creationTimestamp"] = now_rfc3339()
         if res.tracks_generation:
             meta["generation"] = 1
-        meta.setdefault("annotations", {})[CLUSTER_ANNOTATION] = cluster
+        if self.stamp_cluster:
+            meta.setdefault("annotations", {})[CLUSTER_ANNOTATION] = cluster
         if res.has_status:
             obj.pop("status", None)
         generate = not meta.get("name") and meta.get("generateName")
@@ -485,10 +490,10 @@ class Registry:
         meta["namespace"] = old_meta.get("namespace", "") if res.namespaced else None
         if meta["namespace"] is None:
             del meta["namespace"]
-        meta.setdefault("annotations", {})
-        if meta["annotations"] is None:
-            meta["annotations"] = {}
-        meta["annotations"][CLUSTER_ANNOTATION] = cluster
+        if self.stamp_cluster:
+            if meta.get("annotations") is None:
+                meta["annotations"] = {}
+            meta["annotations"][CLUSTER_ANNOTATION] = cluster
         if res.has_status:
             if "status" in old:
                 new["status"] = old["status"]

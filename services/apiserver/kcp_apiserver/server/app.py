@@ -67,7 +67,7 @@ class APIServer:
         self.catalog = Catalog(config.resources)
         self.caches = WatchCaches(self.client, self.storage, capacity=config.watch_cache_size)
         self.informers = Informers(self.caches)
-        self.clusters = LogicalClusters(self.storage)
+        self.clusters = LogicalClusters(self.storage, stamp_cluster=config.cluster_annotation)
         self.registry: Registry | None = None
         self.handlers: ResourceHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
@@ -102,7 +102,7 @@ class APIServer:
         self.registry = parts.registry = Registry(self.storage, admit=AdmissionChain(self._plugins),
                                                   ensure_cluster=self.clusters.ensure,
                                                   track_managed_fields=config.track_managed_fields,
-                                                  caches=self.caches)
+                                                  caches=self.caches, stamp_cluster=config.cluster_annotation)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
                                          fields=FieldValidator(), tokens=config.service_accounts,
                                          answers={**self._token_reviews(), **config.answers})

@@ -71,6 +71,7 @@ class ServerConfig:
     identity: str = field(default_factory=socket.gethostname)  # this replica, in the leader election
     watch_cache_size: int = 10_000
     track_managed_fields: bool = True  # metadata.managedFields on every write; off only for the benchmark
+    cluster_annotation: bool = True  # kcp.io/cluster on every stored object (kcp's); a simulated cluster: off
     watch: WatchSettings = field(default_factory=WatchSettings)
     etcd_tls: TLSFiles | None = None  # None: etcd in plain text
     live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)

@@ -147,7 +147,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         return EscalationCheck(authorizer, get)
 
     async def service_ips(parts: ServerParts) -> ServiceIPs:
-        return await start_service_ips(parts.storage, parts.caches, service_cidr)
+        return await start_service_ips(parts.informers, service_cidr)
 
     def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
         assert parts.registry is not None

@@ -77,7 +77,6 @@ __all__ = [
     "Batch",
     "Cached",
     "Filter",
-    "Follower",
     "Sink",
     "TooOld",
     "WatchCache",
@@ -629,40 +628,3 @@ def flush_delay(now: float, last_flush: float, interval: float) -> float:
     """Seconds before the batch that just got its first event is flushed: none once the last flush ended
     `interval` ago (flushing has kept to its share of the loop), else until then, gathering what comes."""
     return max(0.0, last_flush + interval - now)
-
-
-class Follower:
-    """In-process list-then-watch over every logical cluster: sees each object, then every change.
-
-    The list is the cache's own state, taken with the subscription in one step; after a cache
-    reset (etcd compaction) it takes the state again and starts over, so the observer never misses
-    a state.
-    """
-
-    def __init__(self, storage: Storage, cache: WatchCache, *, observe: Callable[[dict[str, Any], bool], None],
-                 reset: Callable[[], None], name: str) -> None:
-        self.storage = storage
-        self.cache = cache
-        self.observe = observe
-        self.reset = reset
-        self.name = name
-
-    async def resync(self) -> Watcher:
-        await self.cache.ready.wait()
-        entries, revision = self.cache.snapshot(self.cache.prefix)
-        watcher = self.cache.subscribe(cluster=None, namespace=None, name=None, matches=None,
-                                       after_revision=revision)
-        self.reset()
-        for _, cached in entries:
-            self.observe(cached.decode(), False)
-        return watcher
-
-    async def follow(self, watcher: Watcher) -> None:
-        while True:
-            item = await watcher.queue.get()
-            if item is None:
-                watcher = await self.resync()
-                continue
-            type_, event = item
-            self.observe(event.obj, type_ == DELETED)
-            event.compact()  # the window must not keep what this consumer decoded

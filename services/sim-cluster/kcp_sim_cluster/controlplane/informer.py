@@ -1,35 +1,37 @@
-"""In-process shared informers: one follower of the watch cache per resource, one store, many handlers.
+"""The simulated control plane's view of the server's shared informers.
 
-The simulated control plane lives inside the API server, so it reads the watch caches directly
-instead of listing and watching over HTTP. Every controller of the control plane shares one
-informer per resource (client-go's shared informer factory): 10,000 pods are decoded and held
-once, not once per controller. Only the simulated logical clusters' objects are kept.
+The control plane lives inside the API server, so it uses the server's own in-process informer of each
+resource (one per resource, fed by the watch cache, shared with the garbage collector and the
+namespace controllers): 10,000 pods are decoded and held once for every consumer. This wraps one such
+informer for the sim's controllers: its indexes (kcpcommon IndexFuncs, under a `sim:` prefix so they
+cannot collide with another consumer's) see only the simulated logical clusters' objects, and its
+handlers get `(old, new)` and run inline, as the cache changes (they only look and enqueue).
 
-Objects in the store are shared with the watch cache's events and with every controller: never
-mutate them; copy what you change.
+Objects are frozen and shared with every consumer: copy what you change (`copy_obj`). Each knows its key
+(`kcpcommon.keys.Located`), which is where `cluster_of` finds its logical cluster.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 
-import structlog
-
-from kcp_apiserver.embedding import DELETED, Follower, Resource, Storage, WatchCaches
+from kcp_apiserver.embedding import WatchCacheInformer
 from kcp_sim_cluster.controlplane.objects import Obj
-from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey
-from kcpcommon.tasks import cancel_and_wait, spawn, supervise
-
-log = structlog.get_logger("sim.informer")
+from kcpcommon import keys
+from kcpcommon.keys import ObjectKey
+from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, deleted_object
 
 # (old, new): old None on add, new None on delete
 Handler = Callable[[Obj | None, Obj | None], None]
 IndexFunc = Callable[[Obj], Iterable[str]]
 
+INDEX_PREFIX = "sim:"
+
 
 def cluster_of(obj: Obj) -> str:
-    return ((obj.get("metadata") or {}).get("annotations") or {}).get(CLUSTER_ANNOTATION, "")
+    """The logical cluster of an object the sim got from an informer or a write (`Located`: the sim's
+    objects carry no `kcp.io/cluster`, as a physical cluster's do not)."""
+    return keys.cluster_of(obj) or ""
 
 
 def key_of(obj: Obj) -> ObjectKey:
@@ -46,133 +48,81 @@ def controller_uid(obj: Obj) -> str:
 
 
 class Informer:
-    """The simulated clusters' objects of one resource, kept current, with indexes and handlers."""
+    """The simulated clusters' objects of one resource: indexes and `(old, new)` handlers on a shared informer."""
 
-    def __init__(self, storage: Storage, caches: WatchCaches, res: Resource, clusters: frozenset[str]) -> None:
-        self.storage = storage
-        self.caches = caches
-        self.res = res
+    def __init__(self, shared: WatchCacheInformer, clusters: frozenset[str]) -> None:
+        self.shared = shared
         self.clusters = clusters  # empty: every logical cluster
-        self.store: dict[ObjectKey, Obj] = {}
-        self.handlers: list[Handler] = []
-        self._index_funcs: dict[str, IndexFunc] = {}
-        self._indexes: dict[str, dict[str, dict[ObjectKey, None]]] = {}
-        self.synced = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self.registrations: list[HandlerRegistration] = []
+
+    def simulated(self, obj: Obj) -> bool:
+        return not self.clusters or cluster_of(obj) in self.clusters
 
     # -- wiring ------------------------------------------------------------------------------
 
     def add_handler(self, handler: Handler) -> None:
-        self.handlers.append(handler)
+        def on_add(obj: Obj) -> None:
+            if self.simulated(obj):
+                handler(None, obj)
+
+        def on_update(old: Obj, new: Obj) -> None:
+            if self.simulated(new):
+                handler(old, new)
+
+        def on_delete(obj: Obj | DeletedFinalStateUnknown) -> None:
+            final = deleted_object(obj)
+            if self.simulated(final):
+                handler(final, None)
+
+        self.registrations.append(self.shared.add_handler(on_add=on_add, on_update=on_update, on_delete=on_delete,
+                                                          name=f"sim:{getattr(handler, '__qualname__', 'handler')}",
+                                                          inline=True))
 
     def add_index(self, name: str, func: IndexFunc) -> None:
-        if name in self._index_funcs:
-            return
-        self._index_funcs[name] = func
-        index: dict[str, dict[ObjectKey, None]] = {}
-        for key, obj in self.store.items():
-            for value in func(obj):
-                index.setdefault(value, {})[key] = None
-        self._indexes[name] = index
+        """An index over the simulated clusters' objects (a name taken already keeps its first function)."""
 
-    async def start(self) -> None:
-        self._task = spawn(supervise(self._follow, name=f"sim:informer:{self.res.plural}"),
-                           name=f"sim:informer:{self.res.plural}")
+        def index(obj: Obj) -> Iterable[str]:
+            return func(obj) if self.simulated(obj) else ()
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait(self._task)
+        self.shared.add_indexers({INDEX_PREFIX + name: index}, skip_existing=True)
+
+    async def wait_for_sync(self) -> None:
+        """Until the first list is cached and every handler has seen it."""
+        await self.shared.wait_for_sync()
+        for registration in self.registrations:
+            await registration.wait_for_sync()
+
+    def stop(self) -> None:
+        """Stop the handlers (the informer is the server's and keeps running)."""
+        for registration in self.registrations:
+            registration.remove()
+        self.registrations.clear()
 
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, key: ObjectKey) -> Obj | None:
-        return self.store.get(key)
+        return self.shared.indexer.get(key)
 
     def by_index(self, name: str, value: str) -> list[Obj]:
-        keys = self._indexes[name].get(value)
-        return [self.store[k] for k in keys] if keys else []
+        """In no particular order (the indexer's `by_index` sorts: a thousand pods of one owner, on every
+        reconcile, is too many comparisons); callers that care sort by what they care about."""
+        get = self.shared.indexer.get
+        return [obj for key in self.shared.indexer.index_keys(INDEX_PREFIX + name, value)
+                if (obj := get(key)) is not None]
 
     def keys_by_index(self, name: str, value: str) -> list[ObjectKey]:
-        keys = self._indexes[name].get(value)
-        return list(keys) if keys else []
+        return list(self.shared.indexer.index_keys(INDEX_PREFIX + name, value))
 
     def in_cluster(self, cluster: str) -> list[Obj]:
-        return self.by_index("cluster", cluster)
-
-    # -- feeding -----------------------------------------------------------------------------
-
-    async def _follow(self) -> None:
-        cache = await self.caches.get(self.res)
-        seen: set[ObjectKey] = set()
-
-        def observe(obj: Obj, deleted: bool) -> None:
-            if not self.clusters or cluster_of(obj) in self.clusters:
-                seen.add(key_of(obj))
-                self._apply(obj, deleted)
-
-        follower = Follower(self.storage, cache, observe=observe, reset=seen.clear,
-                            name=f"sim:{self.res.plural}")
-        while True:
-            watcher = await follower.resync()
-            for key in [k for k in self.store if k not in seen]:  # gone while we were not looking
-                self._apply(self.store[key], True)
-            seen.clear()
-            self.synced.set()
-            try:
-                while (item := await watcher.queue.get()) is not None:
-                    type_, event = item
-                    obj = event.obj
-                    if not self.clusters or cluster_of(obj) in self.clusters:
-                        self._apply(obj, type_ == DELETED)
-                    event.compact()
-            finally:
-                watcher.close()
-
-    def _apply(self, obj: Obj, deleted: bool) -> None:
-        key = key_of(obj)
-        old = self.store.get(key)
-        if deleted:
-            if old is None:
-                return
-            del self.store[key]
-            self._unindex(key, old)
-            new = None
-        else:
-            if old is not None:
-                if old["metadata"].get("resourceVersion") == obj["metadata"].get("resourceVersion"):
-                    return  # a relist of an unchanged object
-                self._unindex(key, old)
-            self.store[key] = obj
-            self._index(key, obj)
-            new = obj
-        for handler in self.handlers:
-            try:
-                handler(old, new)
-            except Exception:  # one broken handler must not starve the others
-                log.exception("informer handler failed", resource=self.res.plural)
-
-    def _index(self, key: ObjectKey, obj: Obj) -> None:
-        for name, func in self._index_funcs.items():
-            index = self._indexes[name]
-            for value in func(obj):
-                index.setdefault(value, {})[key] = None
-
-    def _unindex(self, key: ObjectKey, obj: Obj) -> None:
-        for name, func in self._index_funcs.items():
-            index = self._indexes[name]
-            for value in func(obj):
-                bucket = index.get(value)
-                if bucket is not None:
-                    bucket.pop(key, None)
-                    if not bucket:
-                        del index[value]
+        """By key (nodes in name order: the scheduler's ties go the same way every run)."""
+        return self.shared.indexer.by_index(INDEX_PREFIX + "cluster", cluster)
 
 
-def new_informer(storage: Storage, caches: WatchCaches, res: Resource, clusters: frozenset[str]) -> Informer:
+def new_informer(shared: WatchCacheInformer, namespaced: bool, clusters: frozenset[str]) -> Informer:
     """An informer with the indexes every controller uses: by logical cluster, namespace and controller."""
-    informer = Informer(storage, caches, res, clusters)
+    informer = Informer(shared, clusters)
     informer.add_index("cluster", lambda o: [cluster_of(o)])
-    if res.namespaced:
+    if namespaced:
         informer.add_index("namespace", lambda o: [f"{cluster_of(o)}/{o['metadata'].get('namespace', '')}"])
         informer.add_index("owner", lambda o: [uid] if (uid := controller_uid(o)) else [])
         informer.add_index("orphan", lambda o: [] if controller_uid(o) else
@@ -183,5 +133,3 @@ def new_informer(storage: Storage, caches: WatchCaches, res: Resource, clusters:
 def index_value(cluster: str, namespace: str) -> str:
     """The `namespace` index's value for a namespace of a logical cluster."""
     return f"{cluster}/{namespace}"
-
-

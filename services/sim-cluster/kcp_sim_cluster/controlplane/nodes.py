@@ -118,7 +118,7 @@ class NodeController(SimController):
 
     async def _heartbeats(self) -> None:
         """Renew every node's Lease; create the namespace and the Leases on the first round."""
-        await self.sim.informer("leases").synced.wait()
+        await self.sim.informer("leases").wait_for_sync()
         while True:
             for cluster in self.sim.options.clusters:
                 try:

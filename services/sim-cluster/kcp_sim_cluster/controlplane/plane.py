@@ -14,7 +14,7 @@ from kcp_sim_cluster.controlplane.base import SimController
 from kcp_sim_cluster.controlplane.informer import Informer, cluster_of, new_informer
 from kcp_sim_cluster.controlplane.options import ControlPlaneOptions
 from kcp_sim_cluster.controlplane.podutil import node_name
-from kcp_sim_cluster.controlplane.runtime import RESOURCES, Sim
+from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcpcommon.tasks import cancel_and_wait, spawn, supervise
 
@@ -49,44 +49,51 @@ class ControlPlane:
         if parts.registry is None:
             raise RuntimeError("the simulated control plane writes through the registry, which is not built")
         event_res = next(r for r in parts.catalog.builtins if r.group == "" and r.plural == "events")
-        self.sim = Sim(options=options, storage=parts.storage, caches=parts.caches, catalog=parts.catalog,
+        self.informers = parts.informers
+        self.sim = Sim(options=options, storage=parts.storage, catalog=parts.catalog,
                        registry=parts.registry, recorder=events.recorder(parts.registry, event_res))
         self.controllers: list[SimController] = []
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         sim = self.sim
-        clusters = frozenset(sim.options.clusters)
-        for name in RESOURCES:
-            res = sim.resource(name)
-            if res is not None:
-                sim.informers[name] = new_informer(sim.storage, sim.caches, res, clusters)
-        if "pods" in sim.informers:
-            sim.informers["pods"].add_index(
-                "node", lambda p: [node_index_value(cluster_of(p), n)] if (n := node_name(p)) else [])
+        kinds = []
         for kind in _controller_types():
-            missing = [n for n in kind.needs if n not in sim.informers]
+            missing = [n for n in kind.needs if sim.resource(n) is None]
             if missing:
                 log.info("controller not started: resources not served", controller=kind.name, missing=missing)
-                continue
+            else:
+                kinds.append(kind)
+        await self._informers({n for k in kinds for n in (*k.needs, *k.optional) if sim.resource(n) is not None})
+        for kind in kinds:
             controller = kind(sim)
             controller.wire()
             self.controllers.append(controller)
-        needed = {n for c in self.controllers for n in (*c.needs, *c.optional)}
-        for name in [n for n in sim.informers if n not in needed]:
-            del sim.informers[name]
         sim.recorder.start()
-        for informer in sim.informers.values():
-            await informer.start()
         for controller in self.controllers:
             self._tasks.append(spawn(self._run(controller), name=f"sim:{controller.name}"))
             for i, loop in enumerate(controller.background()):
                 self._tasks.append(spawn(loop, name=f"sim:{controller.name}:bg{i}"))
 
+    async def _informers(self, names: set[str]) -> None:
+        """The sim's view of the server's shared informer of each resource it reads, kept decoded: the
+        scheduler and the controllers look objects up on every event."""
+        sim = self.sim
+        clusters = frozenset(sim.options.clusters)
+        for name in sorted(names):
+            res = sim.resource(name)
+            assert res is not None
+            shared = await self.informers.get(res)
+            shared.keep_decoded()
+            sim.informers[name] = new_informer(shared, res.namespaced, clusters)
+        if "pods" in sim.informers:
+            sim.informers["pods"].add_index(
+                "node", lambda p: [node_index_value(cluster_of(p), n)] if (n := node_name(p)) else [])
+
     async def _run(self, controller: SimController) -> None:
         informers: list[Informer] = [self.sim.informer(n) for n in controller.needs]
         for informer in informers:
-            await informer.synced.wait()
+            await informer.wait_for_sync()
         for key in controller.initial_keys():
             controller.controller.enqueue(key)
         await supervise(controller.controller.start, name=f"sim:{controller.name}:workers")
@@ -96,5 +103,5 @@ class ControlPlane:
             controller.controller.stop()
         await cancel_and_wait(*self._tasks)
         for informer in self.sim.informers.values():
-            await informer.stop()
+            informer.stop()
         await self.sim.recorder.stop()

@@ -5,6 +5,8 @@ resourceVersion as the precondition: one etcd round trip, as kube's status write
 A conflict means the informer was behind: read, mutate again, retry. Everything else (creating and
 deleting pods and ReplicaSets, scaling) goes through the registry, so kube's defaults, validation,
 admission and the garbage collector's finalizers apply to controller writes as to users' writes.
+What a write returns is read-only and knows its key (`Located`, as the informers' objects are), so the
+sim finds its logical cluster without the `kcp.io/cluster` annotation.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from kcp_apiserver.embedding import (
     RevisionConflict,
     Storage,
     Stored,
-    WatchCaches,
 )
 from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.controlplane.events import EventRecorder
-from kcp_sim_cluster.controlplane.informer import Informer, cluster_of
+from kcp_sim_cluster.controlplane.informer import Informer, cluster_of, key_of
 from kcp_sim_cluster.controlplane.objects import Obj, copy_obj
 from kcp_sim_cluster.controlplane.options import ControlPlaneOptions
+from kcpcommon.keys import ObjectKey, located
 
 Mutator = Callable[[dict[str, Any]], bool]  # changes the object in place; False: nothing to write
 
@@ -49,7 +51,6 @@ RESOURCES = {
 class Sim:
     options: ControlPlaneOptions
     storage: Storage
-    caches: WatchCaches
     catalog: Catalog
     registry: Registry
     recorder: EventRecorder
@@ -69,16 +70,17 @@ class Sim:
         meta = obj["metadata"]
         return self.registry.key(res, cluster_of(obj), meta.get("namespace", ""), meta["name"])
 
-    async def write_status(self, res: Resource, obj: Obj, mutate: Mutator) -> dict[str, Any] | None:
+    async def write_status(self, res: Resource, obj: Obj, mutate: Mutator) -> Obj | None:
         """Apply `mutate` to (a copy of) the object and store it; None if it is gone or unchanged."""
         key = self.key(res, obj)
+        where = key_of(obj)
         current = copy_obj(obj)
         revision = int(obj["metadata"].get("resourceVersion") or 0)
         for _ in range(16):
             if not mutate(current):
                 return None
             try:
-                return (await self.storage.update(key, current, revision)).obj
+                return located((await self.storage.update(key, current, revision)).obj, where)
             except RevisionConflict:
                 try:
                     fresh: Stored = await self.storage.get(key)
@@ -94,11 +96,12 @@ class Sim:
     async def create(self, res: Resource, cluster: str, namespace: str, obj: dict[str, Any]) -> Obj | None:
         """Create through the registry; None if it exists already or its namespace is going away."""
         try:
-            return await self.registry.create(res, cluster, namespace, obj)
+            created = await self.registry.create(res, cluster, namespace, obj)
         except st.APIError as exc:
             if exc.code in (409, 403, 404):
                 return None
             raise
+        return located(created, ObjectKey(cluster, namespace if res.namespaced else "", created["metadata"]["name"]))
 
     async def delete(self, res: Resource, obj: Obj, *, precondition_uid: bool = True,
                      propagation: str | None = None) -> bool:
@@ -125,8 +128,9 @@ class Sim:
             return current
 
         try:
-            return await self.registry.patch(res, cluster_of(obj), meta.get("namespace", ""), meta["name"], apply)
+            patched = await self.registry.patch(res, cluster_of(obj), meta.get("namespace", ""), meta["name"], apply)
         except st.APIError as exc:
             if exc.code == 404:
                 return None
             raise
+        return located(patched, key_of(obj))
