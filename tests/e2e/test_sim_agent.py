@@ -27,6 +27,7 @@ from kcp_process import KcpServer, free_port, run_kubectl, sim_cluster_command, 
 T = TypeVar("T")
 PATIENCE = 60.0  # seconds: generous, the machine is shared
 NODES = 3
+LEASE_SECONDS = 8  # renewed every 2 s (kube's default 40 s: every 10 s)
 PREFIX = "agent-node-"
 STOP_WITHIN = 10.0  # seconds from SIGTERM to exit: "not stalled", not a performance bound
 
@@ -89,6 +90,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
 def agent(cluster: KcpServer) -> Iterator[AgentProcess]:
     process = AgentProcess(cluster.kubeconfig, cluster.root / "agent.log",
                            ["--nodes", str(NODES), "--node-name-prefix", PREFIX, "--ready-delay", "0.5",
+                            "--node-lease-duration-seconds", str(LEASE_SECONDS),
                             "--node-capacity", "cpu=8,memory=32Gi,pods=50"]).start()
     try:
         eventually(process.ready, "the agent's /readyz (informers synced, every node registered)")
@@ -113,9 +115,10 @@ def test_the_agents_nodes_register_ready_as_the_servers_release_with_leases_that
     assert set(nodes) <= set(leases)
     first = leases[f"{PREFIX}1"]
     assert first["spec"]["holderIdentity"] == f"{PREFIX}1"
+    assert first["spec"]["leaseDurationSeconds"] == LEASE_SECONDS
     assert first["metadata"]["ownerReferences"][0]["uid"] == nodes[f"{PREFIX}1"]["metadata"]["uid"]
     eventually(lambda: get(cluster, "-n", "kube-node-lease", "lease", f"{PREFIX}1")["spec"]["renewTime"]
-               != first["spec"]["renewTime"], "the node lease renewed (every 10 s)", timeout=40)
+               != first["spec"]["renewTime"], "the node lease renewed (every quarter of its duration)", timeout=40)
 
 
 def test_a_deployments_pods_run_ready_on_the_agents_nodes_and_go_when_scaled_to_zero(

@@ -40,7 +40,7 @@ async def serve(settings: AgentSettings) -> None:
         facts = await server_facts(clients.dynamic())
         factory = SharedInformerFactory(clients)
         nodes = NodeAgent(clients, factory, indexes=indexes, capacity=settings.capacity, facts=facts,
-                          registry=registry)
+                          registry=registry, lease_duration=settings.node_lease_duration_seconds)
         recorder = EventRecorder(ClientEventSink(clients), component=KUBELET)
         pods = PodAgent(clients, factory, indexes=indexes, ready_delay=settings.ready_delay, registry=registry,
                         recorder=recorder)

@@ -2,8 +2,8 @@
 
 A kubelet registers its Node (capacity and allocatable, addresses, nodeInfo, a pod CIDR), writes its
 status when it changes and at least every `STATUS_REPORT_SECONDS` (kube's nodeStatusReportFrequency
-while a Lease carries the heartbeat; every `LEASE_RENEW_SECONDS` on a server without
-coordination.k8s.io), and renews its Lease in kube-node-lease every `LEASE_RENEW_SECONDS`. A Node
+while a Lease carries the heartbeat; every quarter of the lease duration on a server without
+coordination.k8s.io), and renews its Lease in kube-node-lease every quarter of its duration. A Node
 someone deleted registers again. As with the in-process sim's nodes, the annotation `sim.kcp.io/not-ready:
 "true"` plays a sick kubelet: Ready=False and no more Lease renewals, until it is removed. Nodes are keyed
 by name; the agent touches no other node.
@@ -37,7 +37,7 @@ COMPONENT = "kcp-sim-cluster-agent"
 AGENT_LABEL = "sim.kcp.io/agent"  # on every node the agent registers: `kubectl get nodes -l sim.kcp.io/agent`
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40
-LEASE_RENEW_SECONDS = 10.0
+LEASE_RENEW_SECONDS = LEASE_DURATION_SECONDS / 4  # the kubelet's default renewal
 STATUS_REPORT_SECONDS = 300.0
 REGISTER_POLL_SECONDS = 0.5
 MIN_REQUEUE_SECONDS = 0.1
@@ -70,11 +70,11 @@ def new_node(name: str, index: int) -> dict[str, Any]:
     }
 
 
-def new_lease(name: str, stamp: str) -> dict[str, Any]:
+def new_lease(name: str, stamp: str, duration: int = LEASE_DURATION_SECONDS) -> dict[str, Any]:
     return {
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": name, "namespace": LEASE_NAMESPACE},
-        "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "renewTime": stamp},
+        "spec": {"holderIdentity": name, "leaseDurationSeconds": duration, "renewTime": stamp},
     }
 
 
@@ -88,7 +88,8 @@ class NodeAgent:
     """Registers the nodes named in `indexes` (name -> index) and keeps them Ready."""
 
     def __init__(self, clients: KubeClientFactory, factory: SharedInformerFactory, *, indexes: Mapping[str, int],
-                 capacity: Mapping[str, str], facts: ServerFacts, registry: CollectorRegistry) -> None:
+                 capacity: Mapping[str, str], facts: ServerFacts, registry: CollectorRegistry,
+                 lease_duration: int = LEASE_DURATION_SECONDS) -> None:
         self.cluster = clients.name
         client = clients.dynamic()
         self.nodes = client.resource("v1", "nodes", namespaced=False)
@@ -97,7 +98,9 @@ class NodeAgent:
         self.indexes = dict(indexes)
         self.capacity = dict(capacity)
         self.facts = facts
-        self.report_every = STATUS_REPORT_SECONDS if facts.serves_leases else LEASE_RENEW_SECONDS
+        self.lease_duration = lease_duration
+        self.renew_every = lease_duration / 4  # the kubelet renews at a quarter of the duration (10 s of 40)
+        self.report_every = STATUS_REPORT_SECONDS if facts.serves_leases else self.renew_every
         self.informer: SharedInformer = factory.informer(cluster=self.cluster, api_version="v1", plural="nodes",
                                                          namespaced=False)
         self.controller: Controller[ObjectKey] = Controller("sim-agent-nodes", self.reconcile, workers=4,
@@ -150,7 +153,7 @@ class NodeAgent:
         return Result(requeue_after=max(next_report, MIN_REQUEUE_SECONDS))
 
     async def _heartbeats(self) -> None:
-        """Renew each registered node's Lease every `LEASE_RENEW_SECONDS` (a kubelet starts its Lease once its
+        """Renew each registered node's Lease every quarter of its duration (a kubelet starts its Lease once its
         Node exists, so the Lease can name its owner); a node still registering is tried again sooner, and
         a node annotated `sim.kcp.io/not-ready: "true"` (a sick kubelet) is not renewed."""
         while True:
@@ -158,7 +161,7 @@ class NodeAgent:
             healthy = [n for n, node in known.items() if node is not None and not wants_not_ready(node)]
             await asyncio.gather(*(self._renew(name) for name in healthy))
             registered = all(node is not None for node in known.values())
-            await asyncio.sleep(LEASE_RENEW_SECONDS if registered else REGISTER_POLL_SECONDS)
+            await asyncio.sleep(self.renew_every if registered else REGISTER_POLL_SECONDS)
 
     async def _renew(self, name: str) -> None:
         stamp = format_micro_time()
@@ -189,8 +192,8 @@ class NodeAgent:
         try:
             body = thaw(await self.leases.get(name, namespace=LEASE_NAMESPACE))
         except APINotFoundError:
-            return await self._create_lease(new_lease(name, stamp))
-        body.setdefault("spec", {}).update({"holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION_SECONDS,
+            return await self._create_lease(new_lease(name, stamp, self.lease_duration))
+        body.setdefault("spec", {}).update({"holderIdentity": name, "leaseDurationSeconds": self.lease_duration,
                                             "renewTime": stamp})
         self._own(body)
         return await self.leases.replace(body, namespace=LEASE_NAMESPACE)

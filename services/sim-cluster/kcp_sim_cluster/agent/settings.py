@@ -32,6 +32,8 @@ class AgentSettings(BaseSettings):
                                                                          "as comma-separated resource=quantity")
     ready_delay: float = Field(1.0, ge=0, description="seconds from a pod's containers starting to the pod "
                                                       "being Ready")
+    node_lease_duration_seconds: int = Field(40, ge=4, le=3600, description="each node Lease's duration, "
+                                                 "renewed every quarter of it (the kubelet's nodeLeaseDurationSeconds)")
     delete_nodes_on_exit: bool = Field(False, description="delete the nodes when stopped; off (as kwok): they "
                                                           "stay, and turn unready once their leases expire")
     health_address: str = Field("0.0.0.0", description="address of the /healthz, /readyz and /metrics server")
