@@ -8,11 +8,13 @@ the callers decide when, and write the result their own way (storage or the HTTP
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kcp_sim_cluster.conditions import get_condition, set_condition
+from kcpcommon.kubetime import parse_time
 
 Obj = Mapping[str, Any]
 Mutator = Callable[[dict[str, Any]], bool]  # changes a pod in place; False: nothing to write
@@ -210,6 +212,16 @@ def start_requeue(pod: Obj, *, ready_delay: float, ready: bool, crashes: bool, e
     if not restarts_always(pod) or (may_ready and not ready):
         return max(ready_delay - elapsed, 0.0) or None
     return None
+
+
+def started_at(pod: Obj, started: Mapping[str, float]) -> float:
+    """When the pod's containers started: as this kubelet recorded it (by uid), else, for a pod started before
+    this process, the status's startTime (to the second), else now."""
+    recorded = started.get(str(pod["metadata"].get("uid", "")))
+    if recorded is not None:
+        return recorded
+    since = parse_time((pod.get("status") or {}).get("startTime"))
+    return since.timestamp() if since else time.time()
 
 
 def progress(pod: Obj, *, elapsed: float, ready_delay: float, stamp: str) -> Step:

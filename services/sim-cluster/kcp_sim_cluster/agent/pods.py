@@ -27,6 +27,7 @@ from kcp_sim_cluster.kubeletstatus import (
     mark_running,
     progress,
     start_requeue,
+    started_at,
     started_events,
     steer,
     wants_not_ready,
@@ -38,7 +39,7 @@ from kcpcommon.frozen import thaw
 from kcpcommon.informer import Obj, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import ObjectKey, key_for
-from kcpcommon.kubetime import format_time, parse_time
+from kcpcommon.kubetime import format_time
 
 log = structlog.get_logger("sim-agent.pods")
 
@@ -189,11 +190,7 @@ class PodAgent:
         return Result(requeue_after=after) if after is not None else None
 
     async def _progress(self, pod: Obj) -> Result | None:
-        status = pod.get("status") or {}
-        started = self.started.get(str(pod["metadata"].get("uid", "")))
-        if started is None:  # started before this process: the status's time (to the second) will do
-            since = parse_time(status.get("startTime"))
-            started = since.timestamp() if since else time.time()
+        started = started_at(pod, self.started)
         step = progress(pod, elapsed=time.time() - started, ready_delay=self.ready_delay, stamp=format_time())
         if step.mutate is not None:
             written = await self._write(pod, step.mutate)

@@ -28,11 +28,10 @@ from kcp_sim_cluster.controlplane.podutil import is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcp_sim_cluster.ipam import NodeIPs
-from kcp_sim_cluster.kubeletstatus import mark_running, progress, start_requeue, started_events, steer
+from kcp_sim_cluster.kubeletstatus import mark_running, progress, start_requeue, started_at, started_events, steer
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_time as rfc3339
-from kcpcommon.kubetime import parse_time
 
 log = structlog.get_logger("sim.kubelet")
 
@@ -150,11 +149,7 @@ class Kubelet(SimController):
         return Result(requeue_after=after) if after is not None else None
 
     async def _progress(self, pod: Obj) -> Result | None:
-        status = pod.get("status") or {}
-        started = self.started.get(str(pod["metadata"].get("uid", "")))
-        if started is None:  # started before this process: the status's time (to the second) will do
-            since = parse_time(status.get("startTime"))
-            started = since.timestamp() if since else time.time()
+        started = started_at(pod, self.started)
         step = progress(pod, elapsed=time.time() - started, ready_delay=self.sim.options.ready_delay, stamp=rfc3339())
         if step.mutate is not None:
             written = await self.sim.write_status(self.pod_res, pod, step.mutate)
