@@ -67,9 +67,9 @@ stop:
 demo: install
 	$(BIN)/python scripts/demo.py --kubeconfig $(KCP_ROOT)/admin.kubeconfig
 
-## test: install what the tests need, then run every test
+## test: install what the tests need, then run every test (pytest-xdist: a worker per core, a test file per worker)
 test: install tools
-	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=25
+	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile --durations=25
 
 unit: install
 	$(BIN)/python -m pytest -q services libs
@@ -150,12 +150,17 @@ kube: install
 	@scripts/kube_build.sh
 	$(BIN)/python scripts/kube_cluster.py --root-dir .kube-1.20
 
-## kube-e2e: the tests marked real_kube (tests/e2e/test_real_kube.py) against that control plane as a physical
-##           cluster: push-mode SyncTarget Ready, API import and negotiation, a Deployment synced down and up
+## kube-e2e: the tests marked real_kube (tests/e2e/test_real_kube*.py) against that control plane as a physical
+##           cluster: push-mode SyncTarget Ready, API import and negotiation, a Deployment synced down and up;
+##           with a kubelet on the project's dockerd (root; images under .tools/docker-kubelet), real pods and the
+##           pull-mode syncer as a pod of the image built from this checkout; and the syncer's, the cluster
+##           controller's and the splitter demo's suites with their `physical` fixture's real-kube param
+##           (tests/e2e/README.md)
 kube-e2e: install tools
 	@scripts/kube_build.sh
-	PATH="$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m real_kube \
-	  tests/e2e/test_real_kube.py
+	PATH="$$PWD/$(TOOLS):$$PWD/$(BIN):$$PATH" $(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 \
+	  -m real_kube tests/e2e/test_real_kube.py tests/e2e/test_real_kube_node.py \
+	  tests/e2e/test_syncer.py tests/e2e/test_cluster_controller.py tests/e2e/test_splitter_demo.py
 
 ## docs: regenerate README.md's configuration reference from the daemons' settings
 docs:

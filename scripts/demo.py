@@ -9,7 +9,9 @@ The story, step by step, each kubectl command printed with its real output, in a
 3. `kubectl api-resources` gains `deployments`: their types were imported;
 4. a 15-replica Deployment is split into per-cluster children whose pods turn Ready a few at a time
    (the sims' --ready-delay), until `my-deployment` shows 15/15;
-5. each physical cluster's own view (`kubectl get pods` with the sim's kubeconfig);
+5. the pods, through kcp, each with the cluster it runs on (the syncers mirror them up), a log and an
+   exec through kcp (the syncers' tunnels), then each physical cluster's own view (`kubectl get pods` with
+   the sim's kubeconfig);
 6. sim-2 is lost (its process paused: SIGSTOP) and its replicas move to sim-1;
 7. sim-2 comes back (SIGCONT) and gets its share again;
 8. a cluster on an older Kubernetes release (1.25) attaches: API negotiation says which fields
@@ -22,6 +24,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -290,8 +293,15 @@ def play(demo: Demo, root: Path, tmp: Path) -> None:
     demo.show("create", "-f", str(manifest), shown="create -f deployment.yaml")
     demo.watch(("get", "deployments"), lambda out: ready_figure(out, "my-deployment") == "15/15", "15/15", 4)
 
-    demo.step("Each physical cluster's own view, with its own kubeconfig (namespace kcp-...: this logical "
-              "cluster's default)")
+    demo.step("The pods, through kcp: each with the cluster it runs on; then each physical cluster's own view, "
+              "with its own kubeconfig (namespace kcp-...: this logical cluster's default)")
+    # kcp's copies of the pods carry the status the syncer last mirrored, which can trail the Deployment's figure
+    demo.wait(lambda: len(re.findall(r" 1/1 +Running ", demo.quiet("get", "pods").stdout)) == 15,
+              "15 pods Ready in kcp")
+    pods = demo.show("get", "pods")
+    demo.say("debugging through kcp, wherever a pod runs: its log and a command in it (through each syncer's tunnel)")
+    demo.show("logs", "deployment/my-deployment", "--tail=2")
+    demo.show("exec", pods.splitlines()[1].split()[0], "--", "hostname")
     for name in names:
         sim_kubeconfig = root / name / "admin.kubeconfig"
         demo.show("get", "pods", "-A", shown=f"--kubeconfig {sim_kubeconfig} get pods -A", kubeconfig=sim_kubeconfig)

@@ -7,6 +7,9 @@
 #   scripts/dockerd.sh status  exit 0 when it answers
 # It never touches the host's network rules: no iptables, no IP forwarding, no docker0 bridge. Containers reach
 # each other on compose's own networks and the host through published ports (docker-proxy).
+# For a kubelet (tests/e2e/kube_fixtures.py): KCP_DOCKERD_ROOT a root of its own, KCP_DOCKERD_BRIDGE a CIDR for a
+# docker0 bridge (still no iptables: pods reach the host at its address), KCP_DOCKERD_RUNC a runc wrapper made
+# the default runtime (scripts/runc_no_negative_oom.sh).
 set -eu
 
 REPO=$(cd "${0%/*}/.." && pwd)
@@ -44,10 +47,14 @@ start() {
     echo "dockerd.sh: dockerd $pid is running but does not answer on $SOCK" >&2
     exit 1
   fi
+  network="--bridge=none"
+  [ -z "${KCP_DOCKERD_BRIDGE:-}" ] || network="--bip=$KCP_DOCKERD_BRIDGE"
+  set --
+  [ -z "${KCP_DOCKERD_RUNC:-}" ] || set -- --add-runtime "kcp-runc=$KCP_DOCKERD_RUNC" --default-runtime kcp-runc
   # setsid: the daemon outlives the shell that started it, and a Ctrl-C there does not reach it
   setsid dockerd --data-root "$ROOT/data" --exec-root "$ROOT/exec" --pidfile "$PIDFILE" --host "$HOST" \
-    --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false --bridge=none \
-    --userland-proxy=true >"$ROOT/dockerd.log" 2>&1 </dev/null &
+    --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false "$network" \
+    --userland-proxy=true "$@" >"$ROOT/dockerd.log" 2>&1 </dev/null &
   tries=0
   until answers; do
     tries=$((tries + 1))

@@ -4,12 +4,14 @@ isolate themselves by namespace or logical cluster."""
 from __future__ import annotations
 
 import pytest
+from physical_fixtures import physical
 
 from kcp_fixtures import kcp, unique
 from kcp_process import KcpServer, kubectl_1_35
 
-# the fixtures shared with the libraries' suites, imported so that pytest finds them
-__all__ = ["kcp", "unique"]
+# the fixtures shared with the libraries' suites, and the physical clusters' (sim, real kube), imported so that
+# pytest finds them
+__all__ = ["kcp", "physical", "unique"]
 
 
 @pytest.fixture

@@ -22,17 +22,27 @@ from typing import IO
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _port_slice() -> range:
+    """The ports this test process may pick: below Linux's ephemeral range (32768-60999), so that no outgoing
+    connection takes a port between our pick and the server's bind, and, under pytest-xdist, a slice of its own
+    per worker, so that two workers never pick the same port."""
+    low, high = 15000, 32768
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(worker) if worker.isdigit() else 0
+    width = (high - low) // max(count, 1)
+    return range(low + index * width, low + (index + 1) * width)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_port_block(1)
 
 
 def free_port_block(count: int) -> int:
-    """The first of `count` consecutive free ports, below Linux's ephemeral range (32768-60999): a server
-    told to bind port+1 later must not find it taken by some process's outgoing connection meanwhile."""
+    """The first of `count` consecutive free ports of this process's slice (see _port_slice)."""
+    ports = _port_slice()
     for _ in range(200):
-        base = random.randrange(15000, 32768 - count)
+        base = random.randrange(ports.start, ports.stop - count)
         try:
             for port in range(base, base + count):
                 with socket.socket() as sock:
@@ -40,7 +50,7 @@ def free_port_block(count: int) -> int:
         except OSError:
             continue
         return base
-    raise RuntimeError(f"no {count} consecutive free ports found")
+    raise RuntimeError(f"no {count} consecutive free ports found in {ports}")
 
 
 def kubectl_binary() -> str:
@@ -80,17 +90,12 @@ def sim_cluster_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
 
-@dataclass
-class KcpServer:
-    """A server process started with --root-dir and --secure-port: kcp-apiserver by default, or any
-    program built on it (`command`, such as kcp-sim-cluster's)."""
+class ServedFromRoot:
+    """What tests read of a server that keeps its PKI and admin kubeconfig under `root` and listens on
+    127.0.0.1:`port` (KcpServer, kube_fixtures' KubeControlPlane): one place for the paths."""
 
     root: Path
     port: int
-    extra_args: list[str] = field(default_factory=list)
-    process: subprocess.Popen[bytes] | None = None
-    command: list[str] | None = None  # None: the installed kcp-apiserver
-    env: dict[str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -106,6 +111,19 @@ class KcpServer:
 
     def ssl_context(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.root / "ca.crt"))
+
+
+@dataclass
+class KcpServer(ServedFromRoot):
+    """A server process started with --root-dir and --secure-port: kcp-apiserver by default, or any
+    program built on it (`command`, such as kcp-sim-cluster's)."""
+
+    root: Path
+    port: int
+    extra_args: list[str] = field(default_factory=list)
+    process: subprocess.Popen[bytes] | None = None
+    command: list[str] | None = None  # None: the installed kcp-apiserver
+    env: dict[str, str] | None = None
 
     def start(self, timeout: float = 60.0) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -166,7 +184,7 @@ def cluster_kubeconfig(kcp: KcpServer, cluster: str, unique: str) -> Path:
     return path
 
 
-def run_kubectl(server: KcpServer, *args: str, input_text: str | None = None, context: str | None = None,
+def run_kubectl(server: ServedFromRoot, *args: str, input_text: str | None = None, context: str | None = None,
                 check: bool = True, timeout: float = 60, env: dict[str, str] | None = None,
                 kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
     cmd = [kubectl_binary(), "--kubeconfig", str(kubeconfig or server.kubeconfig)]
@@ -177,6 +195,27 @@ def run_kubectl(server: KcpServer, *args: str, input_text: str | None = None, co
     if check and result.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
     return result
+
+
+def kubectl_at(binary: str, kubeconfig: Path, *args: str, stdin: str | None = None,
+               env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """One run of a given kubectl binary with a kubeconfig, unchecked (the caller judges the outcome)."""
+    return subprocess.run([binary, "--kubeconfig", str(kubeconfig), *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def kubectl_following(binary: str, kubeconfig: Path, *args: str,
+                      env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], OutputLines]:
+    """A kubectl that keeps printing (logs -f, port-forward, attach), its output read line by line."""
+    process = subprocess.Popen([binary, "--kubeconfig", str(kubeconfig), *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
+    assert process.stdout is not None
+    return process, OutputLines(process.stdout)
+
+
+def stop_process(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    process.wait(10)
 
 
 class OutputLines:

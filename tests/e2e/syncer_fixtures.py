@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from daemon_process import DaemonProcess
 
-from kcp_process import REPO, KcpServer, free_port, sim_cluster_command, sim_cluster_env
+from kcp_process import REPO, KcpServer, ServedFromRoot, free_port, sim_cluster_command, sim_cluster_env
 
 T = TypeVar("T")
 PATIENCE = 60.0  # seconds: generous, the machine is shared
@@ -50,7 +50,7 @@ SERVICE_CRD = crd("", "services", "Service")
 class Rest:
     """Blocking JSON requests to one server (a logical cluster's prefix optional), for polling tests."""
 
-    def __init__(self, server: KcpServer, prefix: str = "") -> None:
+    def __init__(self, server: ServedFromRoot, prefix: str = "") -> None:
         self.server = server
         self.prefix = prefix
         self._ssl = server.ssl_context()
@@ -60,10 +60,10 @@ class Rest:
         return Rest(self.server, f"/clusters/{cluster}")
 
     def request(self, method: str, path: str, body: Any = None, *,
-                content_type: str = "application/json") -> tuple[int, Any]:
+                content_type: str = "application/json", accept: str = "application/json") -> tuple[int, Any]:
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server.url + self.prefix + path, data=data, method=method, headers={
-            "Authorization": f"Bearer {self._token}", "Accept": "application/json", "Content-Type": content_type})
+            "Authorization": f"Bearer {self._token}", "Accept": accept, "Content-Type": content_type})
         try:
             with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:
                 return resp.status, json.loads(resp.read() or b"null")
@@ -106,12 +106,13 @@ def eventually(probe: Callable[[], T | None], what: str, timeout: float = PATIEN
     raise AssertionError(f"not within {timeout}s: {what} (last: {last!r})")
 
 
-def install_types(kcp: Rest) -> None:
-    """The CRDs a cluster controller would have imported, plus the SyncTarget CRD, established."""
-    for definition in (SYNC_TARGET_CRD, DEPLOYMENT_CRD, SERVICE_CRD):
+def install_types(kcp: Rest, *extra: dict[str, Any]) -> None:
+    """The CRDs a cluster controller would have imported (and `extra` ones), plus the SyncTarget CRD, established."""
+    definitions = (SYNC_TARGET_CRD, DEPLOYMENT_CRD, SERVICE_CRD, *extra)
+    for definition in definitions:
         status, body = kcp.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
         assert status in (201, 409), (status, body)
-    for definition in (SYNC_TARGET_CRD, DEPLOYMENT_CRD, SERVICE_CRD):
+    for definition in definitions:
         name = definition["metadata"]["name"]
 
         def established(name: str = name) -> bool:
@@ -144,7 +145,7 @@ class SyncerProcess(DaemonProcess):
     """`python -m kcp_syncer` between a kcp and a physical cluster."""
 
     kcp: KcpServer
-    physical: KcpServer
+    physical: ServedFromRoot  # a kcp-sim-cluster or a real control plane: only its kubeconfig is read
     sync_target: str
     logical_cluster: str
     log_path: Path

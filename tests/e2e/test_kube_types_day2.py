@@ -23,6 +23,7 @@ from splitter_fixtures import SplitterProcess
 from syncer_fixtures import Rest, eventually, sim_cluster
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcpcommon.podtemplatehash import pod_template_hash
 from kcpsyncer import downstream_namespace
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
@@ -294,6 +295,32 @@ def test_rollout_history_undo_describe_and_expose_through_kcp(tenant: Fleet, kub
     fleet.kubectl("delete", f"deployment/{app}")
     eventually(lambda: not fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o", "name"),
                "the root's ReplicaSets collected with it")
+
+
+def test_a_taken_replica_set_name_bumps_the_root_s_collision_count(fleet: Fleet) -> None:
+    """kube's collisionCount: the name of the root's next revision is held by a ReplicaSet it does not control."""
+    app = "collide"
+    fleet.kubectl("apply", "-f", "-", input_text=manifest(app, "nginx:1.26", [80]))
+    eventually(lambda: list(history(fleet, app)) == [1], "revision 1 in the history")
+    fleet.kubectl("rollout", "pause", f"deployment/{app}")
+    fleet.kubectl("set", "image", f"deployment/{app}", "nginx=nginx:1.27")  # paused: no revision yet
+    root = yaml.safe_load(fleet.kubectl("get", f"deployment/{app}", "-o", "yaml"))
+    taken = f"{app}-{pod_template_hash(root['spec']['template'])}"
+    squatter = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": taken},
+                "spec": {"replicas": 0, "selector": {"matchLabels": {"squatter": app}},
+                         "template": {"metadata": {"labels": {"squatter": app}},
+                                      "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    fleet.kubectl("create", "-f", "-", input_text=yaml.safe_dump(squatter))
+    fleet.kubectl("rollout", "resume", f"deployment/{app}")
+    eventually(lambda: list(history(fleet, app)) == [1, 2], "revision 2 under another name", timeout=60)
+    assert fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.status.collisionCount}") == "1"
+    newest = fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o",
+                           "jsonpath={.items[?(@.metadata.annotations.deployment\\.kubernetes\\.io/revision=='2')]"
+                           ".metadata.name}")
+    assert newest == f"{app}-{pod_template_hash(root['spec']['template'], 1)}"
+    assert fleet.kubectl("get", f"replicaset/{taken}", "-o", "jsonpath={.spec.template.spec.containers[0].image}") \
+        == "busybox"  # the squatter is left alone
+    fleet.kubectl("delete", f"deployment/{app}", f"replicaset/{taken}")
 
 
 def test_a_user_s_own_replica_set_with_an_assignment_label_still_syncs(fleet: Fleet) -> None:

@@ -22,7 +22,7 @@ from daemon_process import ClusterControllerProcess
 from kube_fixtures import KubeControlPlane, kube
 from splitter_fixtures import SplitterProcess
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
-from test_cluster_controller import installed_syncer
+from test_cluster_controller import assert_confined_to_its_own_namespaces, installed_syncer
 from test_sim_agent import AgentProcess
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
@@ -70,10 +70,10 @@ def logical_cluster(kcp: KcpServer, name: str) -> Path:
 
 
 def register(kcp: KcpServer, kubeconfig: Path, name: str, physical: KubeControlPlane | KcpServer, *,
-             ready: bool = True) -> None:
+             ready: bool = True, resources: list[str] | None = None) -> None:
     """A SyncTarget whose spec.kubeconfig is the physical cluster's admin kubeconfig (and, with `ready`, Ready)."""
     target = {"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": name},
-              "spec": {"kubeconfig": physical.kubeconfig.read_text()}}
+              "spec": {"kubeconfig": physical.kubeconfig.read_text(), **({"resources": resources} if resources else {})}}
     run_kubectl(kcp, "apply", "-f", "-", input_text=yaml.safe_dump(target), kubeconfig=kubeconfig)
     if ready:
         run_kubectl(kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", f"--timeout={int(PATIENCE)}s",
@@ -101,6 +101,19 @@ def test_the_real_cluster_becomes_a_ready_synctarget_in_push_mode(env: Env) -> N
     assert condition(rest, "kube", "SyncerReady")["status"] == "True"
     assert status.get("lastSyncerHeartbeatTime")
     assert not status.get("capacity", {}).get("pods"), "no Nodes, no capacity"
+
+
+def test_a_real_cluster_serving_none_of_the_synced_types_is_not_ready(env: Env) -> None:
+    """The heartbeat alone does not make Ready: with every import failing the SyncTarget can sync nothing."""
+    kubeconfig = logical_cluster(env.kcp, "real-unserved")
+    register(env.kcp, kubeconfig, "kube", env.kube, ready=False,
+             resources=["widgets.example.com", "gadgets.example.org"])
+    rest = Rest(env.kcp).at("real-unserved")
+    ready = eventually(lambda: (c := condition(rest, "kube", "Ready")).get("reason") == "ImportsFailed" and c,
+                       "Ready=False ImportsFailed", timeout=PATIENCE)
+    assert ready["status"] == "False"
+    assert "widgets.example.com" in ready["message"] and "gadgets.example.org" in ready["message"], ready
+    assert condition(rest, "kube", "APIsImported")["reason"] == "ImportsFailed"
 
 
 def test_kcp_serves_deployments_with_the_real_clusters_1_20_schema(env: Env) -> None:
@@ -211,6 +224,13 @@ def test_pull_mode_installs_the_syncer_into_the_real_cluster_under_real_rbac(env
     denied = run_kubectl(env.kube, "get", "roles", "-n", "kube-system", kubeconfig=cluster_kubeconfig_path,
                          check=False)  # type: ignore[arg-type]
     assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
+    # no Secret outside its own namespaces: kube 1.20's controllers keep their tokens in kube-system
+    tokens = eventually(lambda: down.get("/api/v1/namespaces/kube-system/secrets")["items"],
+                        "the controllers' token Secrets in kube-system", timeout=PATIENCE)
+    for argv in (["get", "secret", tokens[0]["metadata"]["name"], "-n", "kube-system"],
+                 ["get", "secrets", "--all-namespaces"]):
+        denied = run_kubectl(env.kube, *argv, kubeconfig=cluster_kubeconfig_path, check=False)  # type: ignore[arg-type]
+        assert denied.returncode != 0 and "forbidden" in denied.stderr, (argv, denied.stderr)
 
     with open(env.root / "pulled-syncer.log", "ab") as log:  # run as a process what the pod would run
         syncer = subprocess.Popen(command, stdout=log, stderr=log, env=syncer_env(), start_new_session=True)
@@ -222,6 +242,18 @@ def test_pull_mode_installs_the_syncer_into_the_real_cluster_under_real_rbac(env
         mapped = f"/api/v1/namespaces/{downstream_namespace('real-pull', 'default')}/configmaps/pulled"
         assert eventually(lambda: down.get(mapped), "the ConfigMap synced down by the pulled syncer",
                           timeout=PATIENCE)["data"] == {"a": "1"}
+        # no namespaced type beyond its own namespaces: kube's own RBAC refuses it (403)
+        assert_confined_to_its_own_namespaces(env.kube, cluster_kubeconfig_path,  # type: ignore[arg-type]
+                                              downstream_namespace("real-pull", "default"))
+        # Secrets are its in the namespaces it made (a RoleBinding from the controller), watched one by one
+        up.create("/api/v1/namespaces/default/secrets", {
+            "metadata": {"name": "pulled", "labels": {ASSIGNMENT_LABEL: "kube"}}, "stringData": {"b": "2"}})
+        secret = f"/api/v1/namespaces/{downstream_namespace('real-pull', 'default')}/secrets/pulled"
+        assert eventually(lambda: down.get(secret), "the Secret synced down by the pulled syncer",
+                          timeout=PATIENCE)["data"] == {"b": "Mg=="}
+        # a change downstream is seen by its per-namespace watch and undone
+        down.patch(secret, {"data": {"b": "Mw=="}})
+        eventually(lambda: down.get(secret)["data"] == {"b": "Mg=="}, "the downstream edit undone", timeout=PATIENCE)
     finally:
         syncer.terminate()
         syncer.wait(30)

@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 
 import pytest
 from daemon_process import DaemonProcess
+from sim_fixtures import get, kubectl
 
-from kcp_process import KcpServer, free_port, run_kubectl, sim_cluster_command, sim_cluster_env
+from kcp_process import KcpServer, free_port, sim_cluster_command, sim_cluster_env
 
 T = TypeVar("T")
 PATIENCE = 60.0  # seconds: generous, the machine is shared
@@ -46,14 +47,6 @@ class AgentProcess(DaemonProcess):
     def start(self) -> AgentProcess:
         self.launch("kcp_sim_cluster", ["agent", "--kubeconfig", str(self.kubeconfig), *self.args], sim_cluster_env())
         return self
-
-
-def kubectl(server: KcpServer, *args: str, **kwargs: Any) -> str:
-    return run_kubectl(server, *args, **kwargs).stdout
-
-
-def get(server: KcpServer, *what: str) -> Any:
-    return json.loads(kubectl(server, "get", *what, "-o", "json"))
 
 
 def eventually(check: Callable[[], T | None], what: str, timeout: float = PATIENCE) -> T:

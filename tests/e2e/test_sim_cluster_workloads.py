@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from sim_fixtures import get, kubectl
 
 from kcp_process import KcpServer, free_port, run_kubectl, sim_cluster_command, sim_cluster_env
 
@@ -86,14 +87,6 @@ def cronjob_tick(cluster: KcpServer) -> str:
     ns = namespace(cluster, "cron")
     kubectl(cluster, "-n", ns, "create", "cronjob", "tick", "--image", "busybox", "--schedule", "* * * * *")
     return ns
-
-
-def kubectl(server: KcpServer, *args: str, **kwargs: Any) -> str:
-    return run_kubectl(server, *args, **kwargs).stdout
-
-
-def get(server: KcpServer, *what: str) -> Any:
-    return json.loads(kubectl(server, "get", *what, "-o", "json"))
 
 
 def eventually(check: Callable[[], T | None], what: str, timeout: float = PATIENCE) -> T:

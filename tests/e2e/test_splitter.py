@@ -306,17 +306,25 @@ def test_other_objects_follow_their_namespace_to_one_cluster_which_moves_when_it
         kcp: KcpServer, splitter: SplitterProcess) -> None:
     rest = fleet(kcp, "east", "west")
     install_core_types(rest)
+    status, body = rest.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                crd("apps", "replicasets", "ReplicaSet"))
+    assert status in (201, 409), (status, body)
+    eventually(lambda: rest.request("GET", "/apis/apps/v1/namespaces/default/replicasets")[0] == 200,
+               "ReplicaSets served")
     for name, labels in (("apps", {}), ("manual", {"scheduling.kcp.io/disabled": "true"})):
         rest.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
     sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {"replicas": 1}}
     rest.create("/apis/apps/v1/namespaces/apps/statefulsets", sts)
+    rest.create("/apis/apps/v1/namespaces/apps/replicasets",  # a person's own ReplicaSet (no Deployment's)
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "frontend"}, "spec": {"replicas": 1}})
     rest.create("/api/v1/namespaces/apps/configmaps", {"metadata": {"name": "loose"}})
     pinned = {"metadata": {"name": "mine", "labels": {"workloads.kcp.io/cluster": "nowhere"}}}
     rest.create("/api/v1/namespaces/apps/configmaps", pinned)
     rest.create("/api/v1/namespaces/manual/configmaps", {"metadata": {"name": "loose"}})
     first = eventually(lambda: assigned(rest, "/api/v1/namespaces/apps"), "namespace apps scheduled")
     assert namespace_condition(rest, "apps")["status"] == "True"
-    for path in ("/apis/apps/v1/namespaces/apps/statefulsets/db", "/api/v1/namespaces/apps/configmaps/loose"):
+    for path in ("/apis/apps/v1/namespaces/apps/statefulsets/db", "/api/v1/namespaces/apps/configmaps/loose",
+                 "/apis/apps/v1/namespaces/apps/replicasets/frontend"):
         eventually(lambda path=path: assigned(rest, path) == first, f"{path} follows its namespace to {first}")
     assert assigned(rest, "/api/v1/namespaces/apps/configmaps/mine") == "nowhere"
     assert assigned(rest, "/api/v1/namespaces/manual") is None

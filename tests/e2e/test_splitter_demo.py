@@ -1,5 +1,6 @@
-"""Seed 004's demo with every real process: kcp, two simulated physical clusters, the cluster controller
-(push mode: it runs both syncers) and the deployment splitter.
+"""Seed 004's demo with every real process: kcp, two physical clusters (physical_fixtures: simulated, or real kube
+1.20 control planes with agent Nodes under `make kube-e2e`), the cluster controller (push mode: it runs both
+syncers) and the deployment splitter.
 
 15 replicas become two children, each physical cluster runs its share, the syncers bring the
 statuses up, and the root reads `15/15` in `kubectl get deployments` while `kubectl rollout status`
@@ -8,15 +9,17 @@ finishes. Every wait is on a condition, never a fixed sleep.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
+from physical_fixtures import Physical
 from splitter_fixtures import SplitterProcess
-from syncer_fixtures import Rest, eventually, sim_cluster
+from syncer_fixtures import Rest, eventually
 
 from kcp_process import (
     REPO,
@@ -35,22 +38,23 @@ CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget
 @dataclass
 class Demo:
     kcp: KcpServer
-    east: KcpServer
-    west: KcpServer
-    small: KcpServer  # one node with room for 4 pods of 250m
+    east: Physical
+    west: Physical
+    small: KcpServer  # one simulated node with room for 4 pods of 250m
     kubeconfig: Path
     root: Path
+    physical: Callable[[Path], Physical]  # another cluster of east's kind
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
+def demo(tmp_path_factory: pytest.TempPathFactory, physical: Callable[[Path], Physical]) -> Iterator[Demo]:
     root = tmp_path_factory.mktemp("splitter-demo")
     kcp = KcpServer(root / "kcp", free_port())
-    east, west = sim_cluster(root / "east"), sim_cluster(root / "west")
+    east, west = physical(root / "east"), physical(root / "west")
     small = KcpServer(root / "small", free_port(), ["--nodes", "1", "--node-capacity", "cpu=1,memory=4Gi,pods=110",
                                                     "--ready-delay", "0.2"],
                       command=sim_cluster_command(), env=sim_cluster_env())
-    started: list[KcpServer] = []
+    started: list[KcpServer | Physical] = []
     controller = ClusterControllerProcess(kcp, root / "controller.log", [
         "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--heartbeat-threshold", "8",
         "--discovery-interval", "5"])
@@ -62,7 +66,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         controller.start()
         kubeconfig = logical_cluster(kcp, "demo")
         splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"]).start(wait_ready=False)
-        yield Demo(kcp, east, west, small, kubeconfig, root)
+        yield Demo(kcp, east, west, small, kubeconfig, root, physical)
         assert splitter.stop() == 0, splitter.log_tail()
         assert controller.stop() == 0, controller.log_tail(60)
     finally:
@@ -81,7 +85,7 @@ def logical_cluster(kcp: KcpServer, name: str) -> Path:
     return kubeconfig
 
 
-def connect(demo: Demo, kubeconfig: Path, targets: dict[str, KcpServer]) -> None:
+def connect(demo: Demo, kubeconfig: Path, targets: dict[str, KcpServer | Physical]) -> None:
     """SyncTargets for `targets`, Ready, and the Deployment type imported."""
     for name, physical in targets.items():
         run_kubectl(demo.kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=kubeconfig)
@@ -97,7 +101,7 @@ def ready_column(kcp: KcpServer, kubeconfig: Path) -> dict[str, str]:
     return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
 
 
-def sync_target(name: str, physical: KcpServer) -> str:
+def sync_target(name: str, physical: KcpServer | Physical) -> str:
     return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
                            "metadata": {"name": name}, "spec": {"kubeconfig": physical.kubeconfig.read_text()}})
 
@@ -150,7 +154,7 @@ def test_replicas_the_small_cluster_has_no_room_for_run_on_the_big_one(demo: Dem
 
 
 def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: Demo) -> None:
-    flaky = sim_cluster(demo.root / "flaky")
+    flaky = demo.physical(demo.root / "flaky")
     flaky.start()
     try:
         kubeconfig = logical_cluster(demo.kcp, "demo-loss")
@@ -190,3 +194,48 @@ def test_a_configmap_the_workload_uses_arrives_in_both_clusters_and_leaves_one_w
     run_kubectl(demo.kcp, "scale", "deployment/deps", "--replicas=1", kubeconfig=kubeconfig)
     eventually(lambda: Rest(demo.west).get(mapped) is None, "web-config leaves west with the workload", timeout=90)
     assert Rest(demo.east).get(mapped) is not None
+
+
+def pods_in_kcp(kcp: KcpServer, kubeconfig: Path, selector: str) -> dict[str, tuple[str, str]]:
+    """name -> (STATUS, CLUSTER) of `kubectl get pods -l selector` through kcp."""
+    table = run_kubectl(kcp, "get", "pods", "-l", selector, kubeconfig=kubeconfig, check=False)
+    if table.returncode != 0 or not table.stdout.strip():
+        return {}
+    header, *rows = table.stdout.splitlines()
+    columns = header.split()
+    assert columns[:6] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "CLUSTER"], header
+    if any(len(row.split()) != len(columns) for row in rows):  # a copy whose status is not up yet: no STATUS
+        return {}
+    return {row.split()[0]: (row.split()[2], row.split()[5]) for row in rows}
+
+
+def test_the_pods_a_deployment_runs_in_two_clusters_show_in_kcp_and_a_delete_there_replaces_one(demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-pods")
+    connect(demo, kubeconfig, {"east": demo.east, "west": demo.west})
+    app = WEB.replace("name: web", "name: seen").replace("replicas: 15", "replicas: 4").replace("app: web", "app: seen")
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
+    pods = eventually(lambda: (p := pods_in_kcp(demo.kcp, kubeconfig, "app=seen")) and len(p) == 4
+                      and all(status == "Running" for status, _ in p.values()) and p, "4 pods Running in kcp",
+                      timeout=120)
+    assert sorted(cluster for _, cluster in pods.values()) == ["east", "east", "west", "west"], pods
+    # they are the physical clusters' own pods, under the user's namespace and names
+    mapped = downstream_namespace("demo-pods", "default")
+    for physical, name in ((demo.east, "east"), (demo.west, "west")):
+        there = run_kubectl(physical, "get", "pods", "-n", mapped, "-l", "app=seen", "-o", "name").stdout.split()
+        assert sorted(p.removeprefix("pod/") for p in there) == sorted(n for n, (_, c) in pods.items() if c == name)
+    # `kubectl describe pod` through kcp shows the scheduler's and the kubelet's Events of the physical cluster
+    first = sorted(pods)[0]
+    described = eventually(lambda: (out := run_kubectl(demo.kcp, "describe", "pod", first,
+                                                       kubeconfig=kubeconfig).stdout)
+                           and "Scheduled" in out and "Started" in out and out, "the pod's Events in kcp", timeout=60)
+    assert re.search(r"Normal +Started .* kubelet", described), described
+    # one restarted through kcp: gone downstream, a replacement comes up in kcp
+    victim = sorted(pods)[0]
+    run_kubectl(demo.kcp, "delete", "pod", victim, "--timeout=60s", kubeconfig=kubeconfig, timeout=70)
+    after = eventually(lambda: (p := pods_in_kcp(demo.kcp, kubeconfig, "app=seen")) and len(p) == 4
+                       and victim not in p and all(s == "Running" for s, _ in p.values()) and p,
+                       "a replacement Running in kcp", timeout=120)
+    assert len(set(after) - set(pods)) == 1, (pods, after)
+    for physical in (demo.east, demo.west):
+        there = run_kubectl(physical, "get", "pods", "-n", mapped, "-o", "name").stdout.split()
+        assert f"pod/{victim}" not in there

@@ -1,4 +1,5 @@
-"""kcp-syncer end to end: a kcp-apiserver, two simulated physical clusters and syncer processes.
+"""kcp-syncer end to end: a kcp-apiserver, two physical clusters (physical_fixtures: simulated, or real kube 1.20
+control planes with agent Nodes under `make kube-e2e`) and syncer processes.
 
 Spec down into mapped namespaces, status up, deletes (upstream delete, unassignment, a syncer
 killed with -9 meanwhile), repairs of downstream deletes and edits, moving an object between
@@ -10,20 +11,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from physical_fixtures import Physical, sim_only
 from syncer_fixtures import (
     ASSIGNMENT_LABEL,
     Rest,
     SyncerProcess,
+    crd,
     create_sync_target,
     eventually,
     install_types,
-    sim_cluster,
 )
 
 from kcp_process import KcpServer, free_port
@@ -45,11 +47,11 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(tmp_path_factory: pytest.TempPathFactory, physical: Callable[[Path], Physical]) -> Iterator[Env]:
     root = tmp_path_factory.mktemp("syncer")
     kcp = KcpServer(root / "kcp", free_port())
-    east_server, west_server = sim_cluster(root / "east"), sim_cluster(root / "west")
-    started: list[KcpServer] = []
+    east_server, west_server = physical(root / "east"), physical(root / "west")
+    started: list[KcpServer | Physical] = []
     syncers: dict[str, SyncerProcess] = {}
     try:
         for server in (kcp, east_server, west_server):
@@ -221,6 +223,8 @@ def test_a_downstream_delete_and_a_downstream_edit_are_repaired(env: Env) -> Non
                "the Deployment's replicas restored")
 
 
+@sim_only("kube < 1.22 records no managedFields entry for a write through /scale (no `subresource` field): the "
+          "syncer cannot tell an autoscaler's replicas from a hand edit there")
 def test_replicas_an_autoscaler_sets_downstream_through_scale_are_not_taken_back(env: Env) -> None:
     """An HPA downstream writes spec.replicas through the scale subresource: the syncer leaves them alone,
     while a hand edit of the object itself is still repaired (above)."""
@@ -242,6 +246,82 @@ def test_replicas_an_autoscaler_sets_downstream_through_scale_are_not_taken_back
     assert down["spec"]["replicas"] == 3
     managers = {(e["manager"], e.get("subresource", "")) for e in down["metadata"]["managedFields"]}
     assert ("horizontal-pod-autoscaler", "scale") in managers
+
+
+def test_an_autoscaler_synced_with_its_deployment_scales_it_and_the_syncer_keeps_the_clusters_replicas(
+        env: Env, tmp_path: Path) -> None:
+    """The cluster's HPA controller (kube's, or the sim's) scales the Deployment to the autoscaler's bounds; the
+    syncer leaves those replicas on every release, kube 1.20 too, which records no trace of a scale write."""
+    lc = "syncer-hpa"
+    up = env.up_a.at(lc)
+    install_types(up, crd("autoscaling", "horizontalpodautoscalers", "HorizontalPodAutoscaler"))
+    create_sync_target(up, "east")
+    syncer = SyncerProcess(env.kcp, env.east.server, "east", lc, tmp_path / "syncer-hpa.log",
+                           resources="deployments.apps,horizontalpodautoscalers.autoscaling").start()
+    try:
+        name, mapped = unique("scaled"), downstream_namespace(lc, "default")
+        up.create(deploy_path("default"), deployment(name, "east", 4))
+        eventually(lambda: (env.east.get(deploy_path(mapped, name)) or {}).get("spec", {}).get("replicas") == 4,
+                   "4 replicas downstream")
+        up.create("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", {
+            "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": name, "labels": labels("east")},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                     "minReplicas": 1, "maxReplicas": 2}})
+        eventually(lambda: (env.east.get(deploy_path(mapped, name)) or {}).get("spec", {}).get("replicas") == 2,
+                   "the cluster's autoscaler brings replicas to its maximum, 2", timeout=90)
+        # an upstream change goes down, and the autoscaler's replicas stay
+        up.patch(deploy_path("default", name), {"metadata": {"labels": {"tier": "web"}}})
+        down = eventually(lambda: (obj := env.east.get(deploy_path(mapped, name))) and
+                          obj["metadata"]["labels"].get("tier") == "web" and obj, "the upstream change downstream")
+        assert down["spec"]["replicas"] == 2, down["spec"]
+        assert up.get(deploy_path("default", name))["spec"]["replicas"] == 4  # kcp's own spec is the user's
+    finally:
+        assert syncer.stop() == 0, syncer.log_tail()
+
+
+def test_a_replica_set_deleted_with_orphan_in_kcp_leaves_its_pods_running_downstream(env: Env, tmp_path: Path) -> None:
+    """`kubectl delete rs --cascade=orphan` through kcp deletes the downstream copy with the same policy: its pods
+    stay on the cluster (and their copies in kcp), as on a cluster; a plain delete takes them along."""
+    lc = "syncer-orphan"
+    up = env.up_a.at(lc)
+    install_types(up, crd("apps", "replicasets", "ReplicaSet"), crd("", "pods", "Pod"))
+    create_sync_target(up, "east")
+    syncer = SyncerProcess(env.kcp, env.east.server, "east", lc, tmp_path / "syncer-orphan.log",
+                           resources="replicasets.apps,pods").start()
+    mapped = downstream_namespace(lc, "default")
+    rs_path = "/apis/apps/v1/namespaces/{}/replicasets"
+    pods_path = "/api/v1/namespaces/{}/pods?labelSelector=app%3D{}"
+    try:
+        for name, policy in ((unique("orphaned"), "Orphan"), (unique("cascaded"), "Background")):
+            body = deployment(name, "east", 2)
+            up.create(rs_path.format("default"), {**body, "kind": "ReplicaSet"})
+            downstream = eventually(lambda n=name: len(pods := env.east.get(pods_path.format(mapped, n))["items"]) == 2
+                                    and pods, f"{name}'s two pods downstream")
+            # copies of the scheduled pods (a copy made before its pod was bound is made again with the binding)
+            copies = eventually(lambda n=name: len(pods := up.get(pods_path.format("default", n))["items"]) == 2
+                                and all(p["spec"].get("nodeName") for p in pods) and pods, f"{name}'s pods in kcp")
+            status, answer = up.request("DELETE", rs_path.format("default") + f"/{name}",
+                                        {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": policy})
+            assert status == 200, answer
+            eventually(lambda n=name: env.east.get(rs_path.format(mapped) + f"/{n}") is None, f"{name} gone downstream")
+            if policy == "Orphan":
+                def orphans(n: str = name) -> list[dict[str, Any]]:
+                    pods = env.east.get(pods_path.format(mapped, n))["items"]
+                    return pods if all(not p["metadata"].get("ownerReferences") for p in pods) else []
+                left = eventually(orphans, "the pods orphaned downstream")
+                assert {p["metadata"]["uid"] for p in left} == {p["metadata"]["uid"] for p in downstream}
+                # the copies stay what they were (not deleted and made again: `kubectl get pods` right after
+                # the delete lists them all)
+                settled = eventually(lambda n=name: (pods := up.get(pods_path.format("default", n))["items"]) and all(
+                    not p["metadata"].get("ownerReferences") for p in pods) and pods, "their copies orphaned too")
+                assert {p["metadata"]["uid"] for p in settled} == {p["metadata"]["uid"] for p in copies}
+            else:
+                eventually(lambda n=name: not [p for p in env.east.get(pods_path.format(mapped, n))["items"]
+                                               if not p["metadata"].get("deletionTimestamp")],
+                           "a background delete takes the pods along")
+    finally:
+        assert syncer.stop() == 0, syncer.log_tail()
 
 
 def test_changing_the_label_moves_the_object_between_clusters(env: Env) -> None:

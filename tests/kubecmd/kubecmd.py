@@ -32,8 +32,9 @@ from syncer_fixtures import eventually, sim_cluster  # noqa: E402
 from kcp_process import KcpServer, free_port, run_kubectl  # noqa: E402
 
 # What kcp syncs down to its clusters: the kinds its kube test functions create
-KCP_RESOURCES = ["deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps", "services",
-                 "configmaps", "secrets", "jobs.batch", "cronjobs.batch", "pods", "serviceaccounts"]
+KCP_RESOURCES = ["deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps",
+                 "controllerrevisions.apps", "services", "configmaps", "secrets", "jobs.batch", "cronjobs.batch", "pods",
+                 "serviceaccounts", "replicationcontrollers", "resourcequotas", "horizontalpodautoscalers.autoscaling"]
 SYNC_TARGET_CRD = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
 
@@ -107,8 +108,12 @@ def run_functions(kubeconfig: Path, kubectl: str, functions: list[str], results:
 @contextlib.contextmanager
 def sim_server(root: Path) -> Iterator[Path]:
     """One kcp-sim-cluster shaped as kube's test-cmd cluster: no Nodes of its own (kube's harness runs no
-    kubelet and creates Node 127.0.0.1 by hand; run.sh does the same); yields its admin kubeconfig."""
-    sim = sim_cluster(root / "sim", "--nodes", "0")
+    kubelet and creates Node 127.0.0.1 by hand; run.sh does the same); yields its admin kubeconfig. kube's
+    functions meet that Node long after its controller-manager's 60 s startup grace has made it Unknown; here
+    the grace is 0, so it is Unknown as soon as run.sh has made it. Service IPs come from kube's harness's
+    range (its scripts name 10.0.0.12)."""
+    sim = sim_cluster(root / "sim", "--nodes", "0", "--node-startup-grace-period", "0",
+                      "--service-cluster-ip-range", "10.0.0.0/24")
     try:
         sim.start()
         yield sim.kubeconfig

@@ -151,6 +151,13 @@ def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: P
         assert figures[-1] == 15
 
         views = between(said, "# 5. ", "# 6. ")
+        through_kcp = between(views, "$ kubectl get pods\n", "$ ")
+        for name, replicas in (("sim-1", 8), ("sim-2", 7)):  # the pods, mirrored into kcp, with their cluster
+            assert len(re.findall(rf"^my-deployment--{name}-\S+ +1/1 +Running .* {name}$", through_kcp,
+                                  re.M)) == replicas, through_kcp
+        assert between(views, "$ kubectl logs deployment/my-deployment --tail=2\n", "$ ").strip()  # lines came
+        exec_ = between(views, "$ kubectl exec ", "$ ")
+        assert re.fullmatch(r"(my-deployment--sim-\d-\S+) -- hostname\n\1\n", exec_), exec_  # the pod's own name
         for name, replicas in (("sim-1", 8), ("sim-2", 7)):
             view = between(views, f"$ kubectl --kubeconfig {root / name / 'admin.kubeconfig'} get pods -A\n", "$ ")
             assert len(re.findall(rf"^kcp-\S+ +my-deployment--{name}-\S+ +1/1 +Running ", view, re.M)) == replicas

@@ -19,15 +19,16 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from kcpcommon.clients import BaseClientFactory
-from kcpcommon.errors import APIClientError
 from kcpcommon.keys import cluster_of
 from kcpcommon.kubetime import format_time
 from kcpcommon.tasks import cancel_and_wait, spawn
+
+if TYPE_CHECKING:  # the clients load kubernetes_asyncio (~35 MiB): servers that record in-process never need it
+    from kcpcommon.clients import BaseClientFactory
 
 log = structlog.get_logger("events")
 
@@ -195,7 +196,7 @@ class EventRecorder:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a sink's failure costs one Event, never the recorder
-                code = exc.status if isinstance(exc, APIClientError) else getattr(exc, "code", None)
+                code = getattr(exc, "status", None) or getattr(exc, "code", None)  # APIClientError's, or a Status
                 if code not in IGNORED_CODES:
                     log.warning("event not recorded", reason=event["reason"], cluster=cluster,
                                 namespace=meta["namespace"], name=event["involvedObject"]["name"], code=code,

@@ -11,7 +11,10 @@ To change an object, take a mutable copy: `thaw(obj)` or `copy.deepcopy(obj)`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn
+
+import orjson
 
 READ_ONLY = "objects from an informer's cache are read-only: copy them first (thaw() or copy.deepcopy())"
 
@@ -60,6 +63,7 @@ class FrozenList(list[Any]):
 
 # JSON's scalar types: returned as they are, without a call (most values of an object are scalars)
 _SCALARS = frozenset({str, int, float, bool, type(None)})
+_FROZEN_OF: dict[type, type] = {dict: FrozenDict, list: FrozenList}
 
 
 def freeze(value: Any) -> Any:
@@ -82,6 +86,39 @@ def freeze(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return FrozenList(freeze(v) for v in value)
     return value
+
+
+def freeze_like(value: Any, previous: Any) -> Any:
+    """`freeze(value)` that reuses the parts of `previous` (an earlier frozen state of the same object) that
+    are unchanged. An update changes a few fields (a pod's status, not its spec), and an equal part is
+    proved equal in C far faster than it is frozen again in Python; the states then also share memory.
+
+    Equal means the same JSON: `==` alone would take 1 for 1.0 or true, so a part that compares equal is
+    also checked to encode to the same bytes (else it is frozen anew).
+    """
+    if type(value) is not dict or not isinstance(previous, FrozenDict):
+        return freeze(value)
+    return FrozenDict(frozen_items(value, previous))
+
+
+def frozen_items(value: Mapping[str, Any], previous: Any) -> dict[str, Any]:
+    """The top level of `freeze_like(value, previous)` as a plain dict (for a caller's own FrozenDict subclass)."""
+    if not isinstance(previous, FrozenDict):
+        return {k: v if type(v) in _SCALARS else freeze(v) for k, v in value.items()}
+    copied = {}
+    for k, v in value.items():
+        kind = type(v)
+        if kind in _SCALARS:
+            copied[k] = v
+            continue
+        old = previous.get(k)
+        if type(old) is _FROZEN_OF.get(kind) and old == v and orjson.dumps(old) == orjson.dumps(v):
+            copied[k] = old
+        elif kind is dict and type(old) is FrozenDict:
+            copied[k] = FrozenDict(frozen_items(v, old))
+        else:
+            copied[k] = freeze(v)
+    return copied
 
 
 def thaw(value: Any) -> Any:

@@ -50,6 +50,12 @@ class SharedInformer(SharedCache):
     def last_sync_resource_version(self) -> str:
         return self.reflector.last_sync_resource_version
 
+    @property
+    def synced_or_unserved(self) -> bool:
+        """What readiness asks of an informer: it has listed, or its type is not served (yet), so there is
+        nothing to list and the reflector follows the type until it is (then it must list again first)."""
+        return self.has_synced or not self.reflector.served
+
     async def run(self) -> None:
         """List, watch and dispatch until cancelled."""
         if self._running:

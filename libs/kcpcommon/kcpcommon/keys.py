@@ -17,12 +17,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .frozen import FrozenDict, freeze
+from .frozen import FrozenDict, frozen_items
 
 CLUSTER_ANNOTATION = "kcp.io/cluster"
 # on a workload object: the SyncTarget (physical cluster) it goes to. The splitter writes it, the syncer
 # and the cluster controller read it: a contract between daemons, so it lives here.
 ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"
+# one label per SyncTarget: `state.workload.kcp.io/<target>: Sync` (assigned) or `Upsync` (a syncer's mirror of
+# a physical cluster's object). kcp's garbage collector leaves mirrors alone: their lifetime is the syncer's.
+STATE_LABEL_PREFIX = "state.workload.kcp.io/"
+STATE_UPSYNC = "Upsync"
+
+
+def is_upsynced(labels: Mapping[str, Any] | None) -> bool:
+    """Whether an object with these labels is a syncer's mirror copy of a downstream object."""
+    return any(str(k).startswith(STATE_LABEL_PREFIX) and v == STATE_UPSYNC for k, v in (labels or {}).items())
 WILDCARD_CLUSTER = "*"
 
 
@@ -75,9 +84,10 @@ class Located(FrozenDict):
     key: ObjectKey
 
 
-def located(obj: Mapping[str, Any], key: ObjectKey) -> Located:
-    """A frozen copy of `obj` that knows its key."""
-    found = Located({k: freeze(v) for k, v in obj.items()})
+def located(obj: Mapping[str, Any], key: ObjectKey, *, previous: Mapping[str, Any] | None = None) -> Located:
+    """A frozen copy of `obj` that knows its key; what is unchanged since `previous` (the frozen state it
+    replaces, if the caller holds it) is shared with it, not frozen again (see `freeze_like`)."""
+    found = Located(frozen_items(obj, previous))
     found.key = key
     return found
 

@@ -70,3 +70,50 @@ def format_quantity(value: Fraction, name: str = "") -> str:
                     return f"{whole // unit}{suffix}"
         return str(whole)
     return f"{math.ceil(value * 1000)}m"
+
+
+_DECIMAL_SI_BY_EXPONENT = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def _mantissa_exponent(value: Fraction, top: int = 18) -> tuple[int, int]:
+    """An integer and a power of ten, a multiple of 3, with as few trailing thousands as can be; precision
+    below nano rounds away from zero, as kube rounds it up."""
+    sign = -1 if value < 0 else 1
+    mantissa = math.ceil(abs(value) * 10**9)
+    exponent = -9
+    while mantissa and exponent < top and mantissa % 1000 == 0:
+        mantissa //= 1000
+        exponent += 3
+    return sign * mantissa, exponent
+
+
+def canonical_decimal_si(value: Fraction) -> str:
+    """kube's canonical text of a decimal quantity (a JSON number decodes as one): an integer and the
+    largest SI suffix that keeps it whole (`0.1` -> `100m`, `1000` -> `1k`, `1500` -> `1500`)."""
+    mantissa, exponent = _mantissa_exponent(value)
+    return f"{mantissa}{_DECIMAL_SI_BY_EXPONENT[exponent]}" if mantissa else "0"
+
+
+def canonical_quantity(text: str) -> str:
+    """The text kube stores for a quantity (its `Quantity.String()`); ValueError as `parse_quantity`.
+
+    kube keeps the family the user wrote: binary suffixes stay binary (`1024Mi` -> `1Gi`) unless the
+    value is under 1024 or not whole (`0.5Ki` -> `512`, shown decimal rather than rounded), an
+    exponent stays an exponent in steps of 3 (`1e4` -> `10e3`, `1e3` -> `1e3`), the rest is decimal
+    SI (`0.5` -> `500m`, `1000m` -> `1`)."""
+    value = parse_quantity(text)
+    if value == 0:
+        return "0"
+    match = _QUANTITY.fullmatch(text.strip())
+    assert match is not None  # parse_quantity accepted it
+    _, exponent_text, suffix = match.groups()
+    if suffix in BINARY_SUFFIXES and abs(value) >= 1024 and value.denominator == 1:
+        whole, power = int(value), 0
+        while power < 6 and whole % 1024 == 0:
+            whole //= 1024
+            power += 1
+        return f"{whole}{list(BINARY_SUFFIXES)[power - 1] if power else ''}"
+    if exponent_text is not None:
+        mantissa, exponent = _mantissa_exponent(value, top=10**6)
+        return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+    return canonical_decimal_si(value)

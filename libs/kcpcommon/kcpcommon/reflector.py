@@ -12,7 +12,10 @@ The rules, as client-go settled them after years of production:
 - a 504 naming `ResourceVersionTooLarge` (the server is behind this client,
   e.g. etcd restored from a backup) relists too, after the backoff;
 - any other failure: wait, with exponential backoff and jitter (0.8 s → 30 s),
-  at least as long as a 429's Retry-After asks, then try again.
+  at least as long as a 429's Retry-After asks, then try again;
+- a list answered `404` means the type is not served (yet: kcp serves a type
+  once a SyncTarget imports it): `served` turns False, and the retries follow
+  the type until it appears, so a daemon need not wait for it to be ready.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import structlog
 
 from .backoff import Backoff
 from .dynamic import DynamicResource
-from .errors import APIClientError, APIGoneError, is_resource_version_too_large
+from .errors import APIClientError, APIGoneError, APINotFoundError, is_resource_version_too_large
 
 Obj = dict[str, Any]
 
@@ -75,6 +78,7 @@ class Reflector:
         self.options = options or ReflectorOptions()
         self.last_sync_resource_version = ""
         self.lists = 0  # how many (re)lists ran: observable in tests and metrics
+        self.served = True  # False while the last list was answered 404: the type is not served
         self._rng = rng or random.Random()
         self._log = log.bind(reflector=name)
 
@@ -102,6 +106,8 @@ class Reflector:
                 self._log.info("watch history is gone; relisting", reason=exc.reason, message=exc.message,
                                resource_version=self.last_sync_resource_version)
             except APIClientError as exc:
+                if must_list and isinstance(exc, APINotFoundError):
+                    self.served = False
                 if is_resource_version_too_large(exc):  # the server is behind us (etcd restored?): start over
                     must_list = True
                 delay = max(backoff.next(), exc.retry_after or 0.0)
@@ -121,6 +127,7 @@ class Reflector:
             self._log.info("list continue token expired; listing in one request")
             items, resource_version = await self._list_pages(None)
         self.sink.replace(items, resource_version)
+        self.served = True
         self.last_sync_resource_version = resource_version
         self.lists += 1
         self._log.debug("listed", objects=len(items), resource_version=resource_version)

@@ -9,7 +9,10 @@ reported: as a `DeletedFinalStateUnknown` tombstone carrying the last state we s
 never lost.
 
 Each handler has its own queue and task, so a slow handler delays only itself, and sees events
-in order. Handlers get frozen objects (see `frozen.py`). An `inline` handler (a plain function
+in order. Handlers get frozen objects (see `frozen.py`). A handler that ignores `on_update`'s old
+state says so (`needs_old=False`): when no handler needs it, a cache that keeps a stored form of
+its objects (the API server's keeps etcd's bytes) does not decode the previous state on every
+update for nobody, and those handlers get None as old. An `inline` handler (a plain function
 that only looks and enqueues, e.g. the simulator's controllers) is called by the feeder itself
 as the cache changes instead: no queue and no task wake-up per event, and the indexes it reads
 are exactly as of its event.
@@ -81,10 +84,12 @@ class HandlerRegistration:
     """One handler's queue and task; `has_synced` once it has seen every object of the first list."""
 
     def __init__(self, informer: SharedCache, name: str, *, on_add: Handler | None,
-                 on_update: Handler | None, on_delete: Handler | None, inline: bool = False) -> None:
+                 on_update: Handler | None, on_delete: Handler | None, inline: bool = False,
+                 needs_old: bool = True) -> None:
         self.informer = informer
         self.name = name
         self.inline = inline
+        self.needs_old = needs_old
         self._handlers: dict[str, Handler | None] = {"add": on_add, "update": on_update, "delete": on_delete}
         self._queue: asyncio.Queue[tuple[str, tuple[Any, ...]]] = asyncio.Queue()
         self._synced = asyncio.Event()
@@ -182,14 +187,15 @@ class SharedCache:
 
     def add_handler(self, *, on_add: Handler | None = None, on_update: Handler | None = None,
                     on_delete: Handler | None = None, name: str = "handler",
-                    inline: bool = False) -> HandlerRegistration:
+                    inline: bool = False, needs_old: bool = True) -> HandlerRegistration:
         """Register callbacks (plain functions or coroutine functions; only plain ones when `inline`).
 
         `on_add(obj)`, `on_update(old, new)`, `on_delete(obj or DeletedFinalStateUnknown)`.
         A handler added after the first list first gets an `on_add` for every cached object.
+        `needs_old=False`: the handler ignores `on_update`'s old, which may then be None.
         """
         registration = HandlerRegistration(self, name, on_add=on_add, on_update=on_update, on_delete=on_delete,
-                                           inline=inline)
+                                           inline=inline, needs_old=needs_old)
         if inline and any(inspect.iscoroutinefunction(h) for h in (on_add, on_update, on_delete)):
             raise TypeError(f"handler {name}: an inline handler is called by the feeder, so it cannot be async")
         self._registrations.append(registration)
@@ -257,11 +263,15 @@ class SharedCache:
             self.indexer.discard(self.indexer.key_func(final) if key is None else key)
             self._distribute("delete", final)
             return
-        old, new = self.indexer.upsert(obj, key=key, stored=stored)
-        if old is None:
-            self._distribute("add", new)
-        else:
+        if key is None:
+            key = self.indexer.key_func(obj)
+        existed = key in self.indexer
+        read_old = any(registration.needs_old for registration in self._registrations)
+        old, new = self.indexer.upsert(obj, key=key, stored=stored, read_old=read_old)
+        if existed:
             self._distribute("update", old, new)
+        else:
+            self._distribute("add", new)
 
     def _distribute(self, kind: str, *args: Any) -> None:
         for registration in self._registrations:

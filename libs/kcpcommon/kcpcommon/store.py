@@ -100,16 +100,21 @@ class Indexer:
             self._index_funcs[name] = func
             self._indexes[name] = index
 
-    def upsert(self, obj: Obj, *, key: ObjectKey | None = None, stored: Any = None) -> tuple[Obj | None, Obj]:
+    def upsert(self, obj: Obj, *, key: ObjectKey | None = None, stored: Any = None,
+               read_old: bool = True) -> tuple[Obj | None, Obj]:
         """Store (a frozen copy of) obj, or `stored` standing for it; returns (previous, frozen obj).
 
-        `key` defaults to `key_func(obj)` (an owner that knows the key better says so).
+        `key` defaults to `key_func(obj)` (an owner that knows the key better says so). `read_old=False`:
+        the caller has no use for the previous state, so a stored form of it is not read back (decoded)
+        unless an index needs it; previous is then None (ask `key in indexer` beforehand whether there was one).
         """
         frozen: Obj = freeze(obj)
         key = self.key_func(frozen) if key is None else key
         new_values = self._index_values(frozen)  # before any change: a failing index func leaves us intact
         old_stored = self._items.get(key)
-        old = None if old_stored is None else self._load(old_stored)
+        old = None
+        if old_stored is not None and (read_old or self._index_funcs or self._load_stored is None):
+            old = self._load(old_stored)
         if old is not None:
             self._unindex(key, old)
         self._items[key] = frozen if stored is None else stored

@@ -54,6 +54,24 @@ class ThrottledApiClient(ApiClient):
                    headers: Mapping[str, str], body: bytes | None = None,
                    timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:  # noqa: ASYNC109 - for aiohttp
         """`method` on `path` below this client's base URL, after a token; the caller releases the response."""
+        url, all_headers = await self._authorized(path, query, headers)
+        await self.bucket.acquire()
+        response: aiohttp.ClientResponse = await self.session.request(
+            method, url, data=body, headers=all_headers, timeout=timeout, **self._proxy)
+        return response
+
+    async def websocket(self, path: str, *, query: Sequence[tuple[str, str]] = (), protocols: Sequence[str] = (),
+                        heartbeat: float | None = None) -> aiohttp.ClientWebSocketResponse:
+        """A WebSocket to `path` below this client's base URL, with its credentials (the syncer's tunnel);
+        aiohttp's WSServerHandshakeError when the server does not upgrade."""
+        url, all_headers = await self._authorized(path, query, {})
+        await self.bucket.acquire()
+        ws: aiohttp.ClientWebSocketResponse = await self.session.ws_connect(
+            url, protocols=tuple(protocols), headers=all_headers, heartbeat=heartbeat, max_msg_size=0, **self._proxy)
+        return ws
+
+    async def _authorized(self, path: str, query: Sequence[tuple[str, str]],
+                          headers: Mapping[str, str]) -> tuple[str, dict[str, str]]:
         all_headers = {**self.default_headers, **headers}
         if self.cookie:
             all_headers["Cookie"] = self.cookie
@@ -62,10 +80,7 @@ class ThrottledApiClient(ApiClient):
         url = (self.configuration.host or "") + path
         if params:
             url += "?" + urlencode(params)
-        await self.bucket.acquire()
-        response: aiohttp.ClientResponse = await self.session.request(
-            method, url, data=body, headers=all_headers, timeout=timeout, **self._proxy)
-        return response
+        return url, all_headers
 
     def clone(self, configuration: Configuration) -> ThrottledApiClient:
         """The same sessions, bucket and headers, another configuration (base URL)."""

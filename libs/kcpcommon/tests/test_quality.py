@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typecheck import mypy
+
 LIBRARY = Path(__file__).resolve().parents[1]  # libs/kcpcommon
 PACKAGE = LIBRARY / "kcpcommon"
 
 RUFF = ["check", "--no-cache"]  # the rules are the repository's ruff.toml
-# one mypy cache for every package's check: kcpcommon and the apiserver are read once, not once per package
-MYPY_CACHE = ".mypy_cache"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -23,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_package_is_mypy_strict_clean() -> None:
-    result = run("mypy", "--strict", "--cache-dir", str(LIBRARY.parents[1] / MYPY_CACHE), str(PACKAGE))
+    result = mypy("--strict", PACKAGE, cwd=LIBRARY)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success: no issues found" in result.stdout
 

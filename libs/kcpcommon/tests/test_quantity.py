@@ -6,6 +6,8 @@ import pytest
 
 from kcpcommon.quantity import (
     KUBE_EXPRESSION,
+    canonical_decimal_si,
+    canonical_quantity,
     format_quantity,
     int_value,
     milli_value,
@@ -49,3 +51,23 @@ def test_format_prints_binary_units_for_sizes_and_millis_for_fractions() -> None
     assert format_quantity(Fraction(16896 * 2**20), "memory") == "16896Mi"
     assert format_quantity(Fraction(3, 2), "cpu") == "1500m"
     assert format_quantity(Fraction(1000), "pods") == "1000"
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    ("0.1", "100m"), ("128", "128"), ("1000", "1k"), ("1500", "1500"), ("0.0015", "1500u"), ("1e-10", "1n"),
+    ("0", "0"), ("-0.5", "-500m"), ("2.5e6", "2500k"),
+])
+def test_canonical_decimal_text_is_kubes(value: str, text: str) -> None:
+    assert canonical_decimal_si(Fraction(value)) == text
+
+
+@pytest.mark.parametrize(("text", "stored"), [
+    # what a kube-apiserver reads back (Quantity.String()): the family written is kept
+    ("0.5", "500m"), ("1000m", "1"), ("500m", "500m"), ("1.5", "1500m"), ("0", "0"), ("0Mi", "0"), ("1500", "1500"),
+    ("1000", "1k"), ("2000k", "2M"), ("100u", "100u"), ("-0.5", "-500m"), (" 1k ", "1k"),
+    ("1024Mi", "1Gi"), ("1Ki", "1Ki"), ("1536Mi", "1536Mi"), ("1.5Gi", "1536Mi"), ("2048Ki", "2Mi"),
+    ("0.5Ki", "512"), ("1023Ki", "1023Ki"), ("1.5Ki", "1536"), ("0.1Ki", "102400m"), ("1048576Ei", "1048576Ei"),
+    ("1e3", "1e3"), ("1E3", "1e3"), ("1e4", "10e3"), ("1e1", "10"), ("1e-3", "1e-3"), ("1.5e3", "1500"),
+])
+def test_canonical_text_is_what_kube_stores(text: str, stored: str) -> None:
+    assert canonical_quantity(text) == stored

@@ -10,10 +10,12 @@ import pytest
 
 from kcpcommon.errors import (
     APIGoneError,
+    APINotFoundError,
     APIServerTimeoutError,
     APITooManyRequestsError,
     APITransportError,
 )
+from kcpcommon.informer import SharedInformer
 from kcpcommon.reflector import Reflector, ReflectorOptions
 from kcpcommon.tasks import cancel_and_wait, spawn
 
@@ -135,3 +137,28 @@ async def test_too_many_requests_waits_at_least_retry_after() -> None:
     await run_script(resource)
     (first, _), (second, _) = resource.list_calls
     assert second - first >= 0.3
+
+
+async def test_an_informer_is_ready_while_its_type_is_not_served_and_lists_once_it_is() -> None:
+    """Readiness on a fresh kcp: a type nobody imported yet (404) is nothing to wait for; a served one is."""
+    not_served = APINotFoundError("the server could not find the requested resource", status=404, reason="NotFound")
+    resource = ScriptedResource([not_served, not_served, page("5", "a")], [])
+    informer = SharedInformer(resource, cluster="admin",  # type: ignore[arg-type]
+                              options=ReflectorOptions(backoff_initial=0.01, backoff_cap=0.02, short_watch=0))
+    seen: list[tuple[bool, bool]] = []
+    scripted_list = resource.list
+
+    async def list_and_note(**kwargs: Any) -> dict[str, Any]:
+        seen.append((informer.has_synced, informer.synced_or_unserved))
+        return await scripted_list(**kwargs)
+
+    resource.list = list_and_note  # type: ignore[method-assign]
+    task = spawn(informer.run(), name="informer")
+    try:
+        await asyncio.wait_for(resource.done.wait(), 5)
+    finally:
+        await cancel_and_wait(task)
+    # before the first answer: served as far as we know, not listed, so not ready; after a 404: ready
+    assert seen == [(False, False), (False, True), (False, True)]
+    assert informer.has_synced and informer.synced_or_unserved and informer.reflector.served
+    assert [o["metadata"]["name"] for o in informer.indexer.list()] == ["a"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import json
 from typing import Any
 
 import pytest
 
+from kcpcommon.frozen import freeze
 from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.sharedcache import SharedCache
 
@@ -79,3 +81,41 @@ async def test_a_queued_handler_runs_in_its_own_task_after_the_change() -> None:
         assert seen == ["a"]
     finally:
         await shared.stop_handlers()
+
+
+def stored_cache(loads: list[str]) -> SharedCache:
+    """A cache that keeps each object as its JSON text, as the API server's keeps etcd's bytes."""
+
+    def load(stored: str) -> Any:
+        loads.append(stored)
+        return freeze(json.loads(stored))
+
+    return SharedCache("stored", functools.partial(key_for, cluster=None), with_default_indexers=False, load=load)
+
+
+def feed_update(shared: SharedCache) -> None:
+    for rv in ("1", "2"):
+        shared.apply("ADDED" if rv == "1" else "MODIFIED", obj("a", rv), stored=json.dumps(obj("a", rv)))
+
+
+def test_an_update_does_not_read_back_the_old_state_when_no_handler_needs_it() -> None:
+    loads: list[str] = []
+    shared = stored_cache(loads)
+    seen: list[tuple[Any, str]] = []
+    shared.add_handler(on_add=lambda o: seen.append((None, o["metadata"]["resourceVersion"])),
+                       on_update=lambda old, new: seen.append((old, new["metadata"]["resourceVersion"])),
+                       inline=True, needs_old=False)
+    feed_update(shared)
+    assert seen == [(None, "1"), (None, "2")]  # still an update, not a second add
+    assert loads == []
+
+
+def test_an_update_hands_the_old_state_to_every_handler_when_one_needs_it() -> None:
+    loads: list[str] = []
+    shared = stored_cache(loads)
+    olds: list[str] = []
+    for needs_old in (False, True):
+        shared.add_handler(on_update=lambda old, _: olds.append(old["metadata"]["resourceVersion"]), inline=True,
+                           needs_old=needs_old)
+    feed_update(shared)
+    assert olds == ["1", "1"] and len(loads) == 1

@@ -126,3 +126,21 @@ def test_frozen_objects_serialize_compare_and_deep_copy_like_plain_ones() -> Non
     copied = copy.deepcopy(frozen)
     copied["metadata"]["name"] = "changed"
     assert type(copied) is dict and thaw(frozen) == plain
+
+
+def test_an_upsert_reads_back_a_stored_old_state_only_when_asked_or_indexed() -> None:
+    loads: list[str] = []
+
+    def load(stored: str) -> Any:
+        loads.append(stored)
+        return freeze(json.loads(stored))
+
+    bare = Indexer(functools.partial(key_for, cluster=None), with_defaults=False, load=load)
+    indexed = Indexer(functools.partial(key_for, cluster=None), load=load)
+    for indexer in (bare, indexed):
+        indexer.upsert(obj("web", app="web"), stored=json.dumps(obj("web", app="web")))
+    old, new = bare.upsert(obj("web", rv="2"), stored=json.dumps(obj("web", rv="2")), read_old=False)
+    assert old is None and new["metadata"]["resourceVersion"] == "2" and loads == []
+    old, _ = indexed.upsert(obj("web", rv="2"), stored=json.dumps(obj("web", rv="2")), read_old=False)
+    assert old is not None and len(loads) == 1  # its index entries must be removed: read back all the same
+    assert names(indexed.by_index(LABELS_INDEX, label_value("app", "web"))) == []

@@ -13,11 +13,14 @@ from typing import Any
 
 from structlog.typing import FilteringBoundLogger
 
+from kcpcommon.backoff import Backoff
 from kcpcommon.controller import TerminalError
 from kcpcommon.dynamic import DynamicClient, DynamicResource
 from kcpcommon.errors import APIClientError, APINotFoundError
 from kcpcommon.events import WARNING, event_for
 
+from .autoscalers import Autoscalers
+from .classes import ClassNames, MissingClass
 from .metrics import DOWN, SyncerMetrics
 from .names import FIELD_MANAGER, SPEC_HASH_ANNOTATION, syncer_finalizer
 from .namespaces import DownstreamNamespaces
@@ -32,9 +35,11 @@ REFUSED = (400, 422)  # the object itself is refused downstream: retrying the sa
 class SpecDown:
     """Applies upstream objects down and holds them with the finalizer; remembers its own writes per key."""
 
-    def __init__(self, *, up: DynamicClient, namespaces: DownstreamNamespaces, logical_cluster: str,
-                 sync_target: str, metrics: SyncerMetrics, log: FilteringBoundLogger) -> None:
+    def __init__(self, *, up: DynamicClient, namespaces: DownstreamNamespaces, classes: ClassNames,
+                 autoscalers: Autoscalers, logical_cluster: str, sync_target: str, metrics: SyncerMetrics, log: FilteringBoundLogger) -> None:
         self._up = up
+        self.classes = classes
+        self.autoscalers = autoscalers
         self._namespaces = namespaces
         self._lc = logical_cluster
         self._target = sync_target
@@ -47,6 +52,8 @@ class SpecDown:
         # spec hash we applied, until the downstream informer next reports on the object: meanwhile the
         # downstream cache is known to be behind our own write, and must not trigger a second apply
         self._applied: dict[SyncKey, str] = {}
+        self._class_waiters: dict[tuple[str, str], set[SyncKey]] = {}  # (class resource, name) -> referrers held
+        self._class_retries: dict[SyncKey, Backoff] = {}
 
     def upstream_changed(self, key: SyncKey) -> None:
         """Start the latency clock of an upstream change."""
@@ -66,18 +73,34 @@ class SpecDown:
 
     def forget_report(self, key: SyncKey) -> None:
         self._reported.pop(key, None)
+        self._class_retries.pop(key, None)
 
-    async def sync(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, down_ns: str | None) -> str:
-        """Finalizer up and one apply down, as needed; returns the spec hash the object should carry."""
+    async def wait_for_class(self, key: SyncKey, up: Obj, missing: MissingClass) -> float:
+        """Hold a referrer whose class is nowhere yet: say so on it, and retry when the class comes to this
+        syncer (`class_arrived`) or, for one kcp has but the splitter has not placed here, after a backoff."""
+        self._class_waiters.setdefault((missing.resource, missing.name), set()).add(key)
+        await self._report(key, up, str(missing), reason="ClassNotFound")
+        return self._class_retries.setdefault(key, Backoff(initial=1.0, cap=60.0)).next()
+
+    def class_arrived(self, resource: str, name: str) -> set[SyncKey]:
+        """The referrers held for that class."""
+        return self._class_waiters.pop((resource, name), set())
+
+    async def sync(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, down_ns: str | None,
+                   down_name: str) -> str:
+        """Finalizer up and one apply down (as `down_name`), as needed; returns the spec hash the object should carry."""
         desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
                                     logical_cluster=self._lc, sync_target=self._target,
-                                    scaled_downstream=scaled_downstream(down))
+                                    scaled_downstream=scaled_downstream(down), name=down_name,
+                                    class_names=await self.classes.mapping(typ.down.kind, up, down), live=down,
+                                    autoscaled=self.autoscalers.scale(typ.down, down_ns, down_name))
         writes = []
         uid = str(meta(up).get("uid") or "")
         if self.finalizer not in finalizers(up) and self._finalized.get(key) != uid:
             writes.append(self._add_finalizer(typ, key, up, uid))
         applied = self._applied.get(key)
         stale = not up_to_date(desired, down) and (applied is None or applied != hash_of(desired))
+        self._class_retries.pop(key, None)
         if stale:
             writes.append(self._apply(typ, key, up, desired, down_ns))
         if writes:
@@ -98,14 +121,14 @@ class SpecDown:
         if down_ns:
             await self._namespaces.ensure(down_ns, key.namespace)
         try:
-            await typ.down_resource.patch(key.name, desired, namespace=down_ns, patch_type="apply",
+            await typ.down_resource.patch(desired["metadata"]["name"], desired, namespace=down_ns, patch_type="apply",
                                           field_manager=FIELD_MANAGER, force=True)
         except APIClientError as exc:
             self._metrics.error(exc.reason or f"HTTP{exc.status}")
             if down_ns and exc.status in (403, 404):  # the namespace may be gone or terminating: recreate it
                 self._namespaces.forget(down_ns)
             if exc.status in EVENT_ERRORS and not _namespace_trouble(exc):
-                await self._report(key, up, exc)
+                await self._report(key, up, exc.message)
             if exc.status in REFUSED:  # only a change of the upstream object (which requeues it) can help
                 raise TerminalError(f"the physical cluster refuses the object: {exc}") from exc
             raise
@@ -113,12 +136,12 @@ class SpecDown:
         self._applied[key] = hash_of(desired)
         self._reported.pop(key, None)
 
-    async def _report(self, key: SyncKey, up: Obj, exc: APIClientError) -> None:
+    async def _report(self, key: SyncKey, up: Obj, message: str, *, reason: str = "SyncFailed") -> None:
         """An Event on the upstream object saying why it cannot be synced (once per distinct message)."""
-        if self._reported.get(key) == exc.message:
+        if self._reported.get(key) == message:
             return
-        self._reported[key] = exc.message
-        event = event_for(up, WARNING, "SyncFailed", f"cannot sync to SyncTarget {self._target}: {exc.message}",
+        self._reported[key] = message
+        event = event_for(up, WARNING, reason, f"cannot sync to SyncTarget {self._target}: {message}",
                           component=FIELD_MANAGER)
         try:
             await self._up.resource("v1", "events", namespaced=True).create(event)

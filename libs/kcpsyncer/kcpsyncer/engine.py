@@ -5,14 +5,17 @@ SyncTarget in the logical cluster, and the physical cluster's objects carrying
 this syncer's owner label. Any event on either side queues the upstream key;
 `reconcile(key)` then looks at both caches and does what is missing: apply
 the spec down (`down.py`), patch the status up (`up.py`), or delete down
-(`remove.py`, only on positive evidence). Downstream namespaces are made and
-cleaned up by `namespaces.py`; the SyncTarget's heartbeat is `heartbeat.py`.
+(`remove.py`, only on positive evidence). A type this syncer may not read
+cluster-wide (in pull mode, every namespaced type: synced, mirrored and Events) is watched per namespace
+of its own (`pernamespace.py`). Downstream namespaces are made and
+cleaned up by `namespaces.py`; the SyncTarget's heartbeat is `heartbeat.py`; the tunnel that carries
+kcp's requests for the mirrored pods' logs and streams is `tunnel.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -20,11 +23,14 @@ from prometheus_client import CollectorRegistry
 from kcpcommon.backoff import Backoff
 from kcpcommon.controller import Controller, Result
 from kcpcommon.errors import APIClientError, APIConflictError
-from kcpcommon.informer import DeletedFinalStateUnknown, deleted_object
+from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import ObjectKey
+from kcpcommon.store import NAMESPACE_INDEX
 from kcpcommon.tasks import cancel_and_wait, spawn
 
+from .autoscalers import AUTOSCALERS, Autoscalers
+from .classes import ClassNames, MissingClass
 from .discovery import APIType, resolve
 from .down import SpecDown
 from .heartbeat import heartbeat_loop
@@ -33,20 +39,33 @@ from .names import (
     ASSIGNMENT_LABEL,
     OWNER_LABEL,
     STATE_SYNC,
-    UPSTREAM_CLUSTER_ANNOTATION,
-    UPSTREAM_NAME_ANNOTATION,
-    UPSTREAM_NAMESPACE_ANNOTATION,
     assigned_to,
+    downstream_name,
     downstream_namespace,
     owner,
     state_label,
 )
-from .namespaces import DownstreamNamespaces
+from .namespaces import DownstreamNamespaces, downstream_origin
 from .objects import Obj, deleting, meta
+from .pernamespace import PerNamespaceInformer, readable_cluster_wide
 from .remove import Removal, absent_upstream
-from .synced import SyncedType, SyncKey
+from .synced import SyncedType, SyncKey, applied_key
 from .transform import keep_scale_owners
+from .tunnel import Tunnel
 from .up import StatusUp
+from .upsync import (
+    EVENTS,
+    MIRRORED,
+    UPSYNC,
+    Owners,
+    Subject,
+    Upsync,
+    UpsyncedType,
+    event_subject,
+    kcp_owner_reference,
+    queue_resource,
+    upstream_key,
+)
 
 if TYPE_CHECKING:
     from . import SyncerOptions
@@ -75,14 +94,23 @@ class Syncer:
         # the syncer reads no managedFields but those of scale writes: its caches (three per type) keep only those
         self.informers = SharedInformerFactory(options.upstream, transform=keep_scale_owners)
         self.types: dict[str, SyncedType] = {}
+        self.upsynced: dict[str, UpsyncedType] = {}  # kinds mirrored up (pods, claims), by queue resource
+        self.events: UpsyncedType | None = None  # the Events of the objects synced and mirrored
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
+        self._reported_unserved: set[str] = set()  # logged once each, not on every look
+        # per (type, selector): a claim is both synced down and mirrored up, through one cache
+        self._per_namespace_informers: dict[tuple[str, str, str | None], PerNamespaceInformer] = {}
         self._log = log.bind(logical_cluster=self.lc, sync_target=self.target)
         self.namespaces = DownstreamNamespaces(self.down, logical_cluster=self.lc, owner=self.owner, log=self._log)
-        self.spec_down = SpecDown(up=self.up, namespaces=self.namespaces, logical_cluster=self.lc,
+        self.autoscalers = Autoscalers(self.types)
+        self.spec_down = SpecDown(up=self.up, namespaces=self.namespaces,
+                                  classes=ClassNames(self.types, logical_cluster=self.lc),
+                                  autoscalers=self.autoscalers, logical_cluster=self.lc,
                                   sync_target=self.target, metrics=self.metrics, log=self._log)
         self.status_up = StatusUp(sync_target=self.target, metrics=self.metrics)
         self.removal = Removal(spec_down=self.spec_down, status_up=self.status_up, metrics=self.metrics,
                                log=self._log)
+        self.upsync = Upsync(logical_cluster=self.lc, sync_target=self.target, metrics=self.metrics, log=self._log)
 
     # --- running ---
 
@@ -92,19 +120,27 @@ class Syncer:
         heartbeat = heartbeat_loop(up=self.up, down=self.down, sync_target=self.target,
                                    interval=self.options.heartbeat_interval, synced_resources=self._synced_resources,
                                    metrics=self.metrics, log=self._log)
+        tunnel = Tunnel(upstream=self.options.upstream, downstream=self.options.downstream, logical_cluster=self.lc,
+                        sync_target=self.target, owner=self.owner, log=self._log)
         tasks = [spawn(self.controller.start(), name=f"{self.controller.name}:controller"),
-                 spawn(heartbeat, name=f"{self.controller.name}:heartbeat")]
+                 spawn(heartbeat, name=f"{self.controller.name}:heartbeat"),
+                 spawn(tunnel.run(), name=f"{self.controller.name}:tunnel")]
         try:
             await self._discover_loop(ready)
             await asyncio.Event().wait()  # the tasks run until we are cancelled
         finally:
-            await cancel_and_wait(*tasks, *(t.release for t in self.types.values() if t.release is not None))
+            await cancel_and_wait(*tasks, *(t.release for t in self.types.values() if t.release is not None),
+                                  *(t.release for t in self.upsynced.values() if t.release is not None),
+                                  *([self.events.release] if self.events and self.events.release else []))
             await self.informers.stop()
+            for informer in self._per_namespace_informers.values():
+                await informer.stop()
             self._log.info("syncer stopped")
 
     def _synced_resources(self) -> list[str]:
         """The types whose caches have all listed: what the heartbeat reports as synced."""
-        return sorted(t.name for t in self.types.values() if t.synced)
+        synced = {t.name for t in self.types.values() if t.synced}
+        return sorted(synced | {t.name for t in self.upsynced.values() if t.synced})
 
     async def _discover_loop(self, ready: asyncio.Event | None) -> None:
         """Resolve every type on both sides, again every `discovery_retry` s while some are not served;
@@ -133,21 +169,28 @@ class Syncer:
         for name in sorted(self._unserved):
             up, down = await asyncio.gather(resolve(self.up, name), resolve(self.down, name))
             if up is None or down is None:
-                self._log.info("type not served; not synced yet", resource=name, upstream=up is not None,
-                               downstream=down is not None)
+                if name not in self._reported_unserved:
+                    self._reported_unserved.add(name)
+                    self._log.info("type not served; not synced yet", resource=name, upstream=up is not None,
+                                   downstream=down is not None)
                 continue
-            self._add_type(name, up, down)
+            per_namespace = down.namespaced and not await readable_cluster_wide(self.down, down)
+            self._add_type(name, up, down, per_namespace=per_namespace)
             self._unserved.discard(name)
+        if self.events is None:
+            events = APIType("v1", EVENTS, "Event", namespaced=True, has_status=False)
+            self._add_events(events, per_namespace=not await readable_cluster_wide(self.down, events))
         self.metrics.types(len(self.types))
         self.informers.start()
 
-    def _add_type(self, name: str, up: APIType, down: APIType) -> None:
+    def _add_type(self, name: str, up: APIType, down: APIType, *, per_namespace: bool = False) -> None:
+        if name in MIRRORED:
+            self._add_upsynced_type(name, up, down, per_namespace=per_namespace)
+            if not MIRRORED[name]:
+                return
         up_informer = self.informers.informer(cluster=self.lc, api_version=up.api_version, plural=up.plural,
                                               namespaced=up.namespaced, label_selector=self.selector)
-        down_informer = self.informers.informer(cluster=self.target, api_version=down.api_version,
-                                                plural=down.plural, namespaced=down.namespaced,
-                                                label_selector=f"{OWNER_LABEL}={self.owner}",
-                                                clients=self.options.downstream)
+        down_informer = self._downstream_informer(down, per_namespace=per_namespace)
         state_informer = self.informers.informer(cluster=self.lc, api_version=up.api_version, plural=up.plural,
                                                  namespaced=up.namespaced, label_selector=self.state_selector)
         typ = SyncedType(name, up, down, up.resource(self.up), down.resource(self.down), up_informer, down_informer,
@@ -162,8 +205,103 @@ class Syncer:
                                   on_update=lambda old, new: self._downstream_changed(name, old, new),
                                   on_delete=lambda obj: self._downstream_deleted(name, obj),
                                   name=f"syncer:{self.target}")
-        self._log.info("syncing type", resource=name, upstream=up.api_version, downstream=down.api_version)
+        self._log.info("syncing type", resource=name, upstream=up.api_version, downstream=down.api_version,
+                       per_namespace=per_namespace)
 
+    def _downstream_informer(self, down: APIType, *, per_namespace: bool,
+                             owned: bool = True) -> SharedInformer | PerNamespaceInformer:
+        """The cluster's objects of `down` (this syncer's, if `owned`): one watch, or one per namespace of ours
+        when the type may not be read cluster-wide."""
+        selector = f"{OWNER_LABEL}={self.owner}" if owned else None
+        if not per_namespace:
+            return self.informers.informer(cluster=self.target, api_version=down.api_version, plural=down.plural,
+                                           namespaced=down.namespaced, label_selector=selector,
+                                           clients=self.options.downstream)
+        known = self._per_namespace_informers.get((down.api_version, down.plural, selector))
+        if known is not None:
+            return known
+        namespaces = self.informers.informer(cluster=self.target, api_version="v1", plural="namespaces",
+                                             namespaced=False, label_selector=f"{OWNER_LABEL}={self.owner}",
+                                             clients=self.options.downstream)
+        informer = PerNamespaceInformer(self.down, down, cluster=self.target, namespaces=namespaces,
+                                        label_selector=selector, transform=keep_scale_owners,
+                                        own=self._mapped_here)
+        self._per_namespace_informers[(down.api_version, down.plural, selector)] = informer
+        return informer
+
+    def _mapped_here(self, namespace: Obj) -> bool:
+        """`namespace` is named after the upstream namespace its locator names (one the controller binds)."""
+        origin = downstream_origin(namespace)
+        return origin is not None and meta(namespace).get("name") == downstream_namespace(self.lc, origin)
+
+    def _add_upsynced_type(self, name: str, up: APIType, down: APIType, *, per_namespace: bool) -> None:
+        """A type mirrored up (upsync.py): kcp's copies for this target, the cluster's objects of this syncer."""
+        up_informer = self.informers.informer(cluster=self.lc, api_version=up.api_version, plural=up.plural,
+                                              namespaced=up.namespaced,
+                                              label_selector=f"{state_label(self.target)}={UPSYNC}")
+        down_informer = self._downstream_informer(down, per_namespace=per_namespace)
+        typ = UpsyncedType(name, up, down, up.resource(self.up), down.resource(self.down), up_informer,
+                           down_informer)
+        resource = queue_resource(name)
+        self.upsynced[resource] = typ
+
+        def upstream(obj: Obj) -> None:
+            namespace, pod = str(meta(obj).get("namespace") or ""), str(meta(obj).get("name") or "")
+            self.controller.enqueue(SyncKey(resource, namespace, pod))
+            self._owner_arrived(typ, namespace, pod)
+            if self.events is not None:  # a new copy of the pod: its Events name the copy's uid
+                for event in self.events.down_informer.indexer.by_index(
+                        NAMESPACE_INDEX, downstream_namespace(self.lc, namespace)):
+                    if (event.get("involvedObject") or {}).get("name") == pod:
+                        self.controller.enqueue(SyncKey(EVENTS, namespace, str(meta(event).get("name") or "")))
+
+        def upstream_deleted(obj: Obj) -> None:
+            final = deleted_object(obj)
+            key = SyncKey(resource, str(meta(final).get("namespace") or ""), str(meta(final).get("name") or ""))
+            self.upsync.upstream_deleted(typ, key)
+            self.controller.enqueue(key)
+
+        def downstream(obj: Obj) -> None:
+            key = upstream_key(resource, deleted_object(obj), self.lc)
+            if key is not None:
+                self.controller.enqueue(key)
+
+        up_informer.add_handler(on_add=upstream, on_update=lambda old, new: upstream(new), on_delete=upstream_deleted,
+                                name=f"syncer:{self.target}:upsync")
+        def downstream_deleted(obj: Obj) -> None:
+            downstream(obj)
+            namespace = meta(deleted_object(obj)).get("namespace")
+            if namespace:  # the last of them may leave an empty namespace of ours
+                self.controller.enqueue(SyncKey("", "", str(namespace)))
+
+        down_informer.add_handler(on_add=downstream, on_update=lambda old, new: downstream(new),
+                                  on_delete=downstream_deleted, name=f"syncer:{self.target}:upsync")
+        self._log.info("mirroring type up", resource=name, upstream=up.api_version, downstream=down.api_version)
+
+    def _add_events(self, events: APIType, *, per_namespace: bool) -> None:
+        """The Events of the synced and mirrored objects: one downstream reflector of the cluster's Events, or
+        one per namespace of ours (the others are dropped by `event_subject`), kcp's copies for this target."""
+        up_informer = self.informers.informer(cluster=self.lc, api_version="v1", plural=EVENTS, namespaced=True,
+                                              label_selector=f"{state_label(self.target)}={UPSYNC}")
+        down_informer = self._downstream_informer(events, per_namespace=per_namespace, owned=False)
+        self.events = UpsyncedType(EVENTS, events, events, events.resource(self.up), events.resource(self.down),
+                                   up_informer, down_informer)
+
+        def downstream(obj: Obj) -> None:
+            event = deleted_object(obj)
+            key = self.upsync.event_key(event, self._event_subject(event))
+            if key is not None:
+                self.controller.enqueue(key)
+
+        def upstream(obj: Obj) -> None:
+            final = deleted_object(obj)
+            self.controller.enqueue(SyncKey(EVENTS, str(meta(final).get("namespace") or ""),
+                                            str(meta(final).get("name") or "")))
+
+        down_informer.add_handler(on_add=downstream, on_update=lambda old, new: downstream(new), on_delete=downstream,
+                                  name=f"syncer:{self.target}:events")
+        up_informer.add_handler(on_add=upstream, on_update=lambda old, new: upstream(new), on_delete=upstream,
+                                name=f"syncer:{self.target}:events")
 
     # --- event handlers: queue the upstream key ---
 
@@ -171,14 +309,14 @@ class Syncer:
         upstream_meta = meta(obj)
         key = SyncKey(resource, str(upstream_meta.get("namespace") or ""), str(upstream_meta.get("name") or ""))
         self.spec_down.upstream_changed(key)
+        self.removal.note(key, obj)
         self.controller.enqueue(key)
+        if not key.namespace:  # a class that referrers may be held for
+            for held in sorted(self.spec_down.class_arrived(resource, key.name)):
+                self.controller.enqueue(held)
 
     def _upstream_key(self, resource: str, obj: Obj) -> SyncKey | None:
-        annotations = meta(obj).get("annotations") or {}
-        if annotations.get(UPSTREAM_CLUSTER_ANNOTATION) != self.lc or not annotations.get(UPSTREAM_NAME_ANNOTATION):
-            return None
-        return SyncKey(resource, str(annotations.get(UPSTREAM_NAMESPACE_ANNOTATION) or ""),
-                       str(annotations[UPSTREAM_NAME_ANNOTATION]))
+        return applied_key(resource, obj, self.lc)
 
     def _downstream_changed(self, resource: str, old: Obj | None, new: Obj) -> None:
         key = self._upstream_key(resource, new)
@@ -187,6 +325,8 @@ class Syncer:
         self.spec_down.downstream_changed(key)
         self.status_up.downstream_changed(key, old, new)
         self.controller.enqueue(key)
+        if resource == AUTOSCALERS:
+            self._autoscaler_moved(key, old, new)
 
     def _downstream_deleted(self, resource: str, obj: Obj | DeletedFinalStateUnknown) -> None:
         final = deleted_object(obj)
@@ -194,9 +334,18 @@ class Syncer:
         if key is not None:
             self.spec_down.downstream_changed(key)
             self.controller.enqueue(key)
+            if resource == AUTOSCALERS:
+                self._autoscaler_moved(key, final, None)
         namespace = meta(final).get("namespace")
         if namespace:  # its namespace may be empty now
             self.controller.enqueue(SyncKey("", "", str(namespace)))
+
+    def _autoscaler_moved(self, key: SyncKey, old: Obj | None, new: Obj | None) -> None:
+        """The workloads an autoscaler starts or stops scaling: whose replicas become the cluster's, or kcp's again."""
+        for hpa in (old, new):
+            target = self.autoscalers.target_key(hpa) if hpa is not None else None
+            if target is not None:
+                self.controller.enqueue(SyncKey(target[0], key.namespace, target[1]))
 
     # --- reconcile ---
 
@@ -205,8 +354,13 @@ class Syncer:
 
     async def _reconcile(self, key: SyncKey) -> Result | None:
         if not key.resource:
-            await self.namespaces.cleanup(key.name, self.types.values())
+            await self.namespaces.cleanup(key.name, self.types.values(), self.upsynced.values())
             return None
+        if key.resource == EVENTS and self.events is not None:
+            return await self._reconcile_event(self.events, key)
+        mirrored = self.upsynced.get(key.resource)
+        if mirrored is not None:
+            return await self._reconcile_upsynced(mirrored, key)
         typ = self.types.get(key.resource)
         if typ is None:
             return None
@@ -214,14 +368,19 @@ class Syncer:
             self._hold_until_synced(typ, key)
             return None
         down_ns = self._downstream_namespace(typ, key.namespace)
+        down_name = key.name if typ.down.namespaced else downstream_name(self.lc, key.name)
         up = typ.upstream(ObjectKey(self.lc, key.namespace, key.name))
-        down = typ.down_informer.indexer.get(ObjectKey(self.target, down_ns or "", key.name))
+        down = typ.down_informer.indexer.get(ObjectKey(self.target, down_ns or "", down_name))
         if up is None:
             up = await absent_upstream(typ, key)
         try:
             if up is None or deleting(up) or not assigned_to(meta(up).get("labels"), self.target):
                 return await self.removal.remove(typ, key, up, down, down_ns)
-            applied_hash = await self.spec_down.sync(typ, key, up, down, down_ns)
+            try:
+                applied_hash = await self.spec_down.sync(typ, key, up, down, down_ns, down_name)
+            except MissingClass as missing:
+                self.metrics.error("ClassNotFound")
+                return Result(requeue_after=await self.spec_down.wait_for_class(key, up, missing))
             await self.status_up.sync(typ, key, up, down, applied_hash)
         except APIConflictError:
             # our cached upstream copy is stale (the change's own event requeues the key): not a failure
@@ -229,13 +388,82 @@ class Syncer:
             return Result(requeue_after=CONFLICT_RETRY)
         return None
 
-    def _hold_until_synced(self, typ: SyncedType, key: SyncKey) -> None:
+    async def _reconcile_upsynced(self, typ: UpsyncedType, key: SyncKey) -> Result | None:
+        if not typ.synced:  # absence in a cache that has not listed yet proves nothing
+            self._hold_until_synced(typ, key)
+            return None
+        try:
+            complete = await self.upsync.reconcile(typ, key, self._kcp_owners)
+        except APIConflictError:
+            self.metrics.error("Conflict")
+            return Result(requeue_after=CONFLICT_RETRY)
+        return None if complete else Result(requeue_after=CONFLICT_RETRY)  # an owner is on its way to kcp
+
+    def _owner_arrived(self, owner: UpsyncedType, namespace: str, name: str) -> None:
+        """A mirror copy is in kcp: the mirrors it owns take their reference to it now, not on their retry."""
+        for dependents in self.upsynced.values():
+            for down in dependents.down_informer.indexer.by_index(NAMESPACE_INDEX,
+                                                                  downstream_namespace(self.lc, namespace)):
+                if any(isinstance(r, dict) and r.get("kind") == owner.down.kind and r.get("name") == name
+                       for r in meta(down).get("ownerReferences") or ()):
+                    key = upstream_key(dependents.name, down, self.lc)
+                    if key is not None:
+                        self.controller.enqueue(SyncKey(queue_resource(dependents.name), key.namespace, key.name))
+
+    def _kcp_owners(self, down: Obj) -> Owners:
+        """A downstream object's ownerReferences pointed at kcp's objects of the chain (see upsync.py)."""
+        namespace = str(meta(down).get("namespace") or "")
+        found: list[dict[str, Any]] = []
+        missing = controlled_by_synced = False
+        for ref in meta(down).get("ownerReferences") or ():
+            if not isinstance(ref, dict):
+                continue
+            kind, group = ref.get("kind"), str(ref.get("apiVersion") or "").rpartition("/")[0]
+            down_key = ObjectKey(self.target, namespace, str(ref.get("name") or ""))
+            up, synced = None, False
+            for typ in self.types.values():
+                if typ.down.kind != kind or typ.down.api_version.rpartition("/")[0] != group:
+                    continue
+                owner = typ.down_informer.indexer.get(down_key)
+                key = applied_key(typ.name, owner, self.lc) if owner is not None else None
+                if owner is not None and key is not None and meta(owner).get("uid") == ref.get("uid"):
+                    up, synced = typ.upstream(ObjectKey(self.lc, key.namespace, key.name)), True
+            for mirrored in self.upsynced.values():
+                if up is not None or mirrored.down.kind != kind or mirrored.down.api_version.rpartition("/")[0] != group:
+                    continue
+                owner = mirrored.down_informer.indexer.get(down_key)
+                key = upstream_key(mirrored.name, owner, self.lc) if owner is not None else None
+                if owner is not None and key is not None and meta(owner).get("uid") == ref.get("uid"):
+                    up = mirrored.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
+                    missing = missing or up is None
+            if synced and up is None:
+                missing = True
+            controlled_by_synced = controlled_by_synced or (synced and bool(ref.get("controller")))
+            if up is not None:
+                found.append(kcp_owner_reference(ref, up))
+        return Owners(found, missing=missing, controlled_by_synced=controlled_by_synced)
+
+    def _event_subject(self, event: Obj) -> Subject | None:
+        return event_subject(event, mirrored=self.upsynced.values(), synced=self.types.values(),
+                             logical_cluster=self.lc, sync_target=self.target)
+
+    async def _reconcile_event(self, events: UpsyncedType, key: SyncKey) -> Result | None:
+        if not events.synced:
+            self._hold_until_synced(events, key)
+            return None
+        if not all(t.synced for t in (*self.upsynced.values(), *self.types.values())):
+            return Result(requeue_after=CONFLICT_RETRY)  # what it is about cannot be told yet
+        if not await self.upsync.reconcile_event(events, key, self._event_subject):
+            return Result(requeue_after=CONFLICT_RETRY)  # kcp's object it is about is on its way
+        return None
+
+    def _hold_until_synced(self, typ: SyncedType | UpsyncedType, key: SyncKey) -> None:
         """Queue `key` again the moment its type's caches have all listed (not after a fixed delay)."""
         typ.waiting.add(key)
         if typ.release is None:
             typ.release = spawn(self._release_when_synced(typ), name=f"{self.controller.name}:{typ.name}:synced")
 
-    async def _release_when_synced(self, typ: SyncedType) -> None:
+    async def _release_when_synced(self, typ: SyncedType | UpsyncedType) -> None:
         await asyncio.gather(*(informer.wait_for_sync() for informer in typ.informers))
         keys, typ.waiting, typ.release = typ.waiting, set(), None
         for key in sorted(keys):

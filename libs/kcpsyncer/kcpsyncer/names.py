@@ -3,7 +3,7 @@
 A physical cluster may serve many logical clusters (and several kcp
 SyncTargets), so every namespace is mapped: upstream (logical cluster,
 namespace) becomes downstream `kcp-<hash>`, the hash stable across restarts
-and syncers. The namespace's annotation says where it came from, because a
+and syncers. A cluster-scoped object is mapped the same way, by (logical cluster, name). The namespace's annotation says where it came from, because a
 logical cluster name (`root:org`) is not a valid label value.
 """
 
@@ -16,9 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kcpcommon.keys import ASSIGNMENT_LABEL as ASSIGNMENT_LABEL  # upstream: this object goes to that SyncTarget
+from kcpcommon.keys import STATE_LABEL_PREFIX as STATE_LABEL_PREFIX
+from kcpcommon.keys import STATE_UPSYNC as STATE_UPSYNC
 
 # upstream, one label per SyncTarget: `state.workload.kcp.io/<target>: Sync` assigns an object to several
-STATE_LABEL_PREFIX = "state.workload.kcp.io/"
 STATE_SYNC = "Sync"
 # upstream, one annotation per SyncTarget of an object on several: that cluster's status (see summary.py)
 STATUS_ANNOTATION_PREFIX = "experimental.status.workload.kcp.io/"
@@ -36,7 +37,9 @@ HEARTBEAT_GROUP_VERSION = "workload.kcp.io/v1alpha1"
 
 DEFAULT_RESOURCES: tuple[str, ...] = (
     "deployments.apps", "statefulsets.apps", "services", "configmaps", "secrets", "serviceaccounts",
-    "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io")
+    "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io", "storageclasses.storage.k8s.io",
+    "priorityclasses.scheduling.k8s.io", "ingressclasses.networking.k8s.io", "runtimeclasses.node.k8s.io",
+    "pods", "replicasets.apps")  # mirrored up, not synced down (upsync.py)
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -54,6 +57,14 @@ def _base36(digest: bytes, length: int) -> str:
 def downstream_namespace(logical_cluster: str, namespace: str) -> str:
     """`kcp-<hash>` for an upstream namespace: the same for every syncer, distinct per tenant."""
     digest = hashlib.sha256(f"{logical_cluster}\x00{namespace}".encode()).digest()
+    return "kcp-" + _base36(digest, 16)
+
+
+@functools.lru_cache(maxsize=4096)
+def downstream_name(logical_cluster: str, name: str) -> str:
+    """`kcp-<hash>` for a tenant's cluster-scoped object (a StorageClass, a PriorityClass...): a physical
+    cluster has one name space for them, shared by every tenant synced to it."""
+    digest = hashlib.sha256(f"{logical_cluster}\x00{name}".encode()).digest()
     return "kcp-" + _base36(digest, 16)
 
 

@@ -1,5 +1,9 @@
 """The physical cluster's namespaces of one syncer: `kcp-<hash>` per upstream namespace, made on first use,
-deleted once nothing synced is left in them on either side."""
+deleted once nothing synced is left in them on either side.
+
+A namespace is made with a create, never an apply: a pull-mode syncer may create namespaces anywhere but
+patch only its own (an apply that creates is also a patch of that name), and one that exists already is
+left as it is (labelling someone else's namespace as ours would earn it nothing, and take nothing)."""
 
 from __future__ import annotations
 
@@ -10,12 +14,12 @@ from collections.abc import Iterable
 from structlog.typing import FilteringBoundLogger
 
 from kcpcommon.dynamic import DynamicClient
-from kcpcommon.errors import APINotFoundError
+from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.store import NAMESPACE_INDEX
 
 from .names import FIELD_MANAGER, NAMESPACE_LOCATOR_ANNOTATION, OWNER_LABEL, namespace_locator
 from .objects import Obj, deleting, meta
-from .synced import SyncedType
+from .synced import SyncedType, TypeCaches
 
 
 class DownstreamNamespaces:
@@ -45,12 +49,16 @@ class DownstreamNamespaces:
             body = {"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": down_ns, "labels": {OWNER_LABEL: self._owner},
                                  "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(self._lc, up_ns)}}}
-            await self._namespaces.patch(down_ns, body, patch_type="apply", field_manager=FIELD_MANAGER, force=True)
+            try:
+                await self._namespaces.create(body, field_manager=FIELD_MANAGER)
+            except APIAlreadyExistsError:
+                pass  # made by us before (or terminating: the write into it says so, and forgets it)
             self.known.add(down_ns)
             self._origin[down_ns] = up_ns
 
-    async def cleanup(self, down_ns: str, types: Iterable[SyncedType]) -> None:
-        """Delete a downstream namespace of ours once nothing synced is left in it, on either side."""
+    async def cleanup(self, down_ns: str, types: Iterable[SyncedType], mirrored: Iterable[TypeCaches] = ()) -> None:
+        """Delete a downstream namespace of ours once nothing synced is left in it, on either side, and nothing
+        our workloads made (`mirrored` kinds: pods a ReplicaSet deleted with orphan left running) either."""
         up_ns = self._origin.get(down_ns)
         if up_ns is None:
             try:
@@ -68,6 +76,9 @@ class DownstreamNamespaces:
             if any(not deleting(obj) for obj in typ.upstream_in(up_ns)):
                 return
             if typ.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns):
+                return
+        for held in mirrored:
+            if not held.synced or held.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns):
                 return
         self.known.discard(down_ns)
         try:

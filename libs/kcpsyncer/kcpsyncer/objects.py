@@ -6,6 +6,14 @@ from collections.abc import Mapping
 from typing import Any
 
 Obj = Mapping[str, Any]
+# kind -> where the pod template of a kind that makes pods is (a CronJob's one level deeper)
+POD_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "Deployment": ("spec", "template"), "ReplicaSet": ("spec", "template"), "StatefulSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"), "Job": ("spec", "template"), "ReplicationController": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+# kind -> where the claim templates of a kind that makes PersistentVolumeClaims are (a list of templates)
+CLAIM_TEMPLATES: dict[str, tuple[str, ...]] = {"StatefulSet": ("spec", "volumeClaimTemplates")}
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:

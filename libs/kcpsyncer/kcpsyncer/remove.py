@@ -7,6 +7,12 @@ the object itself showing it is unassigned or being deleted, lets the syncer del
 unreachable, a list that failed or came back empty wrongly, a type not served: all of these raise, and
 the key is retried with backoff, deleting nothing. The upstream finalizer keeps an object deleted while
 the syncer was down until the syncer has removed its downstream copy.
+
+The downstream delete propagates as the user's did: `kubectl delete --cascade=orphan` (or foreground) in
+kcp puts kube's `orphan` (`foregroundDeletion`) finalizer on the object with its deletionTimestamp, and the
+syncer deletes its copy with that policy, so a ReplicaSet deleted with orphan leaves its pods running on the
+cluster as it would there. kcp's garbage collector lifts that finalizer soon after, so the policy is noted
+from the upstream events as they come (`note`), not read from the cache when the key is reconciled.
 """
 
 from __future__ import annotations
@@ -23,6 +29,15 @@ from .synced import SyncedType, SyncKey
 from .up import StatusUp
 
 DELETE_WAIT = 2.0  # seconds before looking again at a downstream object still being finalized
+# kube's finalizers of a delete that orphans or waits for dependents -> the propagation policy they stand for
+POLICY_FINALIZERS = {"orphan": "Orphan", "foregroundDeletion": "Foreground"}
+
+
+def propagation_of(up: Obj) -> str | None:
+    """The propagation policy of `up`'s deletion, when it is not the default (background)."""
+    if not deleting(up):
+        return None
+    return next((policy for finalizer, policy in POLICY_FINALIZERS.items() if finalizer in finalizers(up)), None)
 
 
 async def absent_upstream(typ: SyncedType, key: SyncKey) -> Obj | None:
@@ -49,6 +64,19 @@ class Removal:
         self._up = status_up
         self._metrics = metrics
         self._log = log
+        self._policies: dict[SyncKey, tuple[str, str]] = {}  # key -> (upstream uid, policy of its deletion)
+
+    def note(self, key: SyncKey, up: Obj) -> None:
+        """Remember the propagation policy of an upstream deletion as its event shows it."""
+        policy = propagation_of(up)
+        if policy is not None:
+            self._policies[key] = (str(meta(up).get("uid") or ""), policy)
+
+    def _policy(self, key: SyncKey, up: Obj | None) -> str:
+        noted = self._policies.get(key)
+        if noted is not None and up is not None and noted[0] != str(meta(up).get("uid") or ""):
+            noted = None  # another object by that name since
+        return (noted[1] if noted else None) or (propagation_of(up) if up is not None else None) or "Background"
 
     async def remove(self, typ: SyncedType, key: SyncKey, up: Obj | None, down: Obj | None,
                      down_ns: str | None) -> Result | None:
@@ -56,8 +84,9 @@ class Removal:
         self._down.forget_change(key)
         self._up.forget(key)
         if down is not None:
-            if not await self._delete_downstream(typ, key, down, down_ns):
+            if not await self._delete_downstream(typ, key, down, down_ns, self._policy(key, up)):
                 return Result(requeue_after=DELETE_WAIT)
+        self._policies.pop(key, None)
         self._down.forget_writes(key)
         finalizer = self._down.finalizer
         if up is not None and finalizer in finalizers(up):
@@ -65,13 +94,15 @@ class Removal:
         self._down.forget_report(key)
         return None
 
-    async def _delete_downstream(self, typ: SyncedType, key: SyncKey, down: Obj, down_ns: str | None) -> bool:
-        """Delete our downstream copy (that very object: uid precondition); True once it is gone."""
+    async def _delete_downstream(self, typ: SyncedType, key: SyncKey, down: Obj, down_ns: str | None,
+                                 policy: str) -> bool:
+        """Delete our downstream copy (that very object: uid precondition) with `policy`; True once it is gone."""
         if deleting(down):
             return False
         uid = str(meta(down).get("uid") or "")
         try:
-            result = await typ.down_resource.delete(key.name, namespace=down_ns, propagation_policy="Background",
+            result = await typ.down_resource.delete(str(meta(down).get("name") or key.name), namespace=down_ns,
+                                                    propagation_policy=policy,
                                                     preconditions={"uid": uid} if uid else None)
         except APINotFoundError:
             return True
@@ -79,5 +110,5 @@ class Removal:
             return True
         self._metrics.synced(DELETE, typ.name)
         self._log.info("deleted downstream", resource=typ.name, namespace=key.namespace, name=key.name,
-                       downstream_namespace=down_ns)
+                       downstream_namespace=down_ns, propagation=policy)
         return result.get("kind") == "Status" or not finalizers(result)

@@ -24,7 +24,9 @@ from typing import Any
 
 from kcpcommon.informer import strip_managed_fields
 from kcpcommon.keys import CLUSTER_ANNOTATION
+from kcpcommon.quantity import try_parse_quantity
 
+from .classes import Names, confine, rename
 from .names import (
     FIELD_MANAGER,
     OWNER_LABEL,
@@ -35,6 +37,7 @@ from .names import (
     UPSTREAM_NAMESPACE_ANNOTATION,
     owner,
 )
+from .objects import CLAIM_TEMPLATES, POD_TEMPLATES
 
 Obj = Mapping[str, Any]
 
@@ -51,12 +54,24 @@ NOT_SYNCED = frozenset({"apiVersion", "kind", "metadata", "status"})
 ALLOCATED_BY_THE_CLUSTER = ("clusterIP", "clusterIPs")
 KCP_IP_FAMILIES = {"ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}
 HEADLESS = "None"
+# `protocol` is a key of the port lists (a Service's ports, a container's) that kube defaults to TCP; kube before
+# 1.21 cannot merge an apply whose port omits it (a 500: "associative list with keys has an element that omits
+# key field protocol"), so the syncer says what the cluster would default anyway.
+DEFAULT_PROTOCOL = "TCP"
+CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 
 def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: str | None,
-                      logical_cluster: str, sync_target: str, scaled_downstream: bool = False) -> dict[str, Any]:
-    """The apply body for `upstream` in downstream namespace `namespace` (None: cluster-scoped); without
-    `spec.replicas` when the downstream copy is `scaled_downstream`."""
+                      logical_cluster: str, sync_target: str, scaled_downstream: bool = False,
+                      name: str | None = None, class_names: Names | None = None,
+                      live: Obj | None = None, autoscaled: bool = False) -> dict[str, Any]:
+    """The apply body for `upstream` in downstream namespace `namespace` (None: cluster-scoped), named `name`
+    (default: the upstream name), with the classes it names renamed by `class_names` (classes.py); without
+    `spec.replicas` when the downstream copy is `scaled_downstream`, and with the `live` copy's when an
+    autoscaler synced with it scales it (`autoscaled`: the syncer's apply still owns the field on a cluster
+    that records no scale writes, so leaving it out would reset it; the hash leaves it out, so a scaling
+    alone is no reason to apply); what kube never lets change once the `live` downstream copy exists
+    (IMMUTABLE_AFTER_CREATE) as that copy has it."""
     meta = upstream.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels[OWNER_LABEL] = owner(logical_cluster, sync_target)
@@ -66,7 +81,7 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     if meta.get("namespace"):
         annotations[UPSTREAM_NAMESPACE_ANNOTATION] = str(meta["namespace"])
     annotations[UPSTREAM_NAME_ANNOTATION] = str(meta.get("name") or "")
-    metadata: dict[str, Any] = {"name": meta.get("name")}
+    metadata: dict[str, Any] = {"name": name or meta.get("name")}
     if namespace:
         metadata["namespace"] = namespace
     metadata["labels"] = labels
@@ -75,12 +90,117 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     for field, value in upstream.items():
         if field not in NOT_SYNCED:
             body[field] = copy.deepcopy(value)
-    if scaled_downstream and isinstance(body.get("spec"), dict):
+    if class_names:
+        rename(kind, body, class_names)
+    confine(kind, body)
+    live_replicas = ((live or {}).get("spec") or {}).get("replicas")
+    keep_live_replicas = autoscaled and not scaled_downstream and live_replicas is not None
+    if (scaled_downstream or keep_live_replicas) and isinstance(body.get("spec"), dict):
         body["spec"].pop("replicas", None)
     if api_version == "v1" and kind == "Service" and isinstance(body.get("spec"), dict):
         _leave_addresses_to_the_cluster(body["spec"])
+    _name_port_protocols(body)
+    mark_pod_template(body, owner=labels[OWNER_LABEL], logical_cluster=logical_cluster,
+                      namespace=str(meta.get("namespace") or ""))
+    if live is not None:
+        _keep_immutable(kind, body, live)
     annotations[SPEC_HASH_ANNOTATION] = spec_hash(body)
+    if keep_live_replicas and isinstance(body.get("spec"), dict):
+        body["spec"]["replicas"] = live_replicas
     return body
+
+
+# fields kube refuses to change after create that the syncer writes itself (claim templates carry the mirror's
+# marks: a StatefulSet synced before they were marked must keep the templates it was created with)
+IMMUTABLE_AFTER_CREATE: dict[str, tuple[tuple[str, ...], ...]] = {"StatefulSet": (("spec", "volumeClaimTemplates"),)}
+
+
+def _keep_immutable(kind: str, body: dict[str, Any], live: Obj) -> None:
+    for path in IMMUTABLE_AFTER_CREATE.get(kind, ()):
+        holder, value = _at(body, path[:-1]), _at(live, path)
+        if not isinstance(holder, dict):
+            continue
+        if value is None:
+            holder.pop(path[-1], None)
+        else:
+            holder[path[-1]] = copy.deepcopy(value)
+
+
+def mark_pod_template(body: dict[str, Any], *, owner: str, logical_cluster: str, namespace: str) -> None:
+    """Give the pods and claims `body` will make downstream this syncer's owner label and their upstream
+    namespace: the mirror (upsync.py) finds them by that label."""
+    if not namespace:
+        return
+    templates: list[Any] = []
+    pod_path = POD_TEMPLATES.get(str(body.get("kind")))
+    if pod_path is not None:
+        templates.append(_at(body, pod_path))
+    claims_path = CLAIM_TEMPLATES.get(str(body.get("kind")))
+    if claims_path is not None:
+        claims = _at(body, claims_path)
+        templates.extend(claims if isinstance(claims, list) else [])
+    for template in templates:
+        if not isinstance(template, dict):
+            continue
+        template_meta = template.setdefault("metadata", {})
+        template_meta.setdefault("labels", {})[OWNER_LABEL] = owner
+        annotations = template_meta.setdefault("annotations", {})
+        annotations[UPSTREAM_CLUSTER_ANNOTATION] = logical_cluster
+        annotations[UPSTREAM_NAMESPACE_ANNOTATION] = namespace
+
+
+def unmark_pod_template(body: dict[str, Any]) -> None:
+    """Take `mark_pod_template`'s marks off the pod template of a mirrored object (a downstream ReplicaSet), so
+    its template in kcp equals its Deployment's there (how kubectl tells the NewReplicaSet)."""
+    pod_path = POD_TEMPLATES.get(str(body.get("kind")))
+    template = _at(body, pod_path) if pod_path is not None else None
+    template_meta = template.get("metadata") if isinstance(template, dict) else None
+    if not isinstance(template_meta, dict):
+        return
+    for part, marks in (("labels", (OWNER_LABEL,)),
+                        ("annotations", (UPSTREAM_CLUSTER_ANNOTATION, UPSTREAM_NAMESPACE_ANNOTATION))):
+        values = template_meta.get(part)
+        if isinstance(values, dict):
+            for mark in marks:
+                values.pop(mark, None)
+            if not values:
+                del template_meta[part]
+
+
+def _at(body: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        body = body.get(part) if isinstance(body, dict) else None
+    return body
+
+
+def _name_port_protocols(body: dict[str, Any]) -> None:
+    """Give every port of a Service, a Pod or a pod template that omits its protocol kube's default
+    (DEFAULT_PROTOCOL): the same object on any cluster, and one that kube < 1.21 can apply."""
+    spec = body.get("spec")
+    if body.get("kind") == "Service" and isinstance(spec, dict):
+        _default_protocols(spec.get("ports"))
+        return
+    pod_spec: Any = body if body.get("kind") == "Pod" else _pod_template(body)
+    pod_spec = pod_spec.get("spec") if isinstance(pod_spec, dict) else None
+    if not isinstance(pod_spec, dict):
+        return
+    for field in CONTAINER_LISTS:
+        for container in pod_spec.get(field) or ():
+            if isinstance(container, dict):
+                _default_protocols(container.get("ports"))
+
+
+def _default_protocols(ports: Any) -> None:
+    for port in ports if isinstance(ports, list) else ():
+        if isinstance(port, dict) and not port.get("protocol"):
+            port["protocol"] = DEFAULT_PROTOCOL
+
+
+def _pod_template(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod template of a workload kind (objects.POD_TEMPLATES), or None."""
+    path = POD_TEMPLATES.get(str(body.get("kind")))
+    template = _at(body, path) if path is not None else None
+    return template if isinstance(template, dict) else None
 
 
 def _leave_addresses_to_the_cluster(spec: dict[str, Any]) -> None:
@@ -125,17 +245,36 @@ def spec_hash(body: Obj) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def contains(live: Any, desired: Any) -> bool:
+# maps of resource name -> Quantity (a container's requests and limits, a node's capacity, a quota's
+# hard and used): a real cluster stores these canonical (`0.5` reads back `500m`), so text differs
+QUANTITY_MAPS = frozenset({"limits", "requests", "capacity", "allocatable", "hard", "used"})
+
+
+def same_value(live: Any, desired: Any, parent: str | None = None) -> bool:
+    """Equal, or the same quantity spelt otherwise in one of `QUANTITY_MAPS` (kube's canonical text
+    downstream against the user's upstream: never a reason to write)."""
+    if live == desired:
+        return True
+    if parent not in QUANTITY_MAPS or not isinstance(live, str | int | float) or not isinstance(desired, str | int | float):
+        return False
+    have, want = try_parse_quantity(live), try_parse_quantity(desired)
+    return have is not None and have == want
+
+
+def contains(live: Any, desired: Any, name: str | None = None) -> bool:
     """True if every field of `desired` is in `live` with the same value (lists: same length, item-wise).
 
     Extra fields in `live` are the server's (defaults, allocations): they do not make it differ.
+    Quantities compare by value (`same_value`); `name` is the key `desired` sits under.
     """
     if isinstance(desired, Mapping):
-        return isinstance(live, Mapping) and all(k in live and contains(live[k], v) for k, v in desired.items())
+        return isinstance(live, Mapping) and all(
+            k in live and (contains(live[k], v, k) if isinstance(v, Mapping | list) else same_value(live[k], v, name))
+            for k, v in desired.items())
     if isinstance(desired, list):
         return (isinstance(live, list) and len(live) == len(desired)
                 and all(contains(a, b) for a, b in zip(live, desired, strict=True)))
-    return bool(live == desired)
+    return same_value(live, desired)
 
 
 def up_to_date(desired: Obj, live: Obj | None) -> bool:
@@ -151,17 +290,21 @@ def up_to_date(desired: Obj, live: Obj | None) -> bool:
     return want == have and contains(live, desired)
 
 
-def merge_patch(current: Any, desired: Any) -> Any:
-    """The JSON merge patch (RFC 7386) that turns `current` into `desired`; {} when they are equal."""
+def merge_patch(current: Any, desired: Any, name: str | None = None) -> Any:
+    """The JSON merge patch (RFC 7386) that turns `current` into `desired`; {} when they are equal.
+
+    A quantity only spelt otherwise (`same_value`) is left as it is."""
     if not isinstance(current, Mapping) or not isinstance(desired, Mapping):
         return copy.deepcopy(desired)
     patch: dict[str, Any] = {}
     for key, value in desired.items():
         if key not in current:
             patch[key] = copy.deepcopy(value)
-        elif current[key] != value:
+        elif not same_value(current[key], value, name):
             if isinstance(value, Mapping) and isinstance(current[key], Mapping):
-                patch[key] = merge_patch(current[key], value)
+                sub = merge_patch(current[key], value, key)
+                if sub:
+                    patch[key] = sub
             else:
                 patch[key] = copy.deepcopy(value)
     for key in current:

@@ -13,14 +13,24 @@ import json
 from typing import Any
 
 import pytest
+import structlog.testing
+from syncer_fakes import FakeResource
 
 from kcpcommon.controller import Result, TerminalError
-from kcpcommon.errors import APIConflictError, APIInvalidError, APINotFoundError, APITransportError
+from kcpcommon.errors import (
+    APIAlreadyExistsError,
+    APIConflictError,
+    APIInvalidError,
+    APINotFoundError,
+    APITransportError,
+)
 from kcpcommon.informer import SharedInformer
 from kcpcommon.tasks import cancel_and_wait
 from kcpsyncer import SyncerOptions, downstream_namespace, syncer_finalizer
+from kcpsyncer.classes import STORAGE_CLASSES, inverse, named, rename
 from kcpsyncer.discovery import APIType
 from kcpsyncer.engine import Syncer
+from kcpsyncer.names import downstream_name
 from kcpsyncer.summary import status_annotation
 from kcpsyncer.synced import SyncedType, SyncKey
 from kcpsyncer.transform import downstream_object
@@ -31,39 +41,6 @@ MAPPED = downstream_namespace(LC, "default")
 CM = APIType("v1", "configmaps", "ConfigMap", namespaced=True, has_status=False)
 SVC = APIType("v1", "services", "Service", namespaced=True, has_status=True)
 DEPLOY = APIType("apps/v1", "deployments", "Deployment", namespaced=True, has_status=True)
-
-
-class FakeResource:
-    """Records calls; `get_answer` / `delete_answer` are returned or raised."""
-
-    def __init__(self, api: APIType) -> None:
-        self.api_version, self.plural, self.namespaced = api.api_version, api.plural, api.namespaced
-        self.calls: list[tuple[str, Any, ...]] = []
-        self.get_answer: Any = None
-        self.delete_answer: Any = {"kind": "Status", "status": "Success"}
-
-    async def get(self, name: str, **kw: Any) -> Any:
-        self.calls.append(("get", name, kw))
-        if isinstance(self.get_answer, Exception):
-            raise self.get_answer
-        return self.get_answer
-
-    async def delete(self, name: str, **kw: Any) -> Any:
-        self.calls.append(("delete", name, kw))
-        if isinstance(self.delete_answer, Exception):
-            raise self.delete_answer
-        return self.delete_answer
-
-    async def patch(self, name: str, body: Any, **kw: Any) -> Any:
-        self.calls.append(("patch", name, body, kw))
-        return body
-
-    async def create(self, body: Any, **kw: Any) -> Any:
-        self.calls.append(("create", body, kw))
-        return body
-
-    def verbs(self) -> list[str]:
-        return [call[0] for call in self.calls]
 
 
 class FakeClients:
@@ -279,6 +256,27 @@ async def test_one_apply_while_the_downstream_cache_lags_yet_a_later_downstream_
     assert h.down.verbs() == ["patch", "patch"]
 
 
+async def test_a_mapped_namespace_is_created_never_applied_and_one_that_exists_is_left_as_it_is() -> None:
+    h = Harness()
+    h.syncer.namespaces.known.discard(MAPPED)
+    h.caches([upstream_cm()], [])
+    await h.reconcile()
+    namespaces = h.down_clients.resources["namespaces"]
+    # pull mode: the syncer may create namespaces anywhere, patch none but its own (an apply is a patch)
+    assert namespaces.verbs() == ["create"]
+    assert namespaces.calls[0][1]["metadata"]["name"] == MAPPED
+    assert h.down.verbs() == ["patch"]
+
+    again = Harness()
+    again.syncer.namespaces.known.discard(MAPPED)
+    again.down_clients.resource("v1", "namespaces", namespaced=False).create_answer = APIAlreadyExistsError(
+        f'namespaces "{MAPPED}" already exists', status=409, reason="AlreadyExists")
+    again.caches([upstream_cm()], [])
+    await again.reconcile()
+    assert again.down_clients.resources["namespaces"].verbs() == ["create"]
+    assert again.down.verbs() == ["patch"] and MAPPED in again.syncer.namespaces.known
+
+
 async def test_a_missing_mapped_namespace_is_recreated_without_an_event_for_the_user() -> None:
     h = Harness()
     up = upstream_cm()
@@ -404,3 +402,176 @@ async def test_a_service_on_one_cluster_gets_that_clusters_status_without_annota
     await h.reconcile()
     [(_, _, status, kw)] = [c for c in h.up.calls if c[0] == "patch"]
     assert status == {"status": lb("10.0.0.5")} and kw["subresource"] == "status"
+
+
+# --- a tenant's cluster-scoped objects on a shared physical cluster: mapped names, and the fields naming
+# classes rewritten to them (kcpsyncer/classes.py)
+
+SC = APIType("storage.k8s.io/v1", "storageclasses", "StorageClass", namespaced=False, has_status=False)
+PVC = APIType("v1", "persistentvolumeclaims", "PersistentVolumeClaim", namespaced=True, has_status=True)
+ASSIGNED = {"workloads.kcp.io/cluster": TARGET}
+
+
+def storage_class(name: str = "fast") -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "example.com/disk",
+            "metadata": {"name": name, "uid": f"up-{name}", "resourceVersion": "5", "labels": dict(ASSIGNED),
+                         "finalizers": [f"workload.kcp.io/syncer-{TARGET}"]}}
+
+
+def claim(storage_class_name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "web", "namespace": "default", "uid": "up-web", "resourceVersion": "5",
+                         "labels": dict(ASSIGNED), "finalizers": [f"workload.kcp.io/syncer-{TARGET}"]},
+            "spec": {"storageClassName": storage_class_name, "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def stateful_set() -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+            "spec": {"template": {"spec": {"priorityClassName": "high", "runtimeClassName": "gvisor",
+                                           "containers": [{"name": "c", "image": "i"}]}},
+                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"storageClassName": "fast"}},
+                                              {"metadata": {"name": "logs"}, "spec": {}}]}}
+
+
+def test_every_field_naming_a_class_is_found_and_renamed_both_ways() -> None:
+    sts = stateful_set()
+    assert named("StatefulSet", sts) == {(STORAGE_CLASSES, "fast"), ("priorityclasses.scheduling.k8s.io", "high"),
+                                         ("runtimeclasses.node.k8s.io", "gvisor")}
+    names = {(STORAGE_CLASSES, "fast"): "kcp-1", ("priorityclasses.scheduling.k8s.io", "high"): "kcp-2"}
+    rename("StatefulSet", sts, names)
+    assert sts["spec"]["volumeClaimTemplates"][0]["spec"]["storageClassName"] == "kcp-1"
+    assert sts["spec"]["volumeClaimTemplates"][1]["spec"] == {}  # no class named: the cluster's default
+    assert sts["spec"]["template"]["spec"]["priorityClassName"] == "kcp-2"
+    assert sts["spec"]["template"]["spec"]["runtimeClassName"] == "gvisor"  # not the tenant's: unchanged
+    rename("StatefulSet", sts, inverse(names))
+    assert sts == stateful_set()
+    cron = {"spec": {"jobTemplate": {"spec": {"template": {"spec": {"priorityClassName": "high"}}}}}}
+    ingress = {"spec": {"ingressClassName": "nginx"}}
+    assert named("CronJob", cron) == {("priorityclasses.scheduling.k8s.io", "high")}
+    assert named("Ingress", ingress) == {("ingressclasses.networking.k8s.io", "nginx")}
+
+
+def test_a_cluster_scoped_name_is_mapped_per_logical_cluster() -> None:
+    assert downstream_name(LC, "fast") == downstream_name(LC, "fast") != downstream_name("root:other", "fast")
+    assert downstream_name(LC, "fast").startswith("kcp-") and downstream_name(LC, "fast") != "fast"
+
+
+async def test_a_tenants_class_goes_down_under_its_mapped_name_and_only_that_copy_is_deleted() -> None:
+    h = Harness(SC)
+    up = storage_class()
+    h.caches([up], [])
+    await h.syncer._reconcile(SyncKey(SC.plural, "", "fast"))
+    (verb, name, body, kw), = h.down.calls
+    mapped = downstream_name(LC, "fast")
+    assert (verb, name, body["metadata"]["name"], kw["namespace"]) == ("patch", mapped, mapped, None)
+    assert body["metadata"]["annotations"]["syncer.kcp.io/upstream-name"] == "fast"
+    assert body["provisioner"] == "example.com/disk"
+
+    h.down.calls.clear()
+    copy_down = {**body, "metadata": {**body["metadata"], "uid": "down-fast", "resourceVersion": "9"}}
+    h.caches([], [copy_down])
+    h.up.get_answer = APINotFoundError('storageclasses "fast" not found', status=404, reason="NotFound",
+                                       details={"name": "fast", "kind": "storageclasses"})
+    assert await h.syncer._reconcile(SyncKey(SC.plural, "", "fast")) is None
+    (verb, name, kw), = h.down.calls
+    assert (verb, name, kw["preconditions"]) == ("delete", mapped, {"uid": "down-fast"})
+
+
+class ClaimHarness(Harness):
+    """PVCs synced next to the tenant's StorageClasses."""
+
+    def __init__(self) -> None:
+        super().__init__(PVC)
+        self.classes_up, self.classes_down = FakeResource(SC), FakeResource(SC)
+        self.classes = SharedInformer(self.classes_up, cluster=LC)  # type: ignore[arg-type]
+        down = SharedInformer(self.classes_down, cluster=TARGET)  # type: ignore[arg-type]
+        self.syncer.types[STORAGE_CLASSES] = SyncedType(STORAGE_CLASSES, SC, SC, self.classes_up,  # type: ignore[arg-type]
+                                                        self.classes_down, self.classes, down)
+        down.replace([], "10")
+
+    def applied(self) -> dict[str, Any]:
+        return next(call[2] for call in self.down.calls if call[0] == "patch")
+
+
+async def test_a_claim_naming_the_tenants_class_names_its_mapped_name_downstream() -> None:
+    h = ClaimHarness()
+    h.classes.replace([storage_class()], "10")
+    h.caches([claim("fast")], [])
+    await h.reconcile()
+    assert h.applied()["spec"]["storageClassName"] == downstream_name(LC, "fast")
+    assert h.applied()["metadata"]["namespace"] == MAPPED
+
+
+async def test_a_class_not_yet_in_the_cache_is_asked_of_kcp() -> None:
+    h = ClaimHarness()
+    h.classes.replace([], "10")
+    h.classes_up.get_answer = storage_class()
+    h.caches([claim("fast")], [])
+    await h.reconcile()
+    assert h.applied()["spec"]["storageClassName"] == downstream_name(LC, "fast")
+
+
+async def test_a_class_the_tenant_lacks_is_the_clusters_own_and_stays_decided() -> None:
+    h = ClaimHarness()
+    h.classes.replace([], "10")
+    h.classes_up.get_answer = APINotFoundError('storageclasses "standard" not found', status=404,
+                                               reason="NotFound", details={"name": "standard"})
+    h.caches([claim("standard")], [])
+    await h.reconcile()
+    body = h.applied()
+    assert body["spec"]["storageClassName"] == "standard"
+
+    h.down.calls.clear()
+    h.classes_up.calls.clear()
+    live = copy.deepcopy(body)
+    live["metadata"].update(uid="down-web", resourceVersion="9")
+    h.caches([claim("standard")], [live])
+    await h.reconcile()
+    assert h.down.calls == [] and h.classes_up.calls == []  # decided: no lookup, no apply
+
+
+async def test_a_class_deleted_before_its_claim_leaves_the_claim_downstream_as_it_is() -> None:
+    h = ClaimHarness()
+    h.classes.replace([storage_class()], "10")
+    h.caches([claim("fast")], [])
+    await h.reconcile()
+    live = copy.deepcopy(h.applied())
+    live["metadata"].update(uid="down-web", resourceVersion="9")
+    h.down.calls.clear()
+    h.classes.replace([], "11")  # `kubectl delete -f` deleted the class first
+    h.classes_up.get_answer = APINotFoundError("gone", status=404, reason="NotFound", details={"name": "fast"})
+    h.caches([claim("fast")], [live])
+    await h.reconcile()
+    assert h.down.calls == []  # an immutable storageClassName is not touched
+
+
+def test_the_rename_is_part_of_the_apply_body_and_its_hash() -> None:
+    names = {(STORAGE_CLASSES, "fast"): "kcp-1"}
+    plain = downstream_object(claim("fast"), api_version="v1", kind="PersistentVolumeClaim", namespace=MAPPED,
+                              logical_cluster=LC, sync_target=TARGET)
+    mapped = downstream_object(claim("fast"), api_version="v1", kind="PersistentVolumeClaim", namespace=MAPPED,
+                               logical_cluster=LC, sync_target=TARGET, class_names=names)
+    assert mapped["spec"]["storageClassName"] == "kcp-1" and plain["spec"]["storageClassName"] == "fast"
+    assert mapped["metadata"]["annotations"] != plain["metadata"]["annotations"]  # the spec hash differs
+
+
+async def test_a_type_kcp_does_not_serve_is_reported_once_and_the_rest_still_syncs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """kcp without ReplicaSets: not mirrored, one log line however often it is looked for; ConfigMaps sync."""
+    syncer = Harness().syncer
+    syncer._unserved = {"replicasets.apps", "configmaps"}
+
+    async def resolve(_: object, name: str) -> APIType | None:
+        return CM if name == "configmaps" else None
+
+    async def readable(*_: object) -> bool:
+        return True
+
+    monkeypatch.setattr("kcpsyncer.engine.resolve", resolve)
+    monkeypatch.setattr("kcpsyncer.engine.readable_cluster_wide", readable)
+    with structlog.testing.capture_logs() as logs:
+        await syncer._discover()
+        await syncer._discover()
+    assert [e["resource"] for e in logs if e["event"] == "type not served; not synced yet"] == ["replicasets.apps"]
+    assert "configmaps" in syncer.types and syncer._unserved == {"replicasets.apps"}

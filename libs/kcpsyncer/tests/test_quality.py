@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typecheck import mypy
+
 LIBRARY = Path(__file__).resolve().parents[1]  # libs/kcpsyncer
-# one mypy cache for every package's check: kcpcommon and the apiserver are read once, not once per package
-MYPY_CACHE = ".mypy_cache"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -18,8 +18,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_package_is_mypy_strict_clean() -> None:
-    result = run("mypy", "--config-file", str(LIBRARY / "pyproject.toml"), "--cache-dir", str(LIBRARY.parents[1] / MYPY_CACHE),
-                 str(LIBRARY / "kcpsyncer"))
+    result = mypy("--config-file", LIBRARY / "pyproject.toml", LIBRARY / "kcpsyncer", cwd=LIBRARY)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success: no issues found" in result.stdout
 

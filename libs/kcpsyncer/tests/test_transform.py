@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
+from kcpcommon.keys import key_for
+from kcpcommon.store import Indexer
 from kcpsyncer import downstream_namespace, syncer_finalizer
-from kcpsyncer.discovery import split
+from kcpsyncer.autoscalers import AUTOSCALERS, Autoscalers
+from kcpsyncer.discovery import APIType, split
 from kcpsyncer.names import SPEC_HASH_ANNOTATION, namespace_locator, owner
 from kcpsyncer.transform import (
     contains,
@@ -61,7 +65,7 @@ def test_server_set_metadata_and_status_are_stripped() -> None:
     assert "status" not in body()
     assert "kcp.io/cluster" not in meta["annotations"]
     assert "kubectl.kubernetes.io/last-applied-configuration" not in meta["annotations"]
-    assert body()["spec"] == UPSTREAM["spec"]
+    assert body()["spec"] == {**UPSTREAM["spec"], "ports": [{"port": 80, "protocol": "TCP"}]}  # kube's default named
 
 
 def test_provenance_is_kept_in_labels_and_annotations() -> None:
@@ -89,7 +93,7 @@ def service_body(**spec: object) -> dict:
 def test_the_addresses_kcp_allocated_a_service_stay_in_kcp() -> None:
     spec = service_body(type="NodePort", clusterIP="10.255.3.4", clusterIPs=["10.255.3.4"], ipFamilies=["IPv4"],
                         ipFamilyPolicy="SingleStack")["spec"]
-    assert spec == {"type": "NodePort", "ports": [{"port": 80}], "selector": {"app": "web"}}
+    assert spec == {"type": "NodePort", "ports": [{"port": 80, "protocol": "TCP"}], "selector": {"app": "web"}}
 
 
 def test_a_headless_service_stays_headless_and_a_dual_stack_request_goes_down() -> None:
@@ -97,6 +101,25 @@ def test_a_headless_service_stays_headless_and_a_dual_stack_request_goes_down() 
                         ipFamilyPolicy="PreferDualStack")["spec"]
     assert spec["clusterIP"] == "None" and spec["clusterIPs"] == ["None"]
     assert spec["ipFamilies"] == ["IPv4", "IPv6"] and spec["ipFamilyPolicy"] == "PreferDualStack"
+
+
+def test_ports_without_a_protocol_go_down_with_kubes_default_which_kube_1_20_cannot_apply_without() -> None:
+    """kube 1.20 answers an apply whose Service or container port omits `protocol` (a list-map key) with a 500."""
+    assert body()["spec"]["ports"] == [{"port": 80, "protocol": "TCP"}]
+    assert UPSTREAM["spec"]["ports"] == [{"port": 80}]  # the upstream object is left as it is
+    udp = downstream_object({**UPSTREAM, "spec": {"ports": [{"port": 53, "protocol": "UDP"}]}}, api_version="v1",
+                            kind="Service", namespace="kcp-x", logical_cluster="root:org", sync_target="east")
+    assert udp["spec"]["ports"] == [{"port": 53, "protocol": "UDP"}]
+    pod_spec = {"initContainers": [{"name": "i", "ports": [{"containerPort": 1}]}],
+                "containers": [{"name": "c", "ports": [{"containerPort": 80}, {"containerPort": 53, "protocol": "UDP"}]}]}
+    deployment = downstream_object(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"},
+         "spec": {"template": {"spec": pod_spec}}},
+        api_version="apps/v1", kind="Deployment", namespace="kcp-x", logical_cluster="root:org", sync_target="east")
+    template = deployment["spec"]["template"]["spec"]
+    assert template["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"},
+                                                  {"containerPort": 53, "protocol": "UDP"}]
+    assert template["initContainers"][0]["ports"] == [{"containerPort": 1, "protocol": "TCP"}]
 
 
 def test_only_services_lose_their_addresses() -> None:
@@ -217,8 +240,106 @@ def test_replicas_set_through_the_scale_subresource_by_another_manager_are_left_
         SPEC_HASH_ANNOTATION]
 
 
+def test_an_autoscaled_workload_keeps_its_live_replicas_and_a_scaling_changes_nothing_the_syncer_applies() -> None:
+    """kube < 1.22 records no scale write: the apply keeps the live replicas (leaving the field out would reset
+    it, the syncer's apply owning it), and the hash leaves them out, so each scaling is not one more apply."""
+    upstream = deployment(2)
+
+    def down(live: dict | None, **kw: bool) -> dict:
+        return downstream_object(upstream, api_version="apps/v1", kind="Deployment", namespace="kcp-x",
+                                 logical_cluster="root:org", sync_target="east", live=live, **kw)
+
+    at_5, at_7 = down(deployment(5), autoscaled=True), down(deployment(7), autoscaled=True)
+    assert at_5["spec"]["replicas"] == 5 and at_7["spec"]["replicas"] == 7
+    assert at_5["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == at_7["metadata"]["annotations"][
+        SPEC_HASH_ANNOTATION]
+    assert up_to_date(at_7, {**at_7, "status": {"replicas": 7}})
+    plain = down(deployment(5))
+    assert plain["spec"]["replicas"] == 2  # no autoscaler: kcp's replicas, taken back
+    assert plain["metadata"]["annotations"][SPEC_HASH_ANNOTATION] != at_5["metadata"]["annotations"][
+        SPEC_HASH_ANNOTATION]
+    # kube >= 1.22 recorded the autoscaler's write: it owns the field, which the apply leaves out as before
+    assert "replicas" not in down(deployment(5, SCALE_ENTRY), autoscaled=True, scaled_downstream=True)["spec"]
+    assert down(None, autoscaled=True)["spec"]["replicas"] == 2  # nothing live yet: created with kcp's
+
+
+def test_an_autoscaler_scales_the_workload_its_scale_target_ref_names_in_its_own_namespace() -> None:
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "web", "namespace": "kcp-x"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}}
+    indexer = Indexer(lambda obj: key_for(obj, cluster="east"))
+    indexer.upsert(hpa)
+    deployments = APIType("apps/v1", "deployments", "Deployment", True, True)
+    autoscalers = APIType("autoscaling/v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", True, True)
+    types = {AUTOSCALERS: SimpleNamespace(down=autoscalers, down_informer=SimpleNamespace(indexer=indexer)),
+             "deployments.apps": SimpleNamespace(down=deployments),
+             "statefulsets.apps": SimpleNamespace(down=APIType("apps/v1", "statefulsets", "StatefulSet", True, True))}
+    scalers = Autoscalers(types)  # type: ignore[arg-type]
+    assert scalers.scale(deployments, "kcp-x", "web")
+    assert not scalers.scale(deployments, "kcp-y", "web")  # another namespace's autoscaler
+    assert not scalers.scale(deployments, "kcp-x", "api")
+    assert not scalers.scale(APIType("apps/v1", "statefulsets", "StatefulSet", True, True), "kcp-x", "web")
+    assert scalers.target_key(hpa) == ("deployments.apps", "web")
+    assert not Autoscalers({}).scale(deployments, "kcp-x", "web")  # autoscalers not synced: nothing is
+
+
 def test_the_cache_transform_keeps_only_the_scale_subresources_managed_fields() -> None:
     cached = keep_scale_owners(deployment(5, UPDATE_ENTRY, SCALE_ENTRY))
     assert cached["metadata"]["managedFields"] == [SCALE_ENTRY] and scaled_downstream(cached)
     plain = keep_scale_owners(deployment(5, UPDATE_ENTRY))
     assert "managedFields" not in plain["metadata"]
+
+
+def test_a_tenants_class_never_becomes_the_physical_clusters_default() -> None:
+    def down(obj: dict) -> dict:
+        return downstream_object(obj, api_version=obj["apiVersion"], kind=obj["kind"], namespace=None,
+                                 logical_cluster="root:org", sync_target="east", name="kcp-x")
+    storage = down({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "provisioner": "p", "metadata": {
+        "name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true", "note": "kept"}}})
+    assert "storageclass.kubernetes.io/is-default-class" not in storage["metadata"]["annotations"]
+    assert storage["metadata"]["annotations"]["note"] == "kept" and storage["metadata"]["name"] == "kcp-x"
+    ingress = down({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "spec": {"controller": "c"},
+                    "metadata": {"name": "nginx", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})
+    assert "ingressclass.kubernetes.io/is-default-class" not in ingress["metadata"]["annotations"]
+    priority = down({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 10,
+                     "globalDefault": True, "metadata": {"name": "high"}})
+    assert "globalDefault" not in priority and priority["value"] == 10
+
+
+def test_contains_compares_quantities_by_value() -> None:
+    """A real cluster reads `0.5` back as `500m`: the same request, not a change to apply again."""
+    live = {"containers": [{"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1"}}}]}
+    same = {"containers": [{"resources": {"requests": {"cpu": "0.5", "memory": "1024Mi"}, "limits": {"cpu": "1000m"}}}]}
+    more = {"containers": [{"resources": {"requests": {"cpu": "0.5"}, "limits": {"cpu": "1200m"}}}]}
+    assert contains(live, same)
+    assert not contains(live, more)
+    assert not contains({"resources": {"requests": {"cpu": "600m"}}}, {"resources": {"requests": {"cpu": "0.5"}}})
+    # only quantity maps: elsewhere text is text
+    assert not contains({"labels": {"size": "500m"}}, {"labels": {"size": "0.5"}})
+
+
+def test_merge_patch_leaves_a_quantity_spelt_otherwise() -> None:
+    current = {"capacity": {"storage": "1Gi"}, "phase": "Bound"}
+    assert merge_patch(current, {"capacity": {"storage": "1024Mi"}, "phase": "Bound"}) == {}
+    assert merge_patch(current, {"capacity": {"storage": "2Gi"}, "phase": "Bound"}) == {"capacity": {"storage": "2Gi"}}
+
+
+def test_a_statefulset_s_claim_templates_stay_as_the_live_copy_has_them() -> None:
+    """kube refuses any change to volumeClaimTemplates after create: the mirror's marks go only on a new one."""
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "default"},
+           "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "db"}},
+                    "template": {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "c"}]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["RWO"]}}]}}
+
+    def body(live: dict | None) -> dict:  # type: ignore[type-arg]
+        return downstream_object(sts, api_version="apps/v1", kind="StatefulSet", namespace="kcp-x",
+                                 logical_cluster="root", sync_target="east", live=live)
+
+    created = body(None)["spec"]["volumeClaimTemplates"][0]
+    assert "syncer.kcp.io/owner" in str(created["metadata"]["labels"])  # a new one is marked for the mirror
+    unmarked = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["RWO"], "volumeMode": "Filesystem"}}]
+    live = {**sts, "spec": {**sts["spec"], "volumeClaimTemplates": unmarked}}
+    assert body(live)["spec"]["volumeClaimTemplates"] == unmarked  # made before the marks: left as it is
+    assert body(live)["spec"]["template"]["metadata"]["labels"]["app"] == "db"  # the rest still follows kcp
+    without = {**sts, "spec": {k: v for k, v in sts["spec"].items() if k != "volumeClaimTemplates"}}
+    assert "volumeClaimTemplates" not in body(without)["spec"]  # none can be added either

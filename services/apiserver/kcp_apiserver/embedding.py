@@ -19,6 +19,7 @@ from kcp_apiserver.apimachinery.jsonvalues import json_copy
 from kcp_apiserver.apimachinery.request import system_context
 from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.apimachinery.status import APIError, Cause
+from kcp_apiserver.endpoints import spdyupgrade
 from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.kubetypes.defaults import qos_class
 from kcp_apiserver.kubetypes.fields import member, spec
@@ -28,6 +29,7 @@ from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.builtin.declare import for_release, kube_resource
+from kcp_apiserver.registry.builtin.podcolumns import POD, pod_restarts, pod_status
 from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
 from kcp_apiserver.registry.builtin.workloads import (
     CONTAINERS,
@@ -48,7 +50,7 @@ from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.scale import BuiltinScale
 from kcp_apiserver.registry.store import Registry, now_rfc3339
 from kcp_apiserver.registry.strategy import Strategy
-from kcp_apiserver.registry.tables import AGE, NAME, human_duration, parse_time
+from kcp_apiserver.registry.tables import AGE, NAME, field_at, human_duration, parse_time, wide_column
 from kcp_apiserver.server.cli import Backend, kcp_server_config, run, start_event_loop
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.server.pki import Credentials, write_contexts_kubeconfig
@@ -70,6 +72,7 @@ __all__ = [
     "DEPLOYMENT",
     "IMAGES",
     "NAME",
+    "POD",
     "RELEASES",
     "REPLICA_SET",
     "REVIEWS",
@@ -114,6 +117,7 @@ __all__ = [
     "WatchCache",
     "WatchCacheInformer",
     "WatchCaches",
+    "field_at",
     "for_release",
     "format_label_selector",
     "human_duration",
@@ -125,9 +129,12 @@ __all__ = [
     "newest_release",
     "now_rfc3339",
     "parse_time",
+    "pod_restarts",
+    "pod_status",
     "qos_class",
     "run",
     "scope_prefix",
+    "spdyupgrade",
     "spec",
     "start_event_loop",
     "status",
@@ -135,5 +142,6 @@ __all__ = [
     "system_context",
     "taken_ips",
     "version_info",
+    "wide_column",
     "write_contexts_kubeconfig",
 ]

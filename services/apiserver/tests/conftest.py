@@ -19,7 +19,8 @@ from etcd3aio import Etcd3Client
 from kcp_apiserver.registry.typeschema import TypeSchema
 from kcp_apiserver.server.app import APIServer
 from kcp_apiserver.server.config import ServerConfig
-from kcp_apiserver.storage.embedded_etcd import etcd_binary, free_port
+from kcp_apiserver.storage.embedded_etcd import etcd_binary
+from kcp_process import free_port
 
 
 @pytest.fixture(scope="session")

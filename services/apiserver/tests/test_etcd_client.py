@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from kcp_apiserver.server.pki import EtcdCredentials, ensure_etcd_credentials
-from kcp_apiserver.storage.embedded_etcd import etcd_binary, free_port
+from kcp_apiserver.storage.embedded_etcd import etcd_binary
 from kcp_apiserver.storage.etcd_client import TLSFiles, etcd_client, grpc_target
+from kcp_process import free_port
 
 
 def start_etcd(data_dir: Path, ports: list[int], extra: list[str], scheme: str = "https") -> subprocess.Popen[bytes]:

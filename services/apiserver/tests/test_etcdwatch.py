@@ -17,11 +17,12 @@ import pytest
 from etcd3aio import Etcd3Client
 
 from kcp_apiserver.server.pki import ensure_etcd_credentials
-from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd, etcd_binary, free_port
+from kcp_apiserver.storage.embedded_etcd import EmbeddedEtcd, etcd_binary
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.etcd_client import etcd_client
 from kcp_apiserver.storage.etcdwatch import _b64, _messages, _watch_rpc, gateway_for, watch_range
 from kcp_apiserver.storage.watchcache import WatchCache
+from kcp_process import free_port
 
 
 def _shape(resp: Any) -> tuple[Any, ...]:

@@ -50,8 +50,11 @@ class World:
     cluster: str = field(default_factory=lambda: f"gc-{uuid.uuid4().hex[:8]}")
 
     async def create(self, name: str, *owners: dict[str, Any], cluster: str | None = None,
-                     res: Resource = CONFIGMAP, finalizers: tuple[str, ...] = ()) -> Obj:
+                     res: Resource = CONFIGMAP, finalizers: tuple[str, ...] = (),
+                     labels: dict[str, str] | None = None) -> Obj:
         meta: dict[str, Any] = {"name": name}
+        if labels:
+            meta["labels"] = labels
         if owners:
             meta["ownerReferences"] = list(owners)
         if finalizers:
@@ -204,6 +207,36 @@ async def test_a_dependent_with_dependents_of_its_own_goes_in_the_foreground_whe
     held = await world.get("middle")
     assert held is not None and held["metadata"]["finalizers"] == ["foregroundDeletion"]
     assert held["metadata"]["deletionTimestamp"]
+
+
+MIRROR = {"state.workload.kcp.io/east": "Upsync"}
+
+
+async def test_a_syncers_mirror_whose_owner_is_gone_is_left_to_the_syncer(world: World) -> None:
+    owner = await world.create("owner")
+    mirror = await world.create("mirror", ref_to(owner), labels=MIRROR)
+    await world.create("leaf", ref_to(mirror), labels=MIRROR)
+    assigned = await world.create("assigned", ref_to(owner), labels={"state.workload.kcp.io/east": "Sync"})
+    await world.registry.delete(CONFIGMAP, world.cluster, "ns", "owner")
+    world.graph.observe(CONFIGMAP.prefix, owner, True)
+    await world.reconcile(mirror)
+    await world.reconcile(assigned)
+    kept = await world.get("mirror")
+    assert kept is not None and not kept["metadata"].get("deletionTimestamp")
+    assert await world.get("assigned") is None  # any other dependent is still collected
+
+
+async def test_a_foreground_owner_neither_deletes_nor_waits_for_a_syncers_mirror(world: World) -> None:
+    owner = await world.create("owner")
+    mirror = await world.create("mirror", ref_to(owner), labels=MIRROR)
+    await world.create("leaf", ref_to(mirror), labels=MIRROR)  # a mirror with dependents of its own
+    await world.registry.delete(CONFIGMAP, world.cluster, "ns", "owner", propagation=Propagation("Foreground"))
+    deleting = await world.refresh("owner")
+    await world.reconcile(mirror)
+    kept = await world.get("mirror")
+    assert kept is not None and not kept["metadata"].get("deletionTimestamp")
+    await world.reconcile(deleting)  # type: ignore[arg-type]
+    assert await world.get("owner") is None
 
 
 async def test_a_cluster_scoped_object_naming_a_namespaced_owner_is_left_alone(world: World) -> None:

@@ -219,3 +219,35 @@ async def test_the_published_openapi_carries_the_patch_strategies_kubectl_apply_
     crd = await (await kcp.get(f"{cluster.prefix}{CRDS}/deployments.apps", headers=ADMIN)).json()
     stored = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert "x-kubernetes-patch" not in orjson.dumps(stored).decode()  # the CRD itself stays kube's CRD
+
+
+async def test_an_imported_deployment_decodes_quantity_numbers_and_null_arguments_as_kube_does(
+        kcp: TestClient[Any, Any]) -> None:
+    cluster = Cluster(kcp, "apps")
+    crd = deployment_crd("apps", imported=True)
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    container = schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]["properties"][
+        "containers"]["items"]
+    quantity = {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}
+    container["properties"]["args"] = {"type": "array", "items": {"type": "string"}}
+    container["properties"]["resources"] = {"type": "object", "properties": {
+        "limits": {"type": "object", "additionalProperties": quantity}}}
+    resp = await kcp.post(f"{cluster.prefix}{CRDS}", json=crd, headers=ADMIN)
+    assert resp.status == 201, await resp.text()
+    obj = web("apps")
+    containers(obj)[0].update({"args": [None, "x"], "resources": {"limits": {"cpu": 0.1, "memory": 128}}})
+    deadline = time.monotonic() + 10
+    while (resp := await kcp.post(cluster.deployments, json=obj, headers=ADMIN)).status == 404:
+        assert time.monotonic() < deadline, "the CRD was never served"
+        await asyncio.sleep(0.05)
+    assert resp.status == 201, await resp.text()
+    created = await resp.json()
+    assert containers(created)[0]["resources"] == {"limits": {"cpu": "100m", "memory": "128"}}
+    assert containers(created)[0]["args"] == ["", "x"]
+    containers(obj)[0]["resources"] = {"limits": {"cpu": "lots"}}
+    obj["metadata"]["name"] = "bad"
+    refused = await kcp.post(cluster.deployments, json=obj, headers=ADMIN)
+    assert refused.status == 400
+    assert (await refused.json())["message"] == (
+        'Deployment in version "v1" cannot be handled as a Deployment: quantities must match the regular '
+        "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from etcd3aio import Etcd3Client
 
+from kcp_apiserver.registry import informers as informers_module
 from kcp_apiserver.registry.builtin import BUILTINS
 from kcp_apiserver.registry.catalog import WatchCaches
-from kcp_apiserver.registry.informers import Informers, WatchCacheInformer
+from kcp_apiserver.registry.informers import Informers, WatchCacheInformer, add_observer
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.watchcache import WatchCache
 from kcpcommon.frozen import FrozenDict
@@ -173,3 +174,60 @@ async def test_one_informer_and_one_watcher_per_resource_whatever_the_consumers(
     finally:
         await informers.stop()
         await caches.stop()
+
+
+async def test_a_decoded_informer_s_update_shares_what_did_not_change_with_the_state_it_replaces(
+        cache: WatchCache, etcd: Etcd3Client, prefix: str) -> None:
+    storage = Storage(etcd)
+    informer = WatchCacheInformer(cache, name="test")
+    informer.keep_decoded()
+    recorder = Recorder()
+    informer.add_handler(on_add=recorder.add, on_update=recorder.update, inline=True)
+    task = spawn(informer.run(), name="informer:test")
+    try:
+        created = await storage.create(prefix + "c1/ns/web", obj("web", spec={"image": "nginx"}, data={"k": "1"}))
+        await recorder.until(1)
+        key = ObjectKey("c1", "ns", "web")
+        before = informer.indexer.get(key)
+        await storage.update(prefix + "c1/ns/web", obj("web", spec={"image": "nginx"}, data={"k": "2"}),
+                             created.mod_revision)
+        await recorder.until(2)
+        after = informer.indexer.get(key)
+        assert before is not None and after is not None
+        assert after["data"] == {"k": "2"} and after["spec"] is before["spec"]
+        assert isinstance(after["data"], FrozenDict)
+    finally:
+        await cancel_and_wait(task)
+
+
+async def test_an_observer_s_update_decodes_no_old_state(
+        cache: WatchCache, etcd: Etcd3Client, prefix: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[Any] = []
+    load = informers_module._load
+
+    def counting_load(stored: Any) -> Any:
+        loads.append(stored)
+        return load(stored)
+
+    monkeypatch.setattr(informers_module, "_load", counting_load)  # read when the informer is made
+    storage = Storage(etcd)
+    informer = WatchCacheInformer(cache, name="test")
+    observed: list[tuple[str, bool]] = []
+    changed = asyncio.Event()
+
+    def observe(o: Any, deleted: bool) -> None:
+        observed.append((o["data"]["k"], deleted))
+        changed.set()
+
+    add_observer(informer, observe, name="test")
+    task = spawn(informer.run(), name="informer:test")
+    try:
+        created = await storage.create(prefix + "c1/ns/web", obj("web", data={"k": "1"}))
+        await storage.update(prefix + "c1/ns/web", obj("web", data={"k": "2"}), created.mod_revision)
+        async with asyncio.timeout(DEADLINE):
+            while len(observed) < 2:
+                changed.clear()
+                await changed.wait()
+        assert observed == [("1", False), ("2", False)] and loads == []
+    finally:
+        await cancel_and_wait(task)

@@ -53,3 +53,29 @@ def test_workload_kinds_are_read_never_written() -> None:
     assert not kubeproto.supports("apps/v1", "Deployment")
     with pytest.raises(ValueError):
         kubeproto.encode({"apiVersion": "apps/v1", "kind": "Deployment"})
+
+
+# `kubectl autoscale deployment web --min=2 --max=5 --cpu=50%` (kubectl 1.35), as sent (`-v=8` hex dump)
+KUBECTL_AUTOSCALE = bytes.fromhex(
+    "6b3873000a290a0e6175746f7363616c696e672f76321217486f72697a6f6e74616c506f644175746f7363616c6572"
+    "12610a130a0377656212001a0022002a0032003800420012440a1a0a0a4465706c6f796d656e7412037765621a07"
+    "617070732f76311002180522220a085265736f7572636522160a03637075120f0a0b5574696c697a6174696f6e2032"
+    "1a04180020001a002200")
+
+
+def test_kubectl_autoscales_bodies_decode_as_an_autoscaling_v2_hpa() -> None:
+    decoded = kubeproto.decode(KUBECTL_AUTOSCALE)
+    assert (decoded["apiVersion"], decoded["kind"]) == ("autoscaling/v2", "HorizontalPodAutoscaler")
+    assert decoded["spec"] == {
+        "scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+        "minReplicas": 2, "maxReplicas": 5,
+        "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization",
+                                                                                 "averageUtilization": 50}}}]}
+
+
+def test_an_autoscaling_v1_hpa_decodes_with_its_cpu_target() -> None:
+    obj = {"metadata": {"name": "web"}, "spec": {"scaleTargetRef": {"kind": "ReplicaSet", "name": "web"},
+                                                 "maxReplicas": 3, "targetCPUUtilizationPercentage": 70}}
+    decoded = kubeproto.decode(envelope("autoscaling/v1", "HorizontalPodAutoscaler",
+                                        "autoscaling.v1.HorizontalPodAutoscaler", obj))
+    assert decoded["spec"] == obj["spec"]

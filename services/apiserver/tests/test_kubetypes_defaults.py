@@ -126,3 +126,13 @@ def test_stateful_set_and_daemon_set_update_strategies() -> None:
     defaults.daemon_set(ds)
     assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate",
                                             "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+
+
+def test_a_persistent_volume_is_retained_a_file_system_and_pending_until_the_controller_sees_it() -> None:
+    pv = {"spec": {"hostPath": {"path": "/a"}}}
+    defaults.persistent_volume(pv)
+    assert pv == {"spec": {"hostPath": {"path": "/a", "type": ""}, "persistentVolumeReclaimPolicy": "Retain",
+                           "volumeMode": "Filesystem"}, "status": {"phase": "Pending"}}
+    given = {"spec": {"persistentVolumeReclaimPolicy": "Delete", "volumeMode": "Block"}}
+    defaults.persistent_volume(given)
+    assert given["spec"] == {"persistentVolumeReclaimPolicy": "Delete", "volumeMode": "Block"}

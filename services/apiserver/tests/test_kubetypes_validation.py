@@ -184,3 +184,24 @@ def test_a_stateful_set_mounts_the_volumes_of_its_claim_templates() -> None:
     defaults.stateful_set(obj, 35)
     assert messages(apps.validate_stateful_set(obj)) == [
         'spec.template.spec.containers[0].volumeMounts[1].name: Not found: "logs"']
+
+
+def test_a_persistent_volume_needs_modes_a_storage_capacity_and_one_volume_source() -> None:
+    assert messages(core.validate_persistent_volume({"spec": {}})) == [
+        "spec.accessModes: Required value", "spec.capacity: Required value",
+        "spec: Required value: must specify a volume type"]
+    bad = {"spec": {"accessModes": ["X"], "capacity": {"storage": "0", "cpu": "1"},
+                    "persistentVolumeReclaimPolicy": "Keep", "volumeMode": "Disk",
+                    "hostPath": {"path": "/a"}, "nfs": {"server": "s", "path": "/"}}}
+    assert messages(core.validate_persistent_volume(bad)) == [
+        'spec.accessModes: Unsupported value: "X": supported values: "ReadOnlyMany", "ReadWriteMany", '
+        '"ReadWriteOnce", "ReadWriteOncePod"',
+        'spec.capacity: Unsupported value: "cpu": supported values: "storage"',
+        'spec.capacity[storage]: Invalid value: "0": must be greater than zero',
+        'spec.persistentVolumeReclaimPolicy: Unsupported value: "Keep": supported values: "Delete", "Recycle", '
+        '"Retain"',
+        'spec.volumeMode: Unsupported value: "Disk": supported values: "Block", "Filesystem"',
+        "spec.nfs: Forbidden: may not specify more than 1 volume type"]
+    good = {"spec": {"accessModes": ["ReadWriteOnce"], "capacity": {"storage": "1Gi"}, "hostPath": {"path": "/a"}}}
+    defaults.persistent_volume(good)
+    assert core.validate_persistent_volume(good) == []

@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typecheck import mypy
+
 SERVICE = Path(__file__).resolve().parents[1]
-# one mypy cache for every package's check: kcpcommon and the apiserver are read once, not once per package
-MYPY_CACHE = ".mypy_cache"
 
 
 def test_imports_keep_to_the_layers_of_the_request_path() -> None:
@@ -20,9 +20,7 @@ def test_imports_keep_to_the_layers_of_the_request_path() -> None:
 
 
 def test_the_package_type_checks() -> None:
-    result = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(SERVICE / "pyproject.toml"),
-                             "--cache-dir", str(SERVICE.parents[1] / MYPY_CACHE), str(SERVICE / "kcp_apiserver")],
-                            capture_output=True, text=True, timeout=300, cwd=SERVICE)
+    result = mypy("--config-file", SERVICE / "pyproject.toml", SERVICE / "kcp_apiserver", cwd=SERVICE)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -77,7 +77,7 @@ async def test_guaranteed_update_retries_until_it_wins(etcd: Etcd3Client, prefix
 
 
 async def test_an_unreachable_etcd_is_unavailable() -> None:
-    from kcp_apiserver.storage.embedded_etcd import free_port
+    from kcp_process import free_port
 
     client = Etcd3Client([f"127.0.0.1:{free_port()}"])
     await client.connect()

@@ -149,6 +149,42 @@ def test_decode_errors_are_worded_as_go_decoding_them() -> None:
         "spec.strategy.rollingUpdate.maxSurge: expected an integer or a string, got bool"]
 
 
+def test_a_quantity_written_as_a_json_number_decodes_to_its_canonical_text() -> None:
+    pod = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 0.1, "memory": 128},
+                                                               "requests": {"cpu": 1000, "memory": "1Gi"}}}],
+                    "overhead": {"cpu": 2.5}}}
+    assert POD.decode_errors(pod) == []
+    assert pod["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "100m", "memory": "128"},
+                                                         "requests": {"cpu": "1k", "memory": "1Gi"}}
+    assert pod["spec"]["overhead"] == {"cpu": "2500m"}
+
+
+def test_a_quantity_written_as_text_decodes_to_kubes_canonical_text() -> None:
+    """A real kube-apiserver reads `0.5` back as `500m` and `1024Mi` as `1Gi`, in built-in and imported types."""
+    pod = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1000m", "memory": "1024Mi"},
+                                                               "requests": {"cpu": "0.5", "memory": "1e3"}}}]}}
+    assert POD.decode_errors(pod) == []
+    assert pod["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1", "memory": "1Gi"},
+                                                         "requests": {"cpu": "500m", "memory": "1e3"}}
+
+
+def test_a_quantity_kube_cannot_parse_is_refused_in_kubes_words() -> None:
+    for bad in ("abc", True, [1]):
+        pod = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": bad}}}]}}
+        assert POD.decode_errors(pod) == [
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"]
+
+
+def test_a_null_list_item_or_map_value_decodes_to_its_go_zero_value() -> None:
+    pod: dict[str, Any] = {"metadata": {"labels": {"a": None}},
+                           "spec": {"containers": [{"name": "c", "args": [None, "x"], "image": None,
+                                                    "ports": [None]}]}}
+    assert POD.decode_errors(pod) == []
+    container = pod["spec"]["containers"][0]
+    assert container["args"] == ["", "x"] and container["ports"] == [{}] and pod["metadata"]["labels"] == {"a": ""}
+    assert container["image"] is None  # a field's null is the field unset, as before
+
+
 def test_built_in_defaults_and_validation_are_the_types_own_code() -> None:
     pod: dict[str, Any] = {"spec": {"containers": [{"name": "c"}]}}
     POD.default(pod)

@@ -7,7 +7,8 @@ Ready is what schedulers read; the detail conditions say why:
 - ClusterUnreachable (Ready only): the API server did not answer, or refused our credentials.
 - HeartbeatHealthy: the syncer wrote `status.lastSyncerHeartbeatTime` less than `threshold` ago.
 - SyncerReady: the syncer this controller runs (push) or installed (pull) is there; `none`: Unknown.
-- APIsImported: the synced types are published in the logical cluster, or why one is not.
+- APIsImported: the synced types are published in the logical cluster, or why one is not. When not one
+  of the types could be imported (ImportsFailed) the SyncTarget can sync nothing, so Ready is False too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ NO_HEARTBEAT = "NoHeartbeat"
 HEARTBEAT_STALE = "HeartbeatStale"
 HEARTBEAT_OK = "HeartbeatReceived"
 SYNCER_HEALTHY = "SyncerHealthy"
+IMPORT_FAILED = "ImportFailed"
+IMPORTS_FAILED = "ImportsFailed"
 
 Condition = dict[str, Any]
 
@@ -70,8 +73,19 @@ def heartbeat(last: datetime | None, now: datetime, threshold: float) -> tuple[C
     return condition(HEARTBEAT_HEALTHY, TRUE, HEARTBEAT_OK, ""), max(0.0, threshold - age)
 
 
+def import_failures(errors: Mapping[str, str], requested: Sequence[str]) -> Condition:
+    """APIsImported=False naming each type that failed; ImportsFailed when every requested type did."""
+    reason = IMPORTS_FAILED if requested and set(requested) <= set(errors) else IMPORT_FAILED
+    text = "; ".join(f"{r}: {e}" for r, e in sorted(errors.items()))
+    return condition(APIS_IMPORTED, FALSE, reason, text[:30000])
+
+
 def ready(details: Sequence[Mapping[str, Any]]) -> Condition:
-    """Ready from the detail conditions: True only while the heartbeat is healthy; else the first reason."""
+    """Ready from the detail conditions: True only while the heartbeat is healthy and some type was
+    imported; else the first reason."""
+    imports = find(details, APIS_IMPORTED)
+    if imports is not None and imports.get("reason") == IMPORTS_FAILED:
+        return condition(READY, FALSE, IMPORTS_FAILED, f"no type could be imported: {imports.get('message') or ''}")
     beat = find(details, HEARTBEAT_HEALTHY)
     if beat is not None and beat.get("status") == TRUE:
         return condition(READY, TRUE, "SyncerHeartbeating", "")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -30,7 +30,7 @@ from . import VERSION
 from . import conditions as cond
 from .imports import Importer, Verdict
 from .negotiation import describe
-from .physical import ImportedType, node_resources, read_type
+from .physical import ImportedType, SchemaCache, node_resources, read_type
 from .teardown import release_upstream, remove_downstream
 
 log = structlog.get_logger("kcp-cluster-controller")
@@ -40,8 +40,13 @@ PLURAL = "synctargets"
 FINALIZER = "workload.kcp.io/cluster-controller"
 MESSAGE_FIELDS = 3  # fields an IncompatibleSchema message names; status.incompatibleFields has them all
 KEEP_DOWNSTREAM = "workload.kcp.io/keep-downstream"  # "true": deleting the SyncTarget leaves what we installed
-DEFAULT_RESOURCES = ("deployments.apps", "replicasets.apps", "statefulsets.apps", "services", "configmaps",
-                     "secrets", "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io")
+DEFAULT_RESOURCES = ("deployments.apps", "replicasets.apps", "statefulsets.apps",
+                     # kcp keeps the history of its StatefulSets (and DaemonSets) as ControllerRevisions
+                     "controllerrevisions.apps", "services", "configmaps", "pods",
+                     "secrets", "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io",
+                     # the cluster-scoped classes applications ship with the workloads that name them
+                     "storageclasses.storage.k8s.io", "priorityclasses.scheduling.k8s.io",
+                     "ingressclasses.networking.k8s.io", "runtimeclasses.node.k8s.io")
 
 
 class Unreachable(Exception):
@@ -62,6 +67,7 @@ class _Downstream:
     fingerprint: str
     factory: KubeClientFactory
     views_at: float = -1.0  # when the types were last read (clock time)
+    schemas: SchemaCache = field(default_factory=SchemaCache)  # its OpenAPI schemas, converted once per version
 
 
 class SyncTargetReconciler:
@@ -155,9 +161,10 @@ class SyncTargetReconciler:
                 or not self.importer.has_views(key.cluster, key.name):
             views: dict[str, ImportedType] = {}
             errors: dict[str, str] = {}
+            downstream.schemas.begin_round()
             for resource in resources:
                 try:
-                    view = await read_type(downstream.factory.dynamic(), resource)
+                    view = await read_type(downstream.factory.dynamic(), resource, downstream.schemas)
                     if not await self.importer.kcp_serves_natively(key.cluster, resource, view):
                         views[resource] = view
                 except APIClientError as exc:
@@ -177,7 +184,7 @@ class SyncTargetReconciler:
             self._unpublished[key] = resources_to_publish | pending
             await self._publish(key.cluster, self._unpublished[key], exclude=key)
             del self._unpublished[key]
-        return self._imports_condition(key)
+        return self._imports_condition(key, resources)
 
     async def _publish(self, cluster: str, resources: set[str], *, exclude: ObjectKey | None = None) -> None:
         """Publish each resource and record every target's verdict; requeue the others whose verdict moved."""
@@ -198,7 +205,7 @@ class SyncTargetReconciler:
         """Per resource, the published fields this cluster lacks (status.incompatibleFields)."""
         return {r: list(v.missing) for r, v in sorted((self._verdicts.get(key) or {}).items()) if v.missing}
 
-    def _imports_condition(self, key: ObjectKey) -> cond.Condition:
+    def _imports_condition(self, key: ObjectKey, requested: tuple[str, ...] = ()) -> cond.Condition:
         errors = self._import_errors.get(key) or {}
         incompatible = {r: v for r, v in (self._verdicts.get(key) or {}).items() if v.missing}
         if incompatible:
@@ -210,8 +217,7 @@ class SyncTargetReconciler:
             return cond.condition(cond.APIS_IMPORTED, cond.FALSE, "IncompatibleSchema",
                                   "; ".join(parts) + " (every field: status.incompatibleFields)")
         if errors:
-            text = "; ".join(f"{r}: {e}" for r, e in sorted(errors.items()))
-            return cond.condition(cond.APIS_IMPORTED, cond.FALSE, "ImportFailed", text[:30000])
+            return cond.import_failures(errors, requested)
         return cond.condition(cond.APIS_IMPORTED, cond.TRUE, "Imported", "")
 
     async def _write(self, key: ObjectKey, st: dict[str, Any], conditions: list[cond.Condition], now: datetime,
@@ -247,10 +253,10 @@ class SyncTargetReconciler:
             removed: list[str] = []
             if known is not None and not keep:
                 try:
-                    removed = await remove_downstream(known.factory.dynamic(), key.cluster, key.name)
+                    removed = await remove_downstream(known.factory.dynamic(), key.cluster, key.name, synced)
                 except APIClientError as exc:
-                    log.warning("cannot remove the syncer's namespaces downstream", error=str(exc))
-            log.info("sync target released", upstream_finalizers_lifted=released, downstream_namespaces_removed=removed,
+                    log.warning("cannot remove what the syncer made downstream", error=str(exc))
+            log.info("sync target released", upstream_finalizers_lifted=released, downstream_removed=removed,
                      kept_downstream=keep)
         if known is not None:
             await known.factory.close()

@@ -78,10 +78,11 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
     informer = factory.informer(cluster=WILDCARD_CLUSTER, api_version=API_VERSION, plural=PLURAL, namespaced=False)
     push = PushSyncers(kcp, heartbeat_interval=settings.heartbeat_interval, registry=registry, on_change=queue.add)
     mode: SyncerRunner = PushMode(push) if settings.syncer_mode == "push" else NoneMode()
+    pull = None
     if settings.syncer_mode == "pull":
         from .pull import PullMode
 
-        mode = PullMode(kcp, settings)
+        mode = pull = PullMode(kcp, settings)
     reconciler = SyncTargetReconciler(kcp, informer.indexer, mode,
                                       heartbeat_interval=settings.heartbeat_interval,
                                       heartbeat_threshold=settings.heartbeat_threshold,
@@ -96,7 +97,7 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
 
     informer.add_handler(on_add=enqueue, on_update=lambda old, new: enqueue(new), on_delete=enqueue,
                          name="synctargets")
-    health.add_readiness_check("informers", lambda: informer.has_synced)
+    health.add_readiness_check("informers", lambda: informer.synced_or_unserved)
     factory.start()
     log.info("watching SyncTargets in every logical cluster", syncer_mode=settings.syncer_mode,
              shard=settings.shard_index, shards=settings.shards)
@@ -104,6 +105,8 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
         await controller.start(wait_for=[lambda: informer.has_synced])
     finally:
         await push.stop_all()
+        if pull is not None:
+            await pull.stop()
         await factory.stop()
         await reconciler.close()
 

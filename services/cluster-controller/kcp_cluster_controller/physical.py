@@ -6,9 +6,11 @@ serves: k3s, kind, EKS or a kcp-sim-cluster.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APINotFoundError
@@ -54,8 +56,53 @@ async def preferred_version(client: DynamicClient, group: str) -> str:
     return str(doc["preferredVersion"]["version"])
 
 
-async def read_type(client: DynamicClient, resource: str) -> ImportedType:
-    """The type of `resource` on the cluster: discovery for its names, its CRD or OpenAPI (v3, else v2) for its schema.
+class SchemaCache:
+    """A cluster's OpenAPI v3 schemas, converted once per version of their document.
+
+    kube's `/openapi/v3` index names each group version's document with a hash (`?hash=`), so a discovery round
+    whose hashes did not move fetches and converts nothing. The documents are megabytes (core/v1 is read for
+    pods, services, configmaps...): decoding and inlining them on every round held the cluster controller's
+    event loop, where push-mode syncers and their tunnels run, for up to a quarter of a second.
+    `begin_round()` before each round reads the index again.
+    """
+
+    def __init__(self) -> None:
+        self._index: dict[str, str] | None = None  # group-version path -> its document's URL (with the hash)
+        self._schemas: dict[tuple[str, str], dict[str, Any]] = {}  # (document URL, kind) -> converted schema
+
+    def begin_round(self) -> None:
+        self._index = None
+
+    async def schema(self, client: DynamicClient, group: str, version: str, kind: str) -> dict[str, Any]:
+        if self._index is None:
+            try:
+                paths = (await client.request("GET", "/openapi/v3")).get("paths") or {}
+            except APINotFoundError:  # kube before 1.24 serves only /openapi/v2 (its `definitions` are alike)
+                paths = {}
+            self._index = {gv: str(entry.get("serverRelativeURL") or "") for gv, entry in paths.items()}
+            live = set(self._index.values())
+            self._schemas = {key: found for key, found in self._schemas.items() if key[0] in live}
+        url = self._index.get(group_path(group, version).lstrip("/"), "")
+        if "hash=" not in url:
+            return crd_schema(await _document(client, group, version), group, version, kind)
+        found = self._schemas.get((url, kind))
+        if found is None:
+            parts = urlsplit(url)
+            document = await client.request("GET", parts.path, query=parse_qsl(parts.query))
+            found = self._schemas[(url, kind)] = crd_schema(document, group, version, kind)
+        return copy.deepcopy(found)  # what is kept stays as converted whatever a caller does with its copy
+
+
+async def _document(client: DynamicClient, group: str, version: str) -> Mapping[str, Any]:
+    try:
+        return await client.request("GET", f"/openapi/v3{group_path(group, version)}")  # type: ignore[no-any-return]
+    except APINotFoundError:  # kube before 1.24 serves only /openapi/v2 (its `definitions` are alike)
+        return await client.request("GET", "/openapi/v2")  # type: ignore[no-any-return]
+
+
+async def read_type(client: DynamicClient, resource: str, schemas: SchemaCache | None = None) -> ImportedType:
+    """The type of `resource` on the cluster: discovery for its names, its CRD or OpenAPI (v3, else v2) for its schema
+    (through `schemas` when given: see SchemaCache).
 
     APINotFoundError when the cluster does not serve it.
     """
@@ -68,11 +115,7 @@ async def read_type(client: DynamicClient, resource: str) -> ImportedType:
         raise APINotFoundError(f"the cluster serves no {resource}", status=404, reason="NotFound")
     schema = await _crd_schema(client, plural, group, version)
     if schema is None:
-        try:
-            document = await client.request("GET", f"/openapi/v3{group_path(group, version)}")
-        except APINotFoundError:  # kube before 1.24 serves only /openapi/v2 (its `definitions` are alike)
-            document = await client.request("GET", "/openapi/v2")
-        schema = crd_schema(document, group, version, entry["kind"])
+        schema = await (schemas or SchemaCache()).schema(client, group, version, entry["kind"])
     props = schema.get("properties") or {}
     replicas = "replicas" in ((props.get("spec") or {}).get("properties") or {})
     return ImportedType(resource=resource, group=group, version=version, kind=entry["kind"], plural=plural,

@@ -44,6 +44,28 @@ COLUMNS: dict[tuple[str, str], list[Column]] = {
         _col("Address", ".status.loadBalancer.ingress[*].ip", "The load balancer's addresses"),
         AGE,
     ],
+    ("storage.k8s.io", "StorageClass"): [
+        _col("Provisioner", ".provisioner", "The provisioner of the class's volumes"),
+        _col("ReclaimPolicy", ".reclaimPolicy", "What becomes of a released volume"),
+        _col("VolumeBindingMode", ".volumeBindingMode", "When claims are provisioned and bound"),
+        _col("AllowVolumeExpansion", ".allowVolumeExpansion", "Whether claims may grow", "boolean"),
+        AGE,
+    ],
+    ("scheduling.k8s.io", "PriorityClass"): [
+        _col("Value", ".value", "The priority of the class's pods", "integer"),
+        _col("Global-Default", ".globalDefault", "Whether pods without a class get this one", "boolean"),
+        AGE,
+        _col("PreemptionPolicy", ".preemptionPolicy", "Whether the class's pods preempt lower ones"),
+    ],
+    ("networking.k8s.io", "IngressClass"): [
+        _col("Controller", ".spec.controller", "The controller that handles the class"),
+        _col("Parameters", ".spec.parameters.name", "The resource with the class's parameters"),
+        AGE,
+    ],
+    ("node.k8s.io", "RuntimeClass"): [
+        _col("Handler", ".handler", "The runtime handler of the class's pods"),
+        AGE,
+    ],
 }
 
 

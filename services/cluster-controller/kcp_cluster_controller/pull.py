@@ -1,9 +1,24 @@
 """Pull mode: the syncer is installed into the physical cluster and runs there, with its own identities.
 
 Downstream (in the physical cluster), per SyncTarget: a namespace `kcp-syncer-<hash>`, a
-ServiceAccount, a ClusterRole limited to the synced types, their status and namespaces (the
-syncer maps upstream namespaces to its own), its binding, a Secret holding two kubeconfigs and a
-Deployment that runs `kcp-syncer` with the same flags as on a command line.
+ServiceAccount, a Secret holding two kubeconfigs, a Deployment that runs `kcp-syncer` with the same flags
+as on a command line, and two ClusterRoles, so that the syncer's token reaches namespaced objects only in
+the namespaces it made for itself:
+
+- `<name>`, bound cluster-wide: the cluster-scoped types it places (StorageClass, ...), and of namespaces
+  only create, list and watch (it makes its own, and watches those carrying its owner label).
+- `<name>-own-namespaces`: every namespaced synced and mirrored type, the pods' Events and streams, and
+  get and delete of the namespace itself (kube authorizes a request on namespace N as one in N). It is
+  bound by a RoleBinding in each namespace the syncer made: one carrying its owner label whose name is
+  the hash of this logical cluster and the namespace its locator annotation names (so a label put on
+  kube-system earns nothing).
+
+The syncer creates a namespace, then writes into it: its writes are refused (403) and retried with
+backoff until this controller has bound the namespace. A watch on the cluster's namespaces carrying the
+owner label binds one the moment it appears, so that is a round trip, not a wait for the next pass
+(every heartbeat interval, which still binds what the watch missed or failed to bind). Seeing it may not
+list a namespaced type cluster-wide, the syncer watches it one namespace of its own at a time
+(`kcpsyncer.pernamespace`).
 
 Upstream (in kcp, in the SyncTarget's logical cluster): a ServiceAccount `kcp-syncer-<name>` in
 namespace `default`, a ClusterRole limited to the synced types, their status, Events and this
@@ -20,6 +35,7 @@ all of it, downstream unless the SyncTarget is annotated `workload.kcp.io/keep-d
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -32,7 +48,14 @@ import yaml
 
 from kcpcommon.clients import ClientFactory, KubeClientFactory
 from kcpcommon.errors import APIClientError, APINotFoundError
+from kcpcommon.informer import SharedInformer
 from kcpcommon.keys import ObjectKey
+from kcpcommon.tasks import cancel_and_wait, spawn
+from kcpsyncer import NAMESPACE_LOCATOR_ANNOTATION
+from kcpsyncer import downstream_namespace as mapped_namespace
+from kcpsyncer.discovery import resolve
+from kcpsyncer.names import OWNER_LABEL, owner
+from kcpsyncer.upsync import UPSYNCED_RESOURCES
 
 from . import VERSION
 from . import conditions as cond
@@ -47,6 +70,9 @@ TOKEN_SECONDS = 24 * 3600
 SERVICE_ACCOUNT = "kcp-syncer"
 UPSTREAM_NAMESPACE = "default"
 IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete"]
+# the streams kcp asks for through the tunnel, about the mirrored pods
+POD_STREAMS = ["pods/log", "pods/exec", "pods/attach", "pods/portforward"]
 
 
 def _hash(*parts: str) -> str:
@@ -68,6 +94,49 @@ def type_rules(resources: tuple[str, ...], verbs: list[str]) -> list[dict[str, A
         rules.append({"apiGroups": [group], "resources": [plural], "verbs": verbs})
         rules.append({"apiGroups": [group], "resources": [f"{plural}/status"], "verbs": ["get", "update", "patch"]})
     return rules
+
+
+def own_namespaces_role(key: ObjectKey) -> str:
+    """The ClusterRole bound in each of the syncer's own namespaces."""
+    return f"{downstream_namespace(key)}-own-namespaces"
+
+
+async def cluster_scoped(client: Any, resources: tuple[str, ...]) -> tuple[str, ...]:
+    """The cluster-scoped ones of `resources`, as the physical cluster serves them (a type it does not
+    serve yet counts as namespaced: it is granted nowhere beyond the syncer's own namespaces)."""
+    types = [await resolve(client, resource) for resource in resources]
+    return tuple(r for r, typ in zip(resources, types, strict=True) if typ is not None and not typ.namespaced)
+
+
+def cluster_rules(cluster_wide: tuple[str, ...]) -> list[dict[str, Any]]:
+    """What the syncer may do anywhere: its cluster-scoped types; make namespaces and watch its own."""
+    return [*type_rules(cluster_wide, ALL_VERBS),
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "list", "watch"]}]
+
+
+def own_namespace_rules(namespaced: tuple[str, ...]) -> list[dict[str, Any]]:
+    """What the syncer may do in a namespace of its own (bound there by a RoleBinding)."""
+    return [*type_rules(namespaced, ALL_VERBS),
+            # the namespace itself: kube authorizes get/delete of namespace N as a request in N
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "delete"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},  # pods' Events
+            {"apiGroups": [""], "resources": POD_STREAMS, "verbs": ["get", "create"]}]
+
+
+def mapped_namespace_of(key: ObjectKey, namespace: dict[str, Any]) -> bool:
+    """`namespace` is one the syncer of `key` maps an upstream namespace to: its name is the hash of this
+    logical cluster and the namespace its locator names (only a hash preimage would pass for kube-system)."""
+    metadata = namespace.get("metadata") or {}
+    if (metadata.get("labels") or {}).get(OWNER_LABEL) != owner(key.cluster, key.name):
+        return False
+    try:
+        locator = json.loads((metadata.get("annotations") or {}).get(NAMESPACE_LOCATOR_ANNOTATION) or "")
+    except ValueError:
+        return False
+    if not isinstance(locator, dict) or locator.get("logicalCluster") != key.cluster:
+        return False
+    upstream = locator.get("namespace")
+    return isinstance(upstream, str) and metadata.get("name") == mapped_namespace(key.cluster, upstream)
 
 
 def syncer_args(key: ObjectKey, resources: tuple[str, ...], heartbeat_interval: float) -> list[str]:
@@ -111,6 +180,9 @@ class PullMode:
         self.kcp_server = (settings.syncer_kcp_server or kcp.server).rstrip("/")
         self.ca_data = own_ca_data(settings)
         self._installed: dict[ObjectKey, tuple[str, float]] = {}  # key -> (digest of what was applied, token due)
+        self._bound: dict[ObjectKey, set[str]] = {}  # key -> uids of its syncer's namespaces bound
+        self._watches: dict[ObjectKey, tuple[KubeClientFactory, list[asyncio.Task[None]]]] = {}  # its namespaces
+        self._stopping: list[asyncio.Task[None]] = []
 
     async def ensure(self, key: ObjectKey, st: dict[str, Any], downstream: KubeClientFactory,
                      resources: tuple[str, ...]) -> cond.Condition:
@@ -123,8 +195,11 @@ class PullMode:
                 token = await self._kcp_token(key)
                 await self._install_downstream(key, st, downstream, resources, token)
                 self._installed[key] = (wanted, time.monotonic() + TOKEN_SECONDS / 2)
+                self._bound.pop(key, None)
                 log.info("syncer installed into the physical cluster", sync_target=key.name, cluster=key.cluster,
                          namespace=downstream_namespace(key))
+            self._watch_own_namespaces(key, downstream)
+            await self._bind_own_namespaces(key, downstream)
             deployment = await downstream.dynamic().resource("apps/v1", "deployments", namespaced=True).get(
                 SERVICE_ACCOUNT, namespace=downstream_namespace(key))
         except APIClientError as exc:
@@ -143,9 +218,14 @@ class PullMode:
         client = self.kcp.dynamic(key.cluster)
         account = upstream_account(key)
         rules = type_rules(resources, ["get", "list", "watch", "update", "patch"])
-        rules += [{"apiGroups": ["workload.kcp.io"], "resources": ["synctargets", "synctargets/status"],
+        # the types mirrored up (pods): the syncer makes and removes kcp's copies
+        rules += type_rules(tuple(r for r in resources if r in UPSYNCED_RESOURCES), ["create", "delete"])
+        rules += [{"apiGroups": ["workload.kcp.io"], "resources": ["synctargets", "synctargets/status",
+                                                                   "synctargets/tunnel"],  # the pods' streams
                    "resourceNames": [key.name], "verbs": ["get", "list", "watch", "update", "patch"]},
-                  {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+                  # SyncFailed Events, and the mirrored pods' Events (kept in step with the cluster's)
+                  {"apiGroups": [""], "resources": ["events"],
+                   "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"]},
                   {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}]
         objects: list[tuple[str, str, bool, dict[str, Any]]] = [
             ("v1", "serviceaccounts", True, {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -180,9 +260,8 @@ class PullMode:
         labels = {"app.kubernetes.io/name": "kcp-syncer", "workload.kcp.io/sync-target": key.name}
         annotations = {"workload.kcp.io/logical-cluster": key.cluster}
         meta = {"labels": labels, "annotations": annotations}
-        rules = type_rules(resources, ["get", "list", "watch", "create", "update", "patch", "delete"])
-        rules.append({"apiGroups": [""], "resources": ["namespaces"],
-                      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]})
+        cluster_wide = await cluster_scoped(client, resources)
+        namespaced = tuple(r for r in resources if r not in cluster_wide)
         await _apply(client.resource("v1", "namespaces", namespaced=False), {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, **meta}})
         await _apply(client.resource("v1", "serviceaccounts", namespaced=True), {
@@ -190,7 +269,10 @@ class PullMode:
             "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, **meta}})
         await _apply(client.resource("rbac.authorization.k8s.io/v1", "clusterroles", namespaced=False), {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name, **meta}, "rules": rules})
+            "metadata": {"name": name, **meta}, "rules": cluster_rules(cluster_wide)})
+        await _apply(client.resource("rbac.authorization.k8s.io/v1", "clusterroles", namespaced=False), {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": own_namespaces_role(key), **meta}, "rules": own_namespace_rules(namespaced)})
         await _apply(client.resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", namespaced=False), {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name, **meta},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
@@ -214,6 +296,73 @@ class PullMode:
                                                            "readOnly": True}]}],
                          "volumes": [{"name": "kubeconfigs", "secret": {"secretName": SERVICE_ACCOUNT}}]}}}})
 
+    def _watch_own_namespaces(self, key: ObjectKey, downstream: KubeClientFactory) -> None:
+        """Bind each namespace its syncer makes the moment it appears (its writes there wait for that)."""
+        watching = self._watches.get(key)
+        if watching is not None and watching[0] is downstream:
+            return
+        self._stop_watch(key)
+        informer = SharedInformer(downstream.dynamic().resource("v1", "namespaces", namespaced=False),
+                                  cluster=key.name, label_selector=f"{OWNER_LABEL}={owner(key.cluster, key.name)}",
+                                  name=f"pull:{key.cluster}:{key.name}:namespaces")
+        unbound = asyncio.Event()
+
+        def seen(namespace: dict[str, Any]) -> None:
+            metadata = namespace.get("metadata") or {}
+            if metadata.get("uid") not in self._bound.get(key, set()) and not metadata.get("deletionTimestamp"):
+                unbound.set()
+
+        async def bind_when_seen() -> None:
+            while True:
+                await unbound.wait()
+                unbound.clear()
+                try:
+                    await self._bind_own_namespaces(key, downstream)
+                except APIClientError as exc:  # the next pass binds it
+                    log.warning("binding the syncer's new namespace failed", sync_target=key.name,
+                                cluster=key.cluster, error=str(exc))
+
+        informer.add_handler(on_add=seen, on_update=lambda old, new: seen(new), name="pull:bind")
+        self._watches[key] = (downstream, [spawn(informer.run(), name=informer.name),
+                                           spawn(bind_when_seen(), name=f"{informer.name}:bind")])
+
+    def _stop_watch(self, key: ObjectKey) -> None:
+        watching = self._watches.pop(key, None)
+        if watching is not None:
+            for task in watching[1]:
+                task.cancel()
+            self._stopping = [t for t in self._stopping if not t.done()] + watching[1]
+
+    async def stop(self) -> None:
+        """Stop every namespace watch (the controller is shutting down)."""
+        for key in list(self._watches):
+            self._stop_watch(key)
+        stopping, self._stopping = self._stopping, []
+        await cancel_and_wait(*stopping)
+
+    async def _bind_own_namespaces(self, key: ObjectKey, downstream: KubeClientFactory) -> None:
+        """A RoleBinding to the own-namespaces ClusterRole in each namespace the syncer made, once per namespace."""
+        client = downstream.dynamic()
+        listed = await client.resource("v1", "namespaces", namespaced=False).list(
+            label_selector=f"{OWNER_LABEL}={owner(key.cluster, key.name)}")
+        bound = self._bound.setdefault(key, set())
+        for namespace in listed.get("items") or []:
+            metadata = namespace["metadata"]
+            if metadata.get("uid") in bound or metadata.get("deletionTimestamp") or not mapped_namespace_of(
+                    key, namespace):
+                continue
+            await _apply(client.resource("rbac.authorization.k8s.io/v1", "rolebindings", namespaced=True), {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": downstream_namespace(key), "namespace": metadata["name"],
+                             "labels": {"workload.kcp.io/sync-target": key.name}},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": own_namespaces_role(key)},
+                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT,
+                              "namespace": downstream_namespace(key)}]})
+            bound.add(str(metadata.get("uid")))
+            log.info("syncer's namespace bound to its namespaced rights", sync_target=key.name,
+                     cluster=key.cluster, namespace=metadata["name"])
+
     async def _cluster_kubeconfig(self, client: Any, namespace: str, st: dict[str, Any],
                                   downstream: KubeClientFactory) -> str:
         """A kubeconfig for the downstream ServiceAccount; the SyncTarget's own when the cluster issues no tokens."""
@@ -236,6 +385,8 @@ class PullMode:
 
     async def remove(self, key: ObjectKey, st: dict[str, Any] | None, keep_downstream: bool) -> None:
         self._installed.pop(key, None)
+        self._bound.pop(key, None)
+        self._stop_watch(key)
         client = self.kcp.dynamic(key.cluster)
         account = upstream_account(key)
         for api_version, plural, namespace in (("rbac.authorization.k8s.io/v1", "clusterrolebindings", None),
@@ -256,10 +407,19 @@ class PullMode:
         async with downstream:
             dyn = downstream.dynamic()
             namespace = downstream_namespace(key)
-            for api_version, plural in (("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
-                                        ("rbac.authorization.k8s.io/v1", "clusterroles"), ("v1", "namespaces")):
+            owned = await dyn.resource("v1", "namespaces", namespaced=False).list(
+                label_selector=f"{OWNER_LABEL}={owner(key.cluster, key.name)}")
+            removals: list[tuple[str, str, str, str | None]] = [
+                ("rbac.authorization.k8s.io/v1", "rolebindings", namespace, str(ns["metadata"]["name"]))
+                for ns in owned.get("items") or []]
+            removals += [("rbac.authorization.k8s.io/v1", "clusterrolebindings", namespace, None),
+                         ("rbac.authorization.k8s.io/v1", "clusterroles", namespace, None),
+                         ("rbac.authorization.k8s.io/v1", "clusterroles", own_namespaces_role(key), None),
+                         ("v1", "namespaces", namespace, None)]
+            for api_version, plural, name, in_namespace in removals:
                 try:
-                    await dyn.resource(api_version, plural, namespaced=False).delete(namespace)
+                    await dyn.resource(api_version, plural, namespaced=in_namespace is not None).delete(
+                        name, namespace=in_namespace)
                 except APINotFoundError:
                     pass
             log.info("syncer uninstalled from the physical cluster", sync_target=key.name, namespace=namespace)

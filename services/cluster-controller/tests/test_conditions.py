@@ -1,10 +1,16 @@
-"""Ready from the syncer's heartbeat, with an injected clock."""
+"""Ready from the syncer's heartbeat and the imported types, with an injected clock."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from kcp_cluster_controller import conditions as cond
+from kcp_cluster_controller import controller
+from kcp_cluster_controller.controller import SyncTargetReconciler, _Downstream
+
+from kcpcommon.errors import APINotFoundError
+from kcpcommon.keys import ObjectKey
 
 T0 = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 SYNCER_OK = cond.condition(cond.SYNCER_READY, cond.TRUE, "SyncerRunning")
@@ -63,3 +69,42 @@ def test_an_unreachable_cluster_takes_the_syncer_conditions_down_with_ready() ->
         cond.READY: ("False", cond.UNREACHABLE), cond.SYNCER_READY: ("False", cond.UNREACHABLE),
         cond.HEARTBEAT_HEALTHY: ("False", cond.UNREACHABLE)}
     assert all(c["lastTransitionTime"] == "2026-11-25T12:01:00Z" for c in lost)
+
+
+def test_a_target_whose_every_type_failed_to_import_is_not_ready() -> None:
+    """Heartbeating is not enough: with no type imported the SyncTarget can sync nothing."""
+    beat, _ = cond.heartbeat(T0, T0 + timedelta(seconds=1), 30.0)
+    imports = cond.import_failures({"deployments.apps": "the server could not find the requested resource",
+                                    "services": "forbidden"}, ["deployments.apps", "services"])
+    assert (imports["status"], imports["reason"]) == (cond.FALSE, cond.IMPORTS_FAILED)
+    ready = cond.ready([SYNCER_OK, beat, imports])
+    assert (ready["status"], ready["reason"]) == (cond.FALSE, cond.IMPORTS_FAILED)
+    assert "deployments.apps: the server could not find" in ready["message"] and "services: forbidden" in ready["message"]
+
+
+def test_a_target_with_some_types_imported_stays_ready_and_names_the_failures() -> None:
+    beat, _ = cond.heartbeat(T0, T0 + timedelta(seconds=1), 30.0)
+    imports = cond.import_failures({"services": "forbidden"}, ["deployments.apps", "services"])
+    assert (imports["status"], imports["reason"], imports["message"]) == (cond.FALSE, cond.IMPORT_FAILED,
+                                                                          "services: forbidden")
+    assert cond.ready([SYNCER_OK, beat, imports])["status"] == cond.TRUE
+
+
+class _NoKcp:
+    def dynamic(self, cluster: str | None = None) -> None:
+        return None
+
+
+async def test_the_reconciler_reports_every_failed_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def read_type(client: object, resource: str, *_: object) -> object:
+        raise APINotFoundError(f"the server could not find {resource}", status=404, reason="NotFound")
+
+    monkeypatch.setattr(controller, "read_type", read_type)
+    reconciler = SyncTargetReconciler(_NoKcp(), None, None, heartbeat_interval=2,  # type: ignore[arg-type]
+                                      heartbeat_threshold=8, discovery_interval=3600)
+    key = ObjectKey("org", "", "broken")
+    imported = await reconciler._import(key, _Downstream("fp", _NoKcp()),  # type: ignore[arg-type]
+                                        ("deployments.apps", "widgets.example.com"))
+    assert (imported["status"], imported["reason"]) == (cond.FALSE, cond.IMPORTS_FAILED)
+    assert "deployments.apps: (404 NotFound) the server could not find deployments.apps" in imported["message"]
+    assert "widgets.example.com: (404 NotFound) the server could not find" in imported["message"]

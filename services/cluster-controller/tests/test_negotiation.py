@@ -211,7 +211,7 @@ async def test_a_publish_that_raced_another_writer_is_redone_by_the_retry(monkey
     crds = RacingCRDs()
     schemas = {"old": OLD, "new": NEW}
 
-    async def read_type(client: RacingCRDs, resource: str) -> Any:
+    async def read_type(client: RacingCRDs, resource: str, *_: object) -> Any:
         return view(schemas[client.name])  # type: ignore[attr-defined]
 
     monkeypatch.setattr(controller, "read_type", read_type)

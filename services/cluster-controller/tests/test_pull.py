@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kcp_cluster_controller.imports import crd_for
 from kcp_cluster_controller.physical import ImportedType
-from kcp_cluster_controller.pull import downstream_namespace, syncer_args, type_rules, upstream_account
+from kcp_cluster_controller.pull import (
+    cluster_rules,
+    cluster_scoped,
+    downstream_namespace,
+    mapped_namespace_of,
+    own_namespace_rules,
+    syncer_args,
+    type_rules,
+    upstream_account,
+)
 
 from kcpcommon.keys import ObjectKey
+from kcpsyncer import NAMESPACE_LOCATOR_ANNOTATION
+from kcpsyncer import downstream_namespace as mapped_namespace
+from kcpsyncer.names import OWNER_LABEL, namespace_locator, owner
 
 KEY = ObjectKey("org", "", "east")
 
@@ -55,3 +69,64 @@ def test_imported_crds_carry_status_scale_and_printer_columns() -> None:
                            kind="Ingress", plural="ingresses", singular="ingress", namespaced=True, schema={})
     crd = crd_for([ingress], {"type": "object"}, ["east"])
     assert crd["metadata"]["annotations"]["api-approved.kubernetes.io"].startswith("https://")
+
+
+class Discovery:
+    """A physical cluster's discovery: deployments and configmaps namespaced, storageclasses not."""
+
+    async def request(self, method: str, path: str, **_: Any) -> Any:
+        if path == "/apis/storage.k8s.io":
+            return {"preferredVersion": {"groupVersion": "storage.k8s.io/v1"}}
+        if path == "/apis/apps":
+            return {"preferredVersion": {"groupVersion": "apps/v1"}}
+        return {"/api/v1": {"resources": [{"name": "configmaps", "namespaced": True}]},
+                "/apis/apps/v1": {"resources": [{"name": "deployments", "namespaced": True}]},
+                "/apis/storage.k8s.io/v1": {"resources": [{"name": "storageclasses", "namespaced": False}]},
+                }.get(path, {"resources": []})
+
+
+async def test_only_cluster_scoped_types_are_granted_cluster_wide() -> None:
+    resources = ("deployments.apps", "configmaps", "storageclasses.storage.k8s.io", "widgets.example.com")
+    # a type the cluster does not serve yet counts as namespaced: granted nowhere beyond its own namespaces
+    assert await cluster_scoped(Discovery(), resources) == ("storageclasses.storage.k8s.io",)
+
+
+def _granted(rules: list[dict[str, Any]]) -> dict[str, set[str]]:
+    return {f"{resource}.{group}".rstrip("."): set(rule["verbs"])
+            for rule in rules for group in rule["apiGroups"] for resource in rule["resources"]}
+
+
+def test_cluster_wide_the_syncer_may_only_place_classes_and_make_and_watch_namespaces() -> None:
+    granted = _granted(cluster_rules(("storageclasses.storage.k8s.io",)))
+    assert granted == {"storageclasses.storage.k8s.io": {"get", "list", "watch", "create", "update", "patch", "delete"},
+                       "storageclasses/status.storage.k8s.io": {"get", "update", "patch"},
+                       "namespaces": {"create", "list", "watch"}}
+
+
+def test_in_its_own_namespaces_the_syncer_may_write_its_types_and_delete_the_namespace() -> None:
+    granted = _granted(own_namespace_rules(("deployments.apps", "pods", "secrets")))
+    for resource in ("deployments.apps", "pods", "secrets"):
+        assert {"list", "watch", "create", "delete"} <= granted[resource]
+    assert granted["namespaces"] == {"get", "delete"}  # namespace N's own get/delete are requests in N
+    assert granted["events"] == {"get", "list", "watch"}
+    assert granted["pods/log"] == {"get", "create"}
+
+
+def _namespace(name: str, *, owner_value: str, locator: str) -> dict[str, object]:
+    return {"metadata": {"name": name, "labels": {OWNER_LABEL: owner_value},
+                         "annotations": {NAMESPACE_LOCATOR_ANNOTATION: locator}}}
+
+
+def test_only_a_namespace_named_after_its_locator_in_this_logical_cluster_is_bound() -> None:
+    own = owner(KEY.cluster, KEY.name)
+    mapped = mapped_namespace(KEY.cluster, "default")
+    assert mapped_namespace_of(KEY, _namespace(mapped, owner_value=own, locator=namespace_locator("org", "default")))
+    # the syncer may label and annotate any namespace: kube-system's name is no hash of its locator
+    assert not mapped_namespace_of(KEY, _namespace("kube-system", owner_value=own,
+                                                   locator=namespace_locator("org", "kube-system")))
+    # another logical cluster's namespace, or another syncer's label, or no locator at all
+    other = mapped_namespace("other", "default")
+    assert not mapped_namespace_of(KEY, _namespace(other, owner_value=own, locator=namespace_locator("other", "default")))
+    assert not mapped_namespace_of(KEY, _namespace(mapped, owner_value="someone-else",
+                                                   locator=namespace_locator("org", "default")))
+    assert not mapped_namespace_of(KEY, _namespace(mapped, owner_value=own, locator="not json"))

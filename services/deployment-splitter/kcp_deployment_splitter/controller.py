@@ -8,8 +8,12 @@
   or stops using something (`uses_index`: not a status update);
 - `namespaces`, keyed by namespace: queued when the Namespace, an object in it or a SyncTarget of its
   logical cluster changes (as above);
+- `classes`, keyed by logical cluster: queued when a class changes, or an object starts or stops naming
+  one where it is placed (`classes_index`);
 - `revisions`, keyed by root: queued when the root changes or a ReplicaSet it controls does; its
-  workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp).
+  workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp);
+- `statefulset-history` and `daemonset-history`, keyed by set: queued when the set changes or a
+  ControllerRevision it controls does; their workers start once both kinds are served.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ from kcpcommon.sharding import owns
 from kcpcommon.store import CLUSTER_INDEX
 
 from .capacity import CapacityTracker
+from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
 from .dependencies import KINDS
 from .expectations import Expectations
 from .load import TargetLoad
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, ROOT_LABEL, SYNC_TARGETS
 from .namespaces import WORKLOAD_KINDS
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
+from .reconcile_classes import ClassPlacer
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
+from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
 from .reconcile_revisions import OWNER_INDEX, Revisions, controller_of, owner_index
 from .settings import SplitterSettings
@@ -89,7 +96,9 @@ class SplitterController:
         self.revisions = self._controller("revisions", revisions.reconcile)
         self.running.append((self.revisions, lambda: self.deployments.has_synced and self.replica_sets.has_synced))
         _on_change(self.replica_sets, self._replica_set, "splitter-replicasets")
+        self._keep_set_histories(kcp)
         self.dependencies: Controller[ObjectKey] | None = None
+        self.classes: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
         objects: dict[str, SharedInformer] = {}
         if settings.place_dependencies or settings.schedule_namespaces:
@@ -101,6 +110,7 @@ class SplitterController:
             self.dependencies = self._controller("dependencies", placer.reconcile)
             self.running.append((self.dependencies, lambda: self.deployments.has_synced
                                  and all(i.has_synced for i in built_in)))
+            self._place_classes(kcp)
         if settings.schedule_namespaces:
             self.namespace_informer = self._informer("v1", "namespaces", namespaced=False)
             followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
@@ -122,6 +132,68 @@ class SplitterController:
         self.targets.add_handler(on_add=self._target, on_update=self._target_update, on_delete=self._target,
                                  name="splitter-synctargets")
 
+    def _keep_set_histories(self, kcp: ClientFactory) -> None:
+        """One history controller per set kind (reconcile_history.py), over one ControllerRevision informer."""
+        revisions = self._informer(*CONTROLLER_REVISIONS, namespaced=True)
+        revisions.add_indexers({SET_OWNER_INDEX: set_owner_index})
+        histories: dict[str, Controller[ObjectKey]] = {}
+        for kind, (api_version, plural) in SETS.items():
+            sets = self._informer(api_version, plural, namespaced=True)
+            history = SetHistory(kcp, kind=kind, sets=sets.indexer, revisions=revisions.indexer)
+            controller = histories[kind] = self._controller(f"{kind.lower()}-history", history.reconcile)
+            def synced(sets: SharedInformer = sets) -> bool:
+                return bool(sets.has_synced and revisions.has_synced)
+
+            self.running.append((controller, synced))
+
+            def set_changed(obj: Any, controller: Controller[ObjectKey] = controller) -> None:
+                key = key_for(deleted_object(obj))
+                if self._mine(key.cluster):
+                    controller.enqueue(key)
+
+            _on_change(sets, set_changed, f"splitter-{plural}")
+
+        def revision_changed(obj: Any) -> None:
+            obj = deleted_object(obj)
+            owner, key = set_of(obj), key_for(obj)
+            if owner is not None and self._mine(key.cluster):
+                histories[owner[0]].enqueue(ObjectKey(key.cluster, key.namespace, owner[1]))
+
+        _on_change(revisions, revision_changed, "splitter-controllerrevisions")
+
+    def _place_classes(self, kcp: ClientFactory) -> None:
+        """The `classes` controller, keyed by logical cluster: queued when a class changes, or an object
+        naming classes is placed, moved or changes the classes it names."""
+        classes = {kind: self._informer(api_version, plural, namespaced=False)
+                   for kind, (api_version, plural) in CLASS_KINDS.items()}
+        referrers = {kind: self._informer(api_version, plural, namespaced=True)
+                     for kind, (api_version, plural) in REFERRER_KINDS.items()}
+        placer = ClassPlacer(kcp, classes=classes, referrers=referrers)
+        self.classes = classes_controller = self._controller("classes", placer.reconcile)
+        self.running.append((classes_controller, lambda: self.deployments.has_synced))
+
+        def queue(obj: Any) -> None:
+            cluster = key_for(deleted_object(obj)).cluster
+            if self._mine(cluster):
+                classes_controller.enqueue(ObjectKey(cluster, "", ""))
+
+        for informer in classes.values():
+            _on_change(informer, queue, "splitter-classes")
+        for kind, informer in referrers.items():
+            index = classes_index(kind)
+            informer.add_indexers({CLASSES_INDEX: index})
+
+            def naming(obj: Any, index: Callable[[Any], list[str]] = index) -> None:
+                if index(deleted_object(obj)):
+                    queue(obj)
+
+            def changed(old: Any, new: Any, index: Callable[[Any], list[str]] = index) -> None:
+                if index(old) != index(new):
+                    queue(new)
+
+            informer.add_handler(on_add=naming, on_update=changed, on_delete=naming,
+                                 name=f"splitter-classes-{kind.lower()}")
+
     def _informer(self, api_version: str, plural: str, *, namespaced: bool) -> SharedInformer:
         return self.factory.informer(cluster=WILDCARD_CLUSTER, api_version=api_version, plural=plural,
                                      namespaced=namespaced)
@@ -131,8 +203,10 @@ class SplitterController:
                           component=COMPONENT)
 
     @property
-    def has_synced(self) -> bool:
-        return bool(self.deployments.has_synced and self.targets.has_synced)
+    def ready(self) -> bool:
+        """Readiness: Deployments and SyncTargets listed, or not served yet (a fresh kcp serves Deployments
+        only once a SyncTarget imports them; the informer follows them until then)."""
+        return bool(self.deployments.synced_or_unserved and self.targets.synced_or_unserved)
 
     def _mine(self, cluster: str) -> bool:
         return bool(owns(cluster, self.settings.shard_index, self.settings.shards))

@@ -21,7 +21,7 @@ log = structlog.get_logger(COMPONENT)
 async def serve(settings: SplitterSettings) -> None:
     async def lead(kcp: ClientFactory, health: HealthServer, registry: CollectorRegistry) -> None:
         controller = SplitterController(kcp, settings, registry)
-        health.add_readiness_check("informers", lambda: controller.has_synced)
+        health.add_readiness_check("informers", lambda: controller.ready)
         log.info("splitting Deployments in every logical cluster", grace_period=settings.grace_period,
                  shard=settings.shard_index, shards=settings.shards)
         await controller.run()

@@ -3,8 +3,8 @@
 kcp's namespace scheduler is the anchor. A Namespace of a logical cluster with SyncTargets is
 assigned one usable target (Ready, schedulable, not evicted; a NotReady one keeps it for the grace
 period), chosen by a hash of the namespace's name so namespaces spread and the choice is stable; it
-moves only when its target is lost. Objects of the workload kinds in it (StatefulSets, Jobs, ...,
-and ConfigMaps, Secrets, Services that no split workload uses) that carry no assignment of their own
+moves only when its target is lost. Objects of the workload kinds in it (StatefulSets, Jobs, ReplicaSets of
+their own, ..., and ConfigMaps, Secrets, Services that no split workload uses) that carry no assignment of their own
 get the namespace's `workloads.kcp.io/cluster`. With no usable target the Namespace gets the
 condition `NamespaceScheduled=False` and its objects stay where they are. A Namespace labelled
 `scheduling.kcp.io/disabled` is left alone. Deployments are never labelled by this rule: a
@@ -33,6 +33,9 @@ WORKLOAD_KINDS: dict[str, tuple[str, str]] = {
     "Job": ("batch/v1", "jobs"),
     "CronJob": ("batch/v1", "cronjobs"),
     "Ingress": ("networking.k8s.io/v1", "ingresses"),
+    # a person's own ReplicaSet or ReplicationController (one a Deployment controls has an owner: never labelled)
+    "ReplicaSet": ("apps/v1", "replicasets"),
+    "ReplicationController": ("v1", "replicationcontrollers"),
 }
 
 

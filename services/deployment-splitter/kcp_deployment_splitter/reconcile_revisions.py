@@ -15,16 +15,18 @@ from kcpcommon.controller import Result
 from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.events import NORMAL, EventRecorder
 from kcpcommon.keys import ObjectKey, key_for
+from kcpcommon.podtemplatehash import templates_equal_ignoring_hash
 from kcpcommon.store import Indexer
 
 from .children import is_root
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS
-from .revisions import REVISION, plan_revisions
+from .revisions import REVISION, collision_count, plan_revisions
 
 log = structlog.get_logger(COMPONENT)
 
 OWNER_INDEX = "splitter-revisions-owner"  # ReplicaSets by (cluster, namespace, controlling Deployment's uid)
 UNSERVED_RETRY = 30.0  # seconds until a logical cluster that does not serve ReplicaSets yet is tried again
+COLLISION_RETRY = 1.0  # seconds until a root whose ReplicaSet name was taken tries its next name
 
 
 def owner_index_value(cluster: str, namespace: str, uid: str) -> str:
@@ -77,9 +79,7 @@ class Revisions:
             except APINotFoundError:
                 return Result(requeue_after=UNSERVED_RETRY)  # no physical cluster brought ReplicaSets here yet
             except APIAlreadyExistsError:
-                log.info("replica set exists but is not the root's yet", cluster=key.cluster,
-                         namespace=key.namespace, name=key.name, replica_set=plan.current)
-                return None  # our own create, not yet in the cache: its event brings the root back
+                return await self._name_taken(key, root, plan.create)
             self._scaled(key, root, plan.current or "", 0, _replicas(plan.create))
         for body in plan.update:
             name = body["metadata"]["name"]
@@ -103,6 +103,27 @@ class Revisions:
             await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).patch(
                 key.name, {"metadata": {"annotations": {REVISION: plan.revision}}}, namespace=key.namespace)
         return None
+
+    async def _name_taken(self, key: ObjectKey, root: Mapping[str, Any], wanted: Mapping[str, Any]) -> Result | None:
+        """kube's rule when the new ReplicaSet's name is taken: our own create the cache has not shown yet is
+        left to its event; anything else bumps the root's status.collisionCount, so the next name differs."""
+        resource = self.kcp.dynamic(key.cluster).resource(*REPLICA_SETS, namespaced=True)
+        name = wanted["metadata"]["name"]
+        try:
+            existing = await resource.get(name, namespace=key.namespace)
+        except APINotFoundError:
+            return Result(requeue_after=COLLISION_RETRY)  # gone meanwhile: try the name again
+        ref = controller_of(existing) or {}
+        if ref.get("uid") == root["metadata"]["uid"] and templates_equal_ignoring_hash(
+                (existing.get("spec") or {}).get("template") or {}, (root.get("spec") or {}).get("template") or {}):
+            return None  # our own create, not yet in the cache: its event brings the root back
+        count = collision_count(root) + 1
+        log.info("replica set name taken: collisionCount bumped", cluster=key.cluster, namespace=key.namespace,
+                 name=key.name, replica_set=name, collision_count=count)
+        await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
+            {**root, "status": {**(root.get("status") or {}), "collisionCount": count}},
+            namespace=key.namespace, subresource="status")  # root's resourceVersion: a conflict retries
+        return Result(requeue_after=COLLISION_RETRY)
 
     def _scaled(self, key: ObjectKey, root: Mapping[str, Any], name: str, before: int, after: int) -> None:
         if before == after:

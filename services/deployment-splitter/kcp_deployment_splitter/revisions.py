@@ -6,7 +6,9 @@ its selector and controller ownerReference and read `deployment.kubernetes.io/re
 pods run in the physical clusters under the split children, whose ReplicaSets live there; in kcp the
 splitter keeps one ReplicaSet per distinct pod template of the root, as kube would:
 
-- named `<root>-<pod-template-hash>`, the hash label on its labels, selector and template;
+- named `<root>-<pod-template-hash>`, the hash label on its labels, selector and template; a name taken by a
+  ReplicaSet that is not the root's (or holds another template) bumps the root's `status.collisionCount`,
+  which goes into the hash, as kube's controller does;
 - the current one (its template is the root's) carries the root's annotations (but kube's own),
   `revision` one above every older one's, `desired-replicas` and `max-replicas`; a template that
   returns to an older revision moves that ReplicaSet to the top, its old number kept in
@@ -64,6 +66,11 @@ def revision(obj: Obj) -> int:
         return 0
 
 
+def collision_count(root: Obj) -> int:
+    """How many times the root's first choice of name was taken (kube's status.collisionCount, in the hash)."""
+    return int((root.get("status") or {}).get("collisionCount") or 0)
+
+
 def max_replicas(root: Obj) -> int:
     """replicas + maxSurge, as kube's max-replicas annotation (Recreate surges by nothing)."""
     spec = root.get("spec") or {}
@@ -105,7 +112,7 @@ def new_replica_set(root: Obj, number: int) -> dict[str, Any]:
     meta = root.get("metadata") or {}
     spec = root.get("spec") or {}
     template = copy.deepcopy(dict(spec.get("template") or {}))
-    digest = pod_template_hash(template)
+    digest = pod_template_hash(template, collision_count(root))
     template_meta = template.setdefault("metadata", {})
     template_meta["labels"] = {**(template_meta.get("labels") or {}), HASH_LABEL: digest}
     selector = copy.deepcopy(dict(spec.get("selector") or {}))

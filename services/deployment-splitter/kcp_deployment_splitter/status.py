@@ -120,6 +120,8 @@ def aggregate(root: Mapping[str, Any], children: Sequence[Child], *, settled: bo
         status["observedGeneration"] = generation
     elif "observedGeneration" in old:
         status["observedGeneration"] = old["observedGeneration"]
+    if old.get("collisionCount"):
+        status["collisionCount"] = old["collisionCount"]  # the revisions' (reconcile_revisions.py), not a sum
     conditions = [available_condition(children, want), progressing_condition(children, generation),
                   *[dict(c) for c in extra_conditions]]
     status["conditions"] = conditions

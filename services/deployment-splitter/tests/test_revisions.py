@@ -19,6 +19,7 @@ from kcp_deployment_splitter.revisions import (
     with_history,
 )
 
+from kcpcommon.errors import APIAlreadyExistsError
 from kcpcommon.keys import ObjectKey
 from kcpcommon.podtemplatehash import HASH_LABEL, pod_template_hash
 
@@ -167,3 +168,67 @@ async def test_split_children_and_pinned_deployments_get_no_revisions() -> None:
     revisions = Revisions(None, deployments=_Cache(child), replica_sets=_Cache(),  # type: ignore[arg-type]
                           events=None)  # type: ignore[arg-type]
     assert await revisions.reconcile(ObjectKey("admin", "default", "web")) is None  # no client touched
+
+
+def test_a_collision_count_goes_into_the_new_replica_set_s_name() -> None:
+    deployment = root("nginx:1")
+    first = History().roll(deployment).current
+    deployment["status"]["collisionCount"] = 1
+    plan = History().roll(deployment)
+    digest = pod_template_hash(deployment["spec"]["template"], 1)
+    assert plan.current == f"web-{digest}" != first
+    assert plan.create is not None and plan.create["spec"]["selector"]["matchLabels"][HASH_LABEL] == digest
+
+
+class _Resource:
+    """One resource of the fake kcp: a create whose name is taken, a get of the taker, writes recorded."""
+
+    def __init__(self, taken: dict[str, Any] | None, writes: list[tuple[str, dict[str, Any]]]) -> None:
+        self.taken = taken
+        self.writes = writes
+
+    async def create(self, body: dict[str, Any], namespace: str) -> dict[str, Any]:
+        raise APIAlreadyExistsError("already exists", status=409, reason="AlreadyExists")
+
+    async def get(self, name: str, namespace: str) -> dict[str, Any]:
+        assert self.taken is not None
+        return self.taken
+
+    async def replace(self, body: dict[str, Any], namespace: str, subresource: str = "") -> dict[str, Any]:
+        self.writes.append((subresource, body))
+        return body
+
+
+class _Kcp:
+    def __init__(self, taken: dict[str, Any]) -> None:
+        self.taken = taken
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+
+    def dynamic(self, cluster: str) -> Any:
+        return self
+
+    def resource(self, group_version: str, plural: str, namespaced: bool) -> _Resource:
+        return _Resource(self.taken if plural == "replicasets" else None, self.writes)
+
+
+async def _reconcile_when_taken_by(taken: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    deployment = root("nginx:1")
+    kcp = _Kcp(taken)
+    revisions = Revisions(kcp, deployments=_Cache(deployment), replica_sets=_Cache(),  # type: ignore[arg-type]
+                          events=None)  # type: ignore[arg-type]
+    await revisions.reconcile(ObjectKey("admin", "default", "web"))
+    return kcp.writes
+
+
+async def test_a_name_taken_by_another_replica_set_bumps_the_root_s_collision_count() -> None:
+    foreign = plan_revisions(root("nginx:1"), []).create
+    assert foreign is not None
+    foreign["metadata"]["ownerReferences"] = []  # a user's ReplicaSet of that name
+    writes = await _reconcile_when_taken_by(foreign)
+    assert [(sub, body["status"].get("collisionCount")) for sub, body in writes] == [("status", 1)]
+
+
+async def test_the_root_s_own_replica_set_not_cached_yet_is_no_collision() -> None:
+    own = plan_revisions(root("nginx:1"), []).create
+    assert own is not None
+    assert await _reconcile_when_taken_by(own) == []

@@ -119,3 +119,9 @@ def test_a_child_on_a_cluster_that_is_not_ready_counts_as_unavailable_and_is_nam
     assert lost["replicas"] == 15
     assert lost["conditions"][0]["status"] == "False"
     assert "west (cluster NotReady, status unknown)" in lost["conditions"][0]["message"]
+
+
+def test_the_sums_keep_the_root_s_collision_count() -> None:
+    colliding = {**ROOT, "status": {"observedGeneration": 2, "collisionCount": 2}}
+    assert aggregate(colliding, [child("east", 6), child("west", 9)], settled=True)["collisionCount"] == 2
+    assert "collisionCount" not in aggregate(ROOT, [child("east", 6)], settled=True)

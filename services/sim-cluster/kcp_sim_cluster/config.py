@@ -12,14 +12,19 @@ from kcp_apiserver.embedding import (
     AdmissionFactory,
     Backend,
     ReservedGroups,
+    Resource,
     ServerConfig,
     ServerParts,
     kcp_server_config,
     version_info,
 )
 from kcp_sim_cluster.api import resources
+from kcp_sim_cluster.api.core import with_log_interval
 from kcp_sim_cluster.api.limits import LimitRanger, limit_ranges
+from kcp_sim_cluster.api.policylister import PolicyLister
 from kcp_sim_cluster.api.priority import PriorityAdmission
+from kcp_sim_cluster.api.protection import StorageProtection
+from kcp_sim_cluster.api.quota import QuotaAdmission, resource_quotas
 from kcp_sim_cluster.api.scheduling import priority_classes
 from kcp_sim_cluster.bootstrap import ClusterBootstrap
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
@@ -28,19 +33,37 @@ from kcp_sim_cluster.settings import SimClusterSettings
 
 def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...], root_ca: str = "") -> ControlPlaneOptions:
     return ControlPlaneOptions(nodes=args.nodes, node_capacity=args.capacity, ready_delay=args.ready_delay,
-                               eviction_toleration=args.eviction_toleration, clusters=clusters, root_ca=root_ca,
-                               load_balancer_ip_range=args.load_balancer_ip_range)
+                               eviction_toleration=args.eviction_toleration,
+                               node_startup_grace_period=args.node_startup_grace_period, clusters=clusters, root_ca=root_ca,
+                               load_balancer_ip_range=args.load_balancer_ip_range,
+                               hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
+                               hpa_downscale_stabilization=args.horizontal_pod_autoscaler_downscale_stabilization,
+                               hpa_tolerance=args.horizontal_pod_autoscaler_tolerance)
+
+
+async def policy_lister(parts: ServerParts, res: Resource) -> PolicyLister:
+    return PolicyLister(parts.storage, res, await parts.informers.get(res))
+
+
+async def storage_protection(parts: ServerParts) -> StorageProtection:
+    return StorageProtection()
 
 
 def priority(release: str) -> AdmissionFactory:
     async def build(parts: ServerParts) -> PriorityAdmission:
-        return PriorityAdmission(parts.storage, priority_classes(release))
+        return PriorityAdmission(await policy_lister(parts, priority_classes(release)))
     return build
 
 
 def limit_ranger(release: str) -> AdmissionFactory:
     async def build(parts: ServerParts) -> LimitRanger:
-        return LimitRanger(parts.storage, limit_ranges(release))
+        return LimitRanger(await policy_lister(parts, limit_ranges(release)))
+    return build
+
+
+def quota(release: str) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> QuotaAdmission:
+        return QuotaAdmission(parts.storage, await policy_lister(parts, resource_quotas(release)))
     return build
 
 
@@ -60,8 +83,9 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
                                   service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range))
     return dataclasses.replace(
         base,
-        resources=resources(args.release),
-        admission=[*base.admission, priority(args.release), limit_ranger(args.release)],
+        resources=with_log_interval(resources(args.release), args.log_interval),
+        admission=[*base.admission, priority(args.release), limit_ranger(args.release),
+                   quota(args.release), storage_protection],
         extensions=[*base.extensions, bootstrap],
         controllers=[*base.controllers, *control_plane(options)],
         version=version_info(args.release, "+sim"),

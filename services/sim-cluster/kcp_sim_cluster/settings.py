@@ -41,9 +41,26 @@ class SimClusterSettings(APIServerSettings):
                                                                          "as comma-separated resource=quantity")
     ready_delay: float = Field(1.0, ge=0, description="seconds from a pod's containers starting to the pod "
                                                       "being Ready")
+    log_interval: float = Field(0.0, ge=0, description="seconds between two lines a running container prints to "
+                                                        "its log (kubectl logs -f, attach) when its pod has no "
+                                                        "sim.kcp.io/log-interval annotation; 0: only its starts")
     eviction_toleration: float = Field(300.0, ge=0, description="seconds the pods of a NotReady node stay "
                                                                 "before they are evicted, as kube's default "
                                                                 "not-ready toleration")
+    node_startup_grace_period: float = Field(60.0, ge=0, description="seconds a Node whose kubelet never posted "
+                                                                     "status may wait before its conditions turn "
+                                                                     "Unknown (NodeStatusNeverUpdated), as kube's "
+                                                                     "controller-manager flag")
+    horizontal_pod_autoscaler_sync_period: float = Field(15.0, gt=0, description="seconds between two syncs of "
+                                                                                 "a HorizontalPodAutoscaler, as "
+                                                                                 "kube's controller-manager flag")
+    horizontal_pod_autoscaler_downscale_stabilization: float = Field(
+        300.0, ge=0, description="seconds a HorizontalPodAutoscaler without a behavior looks back for the highest "
+                                 "recommendation before it scales down, as kube's controller-manager flag")
+    horizontal_pod_autoscaler_tolerance: float = Field(0.1, ge=0, description="how far the usage ratio may be "
+                                                                              "from 1 before a "
+                                                                              "HorizontalPodAutoscaler scales, as "
+                                                                              "kube's controller-manager flag")
     kubernetes_version: str = Field("", description="Kubernetes release whose API schemas are served and "
                                                     "reported by /version, as MAJOR.MINOR; empty: the newest "
                                                     f"shipped ({', '.join(RELEASES)})")

@@ -8,7 +8,7 @@ import pytest
 
 from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.api.columns import pod_restarts, pod_status
-from kcp_sim_cluster.api.pods import pod_log_lines
+from kcp_sim_cluster.api.podlog import pod_log_lines
 
 
 def pod(**container_status: Any) -> dict[str, Any]:

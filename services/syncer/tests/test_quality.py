@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from typecheck import mypy
+
 SERVICE = Path(__file__).resolve().parents[1]
 REPO = SERVICE.parents[1]
-# one mypy cache for every package's check: kcpcommon and the apiserver are read once, not once per package
-MYPY_CACHE = ".mypy_cache"
 
 
 def _env() -> dict[str, str]:
@@ -20,9 +20,8 @@ def _env() -> dict[str, str]:
 
 
 def test_the_package_is_mypy_strict_clean() -> None:
-    result = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", str(SERVICE / "pyproject.toml"),
-                             "--cache-dir", str(REPO / MYPY_CACHE), str(SERVICE / "kcp_syncer")],
-                            capture_output=True, text=True, timeout=300, cwd=SERVICE, env=_env())
+    result = mypy("--strict", "--config-file", SERVICE / "pyproject.toml", SERVICE / "kcp_syncer", cwd=SERVICE,
+                  env=_env())
     assert result.returncode == 0, result.stdout + result.stderr
 
 

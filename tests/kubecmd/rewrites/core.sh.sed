@@ -7,3 +7,5 @@ s|'warning: deleting cluster-scoped resources'|'Warning: deleting cluster-scoped
 # becomes `run` then `expose pod` with the same overrides (1.20's --expose made the same Service)
 /kubectl run testmetadata .*--expose --dry-run/s| --expose\(.*\) --service-overrides=.*$|\1|
 s|^\(  kubectl run testmetadata --image=nginx --port=80\) --expose --service-overrides=\(.*\)$|\1\n  kubectl expose pod testmetadata --port=80 --overrides=\2|
+# kube removed authentication.k8s.io/v1beta1 (TokenReview) in 1.22: the v1 line after it stays
+/tokenreview-v1beta1\.json/d

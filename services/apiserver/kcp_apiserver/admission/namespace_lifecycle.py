@@ -3,6 +3,8 @@ terminating, and the namespaces every cluster relies on cannot be deleted."""
 
 from __future__ import annotations
 
+import time
+
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.admission import CREATE, DELETE, Attributes
 from kcp_apiserver.registry.builtin import NAMESPACE
@@ -14,6 +16,9 @@ from kcpcommon.keys import cluster_of
 from kcpcommon.sharedcache import HandlerRegistration
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+# kube's forceLiveLookupTTL: after admitting a namespace's delete, this long a create in it reads etcd, not a cache
+# that may not have seen the deletion yet
+FORCE_LIVE_LOOKUP_SECONDS = 30.0
 
 
 class NamespaceLifecycle:
@@ -23,6 +28,7 @@ class NamespaceLifecycle:
         self.storage = storage
         self.namespaces = namespaces
         self.terminating: dict[tuple[str, str], bool] = {}  # (cluster, namespace) -> is terminating
+        self.deleted_at: dict[tuple[str, str], float] = {}  # (cluster, namespace) -> when its delete was admitted
         self._handler: HandlerRegistration | None = None
 
     async def start(self) -> None:
@@ -42,6 +48,16 @@ class NamespaceLifecycle:
         else:
             self.terminating[key] = bool(meta.get("deletionTimestamp"))
 
+    def _remember_delete(self, key: tuple[str, str]) -> None:
+        now = time.monotonic()
+        for stale in [k for k, at in self.deleted_at.items() if now - at > FORCE_LIVE_LOOKUP_SECONDS]:
+            del self.deleted_at[stale]
+        self.deleted_at[key] = now
+
+    def _deleted_lately(self, key: tuple[str, str]) -> bool:
+        at = self.deleted_at.get(key)
+        return at is not None and time.monotonic() - at <= FORCE_LIVE_LOOKUP_SECONDS
+
     async def validate(self, attrs: Attributes) -> None:
         res = attrs.resource
         if attrs.operation == DELETE:
@@ -49,11 +65,14 @@ class NamespaceLifecycle:
                 raise st.APIError(403, "Forbidden",
                                   f'namespaces "{attrs.name}" is forbidden: this namespace may not be deleted',
                                   {"name": attrs.name, "kind": "namespaces"})
+            if res.prefix == NAMESPACE.prefix:
+                self._remember_delete((attrs.cluster, attrs.name))
             return
         if attrs.operation != CREATE or not res.namespaced:
             return
-        terminating = self.terminating.get((attrs.cluster, attrs.namespace))
-        if terminating is None:
+        key = (attrs.cluster, attrs.namespace)
+        terminating = self.terminating.get(key)
+        if terminating is None or (not terminating and self._deleted_lately(key)):
             try:
                 stored = await self.storage.get(object_key(NAMESPACE.prefix, attrs.cluster, "", attrs.namespace))
                 terminating = bool(stored.obj["metadata"].get("deletionTimestamp"))

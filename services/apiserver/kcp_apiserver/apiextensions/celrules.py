@@ -236,17 +236,23 @@ def _correlator(node: _Node, old: Any):  # type: ignore[no-untyped-def]
 
 def _run(expression: str, data: dict[str, Any]) -> tuple[Any, bool]:
     """The expression's value, and whether that value is an evaluation error (CEL returns errors as values)."""
-    ast = _checked(expression)
     try:
-        if ast is not None and builds_lists(ast):
+        if _builds_lists(expression):
             raise RuntimeError(ITERATION_BUDGET_EXCEEDED)  # map()/filter() are built in chunks
         result = compile_expression(expression).eval(data=data)
         return result.value(), result.type().name() == "ERROR"
     except Exception as exc:
-        if ITERATION_BUDGET_EXCEEDED in str(exc) and ast is not None:
+        if ITERATION_BUDGET_EXCEEDED in str(exc) and _checked(expression) is not None:
             value = _driver(expression).run(data)
             return (value.message, True) if isinstance(value, CelError) else (value, False)
         return str(exc), True
+
+
+@functools.lru_cache(maxsize=16384)
+def _builds_lists(expression: str) -> bool:
+    """Whether the expression holds a map() or filter() (decided once per expression, not per object)."""
+    ast = _checked(expression)
+    return ast is not None and builds_lists(ast)
 
 
 @functools.lru_cache(maxsize=1024)

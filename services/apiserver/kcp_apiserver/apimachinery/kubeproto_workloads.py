@@ -1,8 +1,10 @@
 """Protobuf field tables of kube's workload types (core/v1 pods and services, apps/v1, batch/v1,
-policy/v1, networking.k8s.io/v1, scheduling.k8s.io/v1), for servers that serve them as built-in types.
+policy/v1, networking.k8s.io/v1, scheduling.k8s.io/v1, autoscaling/v2 and v1), for servers that serve them
+as built-in types.
 
 kubectl's typed commands (`kubectl create deployment|job|cronjob|service|pdb|ingress|priorityclass`,
-`kubectl drain`'s evictions) send these bodies in protobuf. Field numbers are kube's wire format (its generated.proto);
+`kubectl drain`'s evictions, `kubectl autoscale`) send these bodies in protobuf. Field numbers are kube's
+wire format (its generated.proto);
 the table lists the fields those clients send and the common ones beside them. A field number not
 listed is skipped on decode, as gogo-protobuf skips unknown fields.
 """
@@ -175,12 +177,50 @@ SCHEMAS: dict[str, dict[int, tuple[str, str, int]]] = {
     "IngressServiceBackend": {1: ("name", "string", KEEP), 2: ("port", "ServiceBackendPort", 0)},
     "ServiceBackendPort": {1: ("name", "string", 0), 2: ("number", "int32", 0)},
     "IngressStatus": {},
+    "ResourceQuota": _kind("ResourceQuotaSpec", "ResourceQuotaStatus"),
+    "ResourceQuotaSpec": {1: ("hard", "Quantity", MAP), 2: ("scopes", "string", REP),
+                          3: ("scopeSelector", "ScopeSelector", PTR)},
+    "ScopeSelector": {1: ("matchExpressions", "ScopedResourceSelectorRequirement", REP)},
+    "ScopedResourceSelectorRequirement": {1: ("scopeName", "string", 0), 2: ("operator", "string", 0),
+                                          3: ("values", "string", REP)},
+    "ResourceQuotaStatus": {1: ("hard", "Quantity", MAP), 2: ("used", "Quantity", MAP)},
+    # --- autoscaling/v2 and v1 (`kubectl autoscale`) ---
+    "HorizontalPodAutoscaler": _kind("HPASpec", "HPAStatus"),
+    "HPASpec": {1: ("scaleTargetRef", "CrossVersionObjectReference", 0), 2: ("minReplicas", "int32", PTR),
+                3: ("maxReplicas", "int32", KEEP), 4: ("metrics", "MetricSpec", REP),
+                5: ("behavior", "HPABehavior", PTR)},
+    "CrossVersionObjectReference": {1: ("kind", "string", KEEP), 2: ("name", "string", KEEP),
+                                    3: ("apiVersion", "string", 0)},
+    "MetricSpec": {1: ("type", "string", KEEP), 2: ("object", "ObjectMetricSource", PTR),
+                   3: ("pods", "PodsMetricSource", PTR), 4: ("resource", "ResourceMetricSource", PTR),
+                   7: ("containerResource", "ContainerResourceMetricSource", PTR),
+                   5: ("external", "ExternalMetricSource", PTR)},
+    "MetricTarget": {1: ("type", "string", KEEP), 2: ("value", "Quantity", PTR), 3: ("averageValue", "Quantity", PTR),
+                     4: ("averageUtilization", "int32", PTR)},
+    "MetricIdentifier": {1: ("name", "string", KEEP), 2: ("selector", "LabelSelector", PTR)},
+    "ResourceMetricSource": {1: ("name", "string", KEEP), 2: ("target", "MetricTarget", 0)},
+    "ContainerResourceMetricSource": {1: ("name", "string", KEEP), 2: ("target", "MetricTarget", 0),
+                                      3: ("container", "string", KEEP)},
+    "PodsMetricSource": {1: ("metric", "MetricIdentifier", 0), 2: ("target", "MetricTarget", 0)},
+    "ObjectMetricSource": {1: ("describedObject", "CrossVersionObjectReference", 0), 2: ("target", "MetricTarget", 0),
+                           3: ("metric", "MetricIdentifier", 0)},
+    "ExternalMetricSource": {1: ("metric", "MetricIdentifier", 0), 2: ("target", "MetricTarget", 0)},
+    "HPABehavior": {1: ("scaleUp", "HPAScalingRules", PTR), 2: ("scaleDown", "HPAScalingRules", PTR)},
+    "HPAScalingRules": {3: ("stabilizationWindowSeconds", "int32", PTR), 1: ("selectPolicy", "string", PTR),
+                        2: ("policies", "HPAScalingPolicy", REP), 4: ("tolerance", "Quantity", PTR)},
+    "HPAScalingPolicy": {1: ("type", "string", KEEP), 2: ("value", "int32", KEEP), 3: ("periodSeconds", "int32", KEEP)},
+    "HPAStatus": {},
+    "autoscaling.v1.HorizontalPodAutoscaler": _kind("autoscaling.v1.HPASpec", "HPAStatus"),
+    "autoscaling.v1.HPASpec": {1: ("scaleTargetRef", "CrossVersionObjectReference", 0),
+                               2: ("minReplicas", "int32", PTR), 3: ("maxReplicas", "int32", KEEP),
+                               4: ("targetCPUUtilizationPercentage", "int32", PTR)},
 }
 
 KINDS: dict[tuple[str, str], str] = {
     ("v1", "Pod"): "Pod",
     ("v1", "Binding"): "Binding",
     ("v1", "Service"): "Service",
+    ("v1", "ResourceQuota"): "ResourceQuota",
     ("apps/v1", "Deployment"): "Deployment",
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("apps/v1", "DaemonSet"): "DaemonSet",
@@ -191,4 +231,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("policy/v1", "Eviction"): "Eviction",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("networking.k8s.io/v1", "Ingress"): "Ingress",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "HorizontalPodAutoscaler",
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): "HorizontalPodAutoscaler",
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): "autoscaling.v1.HorizontalPodAutoscaler",
 }

@@ -107,8 +107,9 @@ class GarbageCollector:
     async def _add_handler(self, res: Resource) -> None:
         informer = await self.informers.get(res)
         prefix = res.prefix
+        # inline: the graph's bookkeeping is a few dict operations per event, less than a queued handler's task hop
         self._handlers[prefix] = add_observer(informer, lambda obj, deleted: self._observe(prefix, obj, deleted),
-                                              name=f"{NAME}:{prefix}")
+                                              name=f"{NAME}:{prefix}", inline=True)
 
     async def _reconcile(self, ref: ObjectRef) -> Any:
         return await self.collector.reconcile(ref)

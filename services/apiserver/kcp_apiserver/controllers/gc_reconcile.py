@@ -8,6 +8,11 @@
   to owners that are gone or deleting in the foreground; with none, it is deleted (in the foreground if
   an owner waits for it and it has dependents of its own, else by its own finalizer's policy).
 
+A syncer's mirror of a physical cluster's object (labelled `state.workload.kcp.io/<target>: Upsync`) is never
+collected as a dependent: its ownerReferences only show the chain (Deployment -> ReplicaSet -> Pod) as on a
+cluster; it lives as long as its downstream object, which the syncer follows. Were the collector to delete it
+(an owner gone or recreated), the syncer would read a user's delete and delete the pod downstream.
+
 An owner is gone only when storage says so: no object with that uid where the reference points, in the
 dependent's logical cluster. A storage error is never an absent owner; it raises, and the work queue
 retries with backoff.
@@ -32,6 +37,7 @@ from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import Delete, KeyNotFound, Storage, Stored
 from kcp_apiserver.storage.keys import object_key
 from kcpcommon.controller import Result, TerminalError
+from kcpcommon.keys import is_upsynced
 
 log = structlog.get_logger("garbagecollector")
 
@@ -87,7 +93,7 @@ class Collector:
         if meta.get("deletionTimestamp"):
             return await self._finalize(ref, key, live)
         owners = owner_refs(meta)
-        if not owners:
+        if not owners or is_upsynced(meta.get("labels")):
             return None
         states = [(owner, await self._owner_state(ref, owner)) for owner in owners]
         solid = [o for o, s in states if s is OwnerState.SOLID]

@@ -17,7 +17,7 @@ from kcp_apiserver.registry.informers import Informers, WatchCacheInformer
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.storage.etcd import KeyNotFound, Storage, Stored
-from kcp_apiserver.storage.keys import ObjectKey, object_key, scope_prefix
+from kcp_apiserver.storage.keys import ObjectKey, cluster_marker, object_key, scope_prefix
 from kcpcommon.controller import Controller, Result
 from kcpcommon.keys import cluster_of
 from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, deleted_object
@@ -70,7 +70,8 @@ class NamespaceController:
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         if self._namespaces is not None and self._namespaces.indexer.get(key) is None:
-            if key.name in SYSTEM_NAMESPACES:  # gone: a system namespace is made again
+            # gone: a system namespace is made again, unless its logical cluster went (a deleted workspace)
+            if key.name in SYSTEM_NAMESPACES and await self.storage.exists(cluster_marker(key.cluster)):
                 await self._recreate(key)
             return None
         if not await self.finalize(key.cluster, key.name):

@@ -1,5 +1,6 @@
-"""Declared subresources (a pod's binding, eviction, log): the body decoded, the handler called,
-its answer written as JSON or plain text. Which subresources exist is the descriptor's business."""
+"""Declared subresources (a pod's binding, eviction, log, exec): the body decoded, the handler called,
+its answer written as JSON or plain text, or by the handler itself when it streams or upgrades the
+connection. Which subresources exist is the descriptor's business."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ async def call(ep: Endpoints, request: web.Request, res: Resource, action: Actio
     if info.verb not in action.verbs:
         raise st.method_not_allowed()
     body = None
-    if info.verb == "create":
+    if info.verb == "create" and not action.connect:
         kind = action.kind[2] if action.kind else res.kind
         decoded = decode_object(await read_body(request), body_media_type(request), kind, accept=BUILTIN_BODY_TYPES)
         if not isinstance(decoded, dict):
@@ -27,6 +28,9 @@ async def call(ep: Endpoints, request: web.Request, res: Resource, action: Actio
         body = decoded
     result = await action.handle(ActionCall(ep.registry, res, info.cluster, namespace, info.name, body,
                                             request.query, ctx, ctx.dry_run))
+    if result.respond is not None:
+        response: web.StreamResponse = await result.respond(request)
+        return response
     if result.text is not None:
         return web.Response(text=result.text, status=result.code, content_type="text/plain")
     return json_response(result.obj, result.code)

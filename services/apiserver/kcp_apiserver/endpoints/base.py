@@ -10,6 +10,7 @@ from aiohttp import web
 from multidict import MultiMapping
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.apimachinery.selectors import FieldSelector, LabelSelector
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import (
@@ -45,6 +46,19 @@ class Endpoints:
     fields: FieldValidator
     watch: WatchSettings
     tokens: ServiceAccountTokens | None = None  # serviceaccounts/token (None: not served)
+    visibility: Visibility | None = None  # which listed and watched objects a user is shown (None: all)
+
+    def shown(self, res: Resource, ctx: RequestContext,
+              matches: Callable[[Obj], bool] | None) -> Callable[[Obj], bool] | None:
+        """The selectors' predicate narrowed to what this user may see of `res` (kcp's Workspaces list)."""
+        visible = self.visibility(res, ctx) if self.visibility is not None else None
+        if visible is None or matches is None:
+            return visible or matches
+        selected = matches
+        return lambda obj: selected(obj) and visible(obj)
+
+
+Visibility = Callable[[Resource, RequestContext], Callable[[Obj], bool] | None]
 
 
 def dry_run(query: MultiMapping[str]) -> bool:

@@ -22,7 +22,7 @@ def _subresources(res: Resource) -> list[str]:
     subs = ["status"] if res.has_status else []
     if res.plural == "namespaces" and not res.group:
         subs.append("finalize")
-    if res.scale is not None and not res.is_custom:  # built-in types list scale, as kube does
+    if res.scale is not None:  # as kube lists it, for built-in types and for CRDs declaring it alike
         subs.append("scale")
     subs += [action.name for action in res.actions]
     return subs

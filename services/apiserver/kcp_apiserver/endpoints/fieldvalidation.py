@@ -13,6 +13,7 @@ from __future__ import annotations
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.endpoints.wire import duplicate_fields
 from kcp_apiserver.registry import builtinschemas
+from kcp_apiserver.registry.builtintypeschema import QUANTITY_REFUSED
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.typeschema import SchemaNode
 
@@ -32,6 +33,18 @@ def undecodable(res: Resource, problems: list[str]) -> UndecodableObject:
                                                  f'{res.kind}: ' + "; ".join(problems))
     error.problems = problems
     return error
+
+
+def decode_as_kube(res: Resource, obj: Obj) -> list[str]:
+    """kube's own type imported as a CRD decodes as kube decodes it: a Quantity written as a JSON number is its
+    canonical text, a null list item its zero value. Returned: what kube's decoder alone refuses there (a
+    Quantity it cannot parse, which the CRD schema's int-or-string lets through); the CRD schema judges the
+    other types, as before."""
+    definition = builtinschemas.definition_for(res.group, res.version, res.kind)
+    if definition is None:
+        return []
+    errors = builtinschemas.type_schema(definition).decode_errors(obj)
+    return [QUANTITY_REFUSED] if QUANTITY_REFUSED in errors else []
 
 
 class FieldValidator:
@@ -54,6 +67,10 @@ class FieldValidator:
         problems: list[str] = []
         if body is not None and mode != "Ignore":
             problems += [f'duplicate field "{name}"' for name in duplicate_fields(body, obj)]
+        if res.is_custom and res.kube_type:
+            refused = decode_as_kube(res, obj)
+            if refused:
+                raise undecodable(res, refused)
         schema = res.type_schema
         if schema is not None:
             type_errors = schema.decode_errors(obj)

@@ -13,7 +13,7 @@ from aiohttp import web
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import actions, deletes, reads, reviews, scale, tokenrequest, watch, writes
-from kcp_apiserver.endpoints.base import Endpoints, WatchSettings, dry_run
+from kcp_apiserver.endpoints.base import Endpoints, Visibility, WatchSettings, dry_run
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.registry.builtin.core import TOKEN_REQUEST
@@ -34,8 +34,9 @@ class ResourceHandlers:
 
     def __init__(self, catalog: Catalog, registry: Registry, caches: WatchCaches, *,
                  watch: WatchSettings, fields: FieldValidator, tokens: ServiceAccountTokens | None = None,
-                 answers: Mapping[tuple[str, str], reviews.Answer] | None = None) -> None:
-        self.endpoints = Endpoints(catalog, registry, caches, fields, watch, tokens)
+                 answers: Mapping[tuple[str, str], reviews.Answer] | None = None,
+                 visibility: Visibility | None = None) -> None:
+        self.endpoints = Endpoints(catalog, registry, caches, fields, watch, tokens, visibility)
         self.answers = answers or {}  # (group, plural): create-only resources that are answered, not stored
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:

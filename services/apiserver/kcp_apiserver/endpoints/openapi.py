@@ -25,6 +25,29 @@ LIST_PARAMS = ("allowWatchBookmarks", "continue", "fieldSelector", "labelSelecto
                "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch")
 
 
+# kube's words for the parameters (the short ones: clients and kube's own tests read them; the long ones
+# would cost every published document kilobytes for no client)
+PARAM_DESCRIPTIONS = {
+    "fieldSelector": "A selector to restrict the list of returned objects by their fields. Defaults to everything.",
+    "labelSelector": "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
+    "timeoutSeconds": "Timeout for the list/watch call. This limits the duration of the call, regardless of any "
+                      "activity or inactivity.",
+    "watch": "Watch for changes to the described resources and return them as a stream of add, update, and remove "
+             "notifications. Specify resourceVersion.",
+    "namespace": "object name and auth scope, such as for teams and projects",
+}
+OPERATION_DESCRIPTIONS = {"list": "list or watch objects of kind {}", "create": "create a {}",
+                          "deletecollection": "delete collection of {}", "read": "read the specified {}",
+                          "replace": "replace the specified {}", "patch": "partially update the specified {}",
+                          "delete": "delete a {}"}
+
+
+def _list_definition(res: Resource) -> str | None:
+    """kube's `<Kind>List` definition of a built-in kind, what its list operation answers."""
+    name = f"{res.definition}List" if res.definition else None
+    return name if name and name in builtinschemas.definitions(res.release) else None
+
+
 def _gvk(res: Resource) -> dict[str, str]:
     return {"group": res.group, "version": res.version, "kind": res.kind}
 
@@ -38,6 +61,8 @@ def _definitions_for(resources: Iterable[Resource], *, v2: bool) -> dict[str, An
     for res in resources:
         if res.definition:
             names.setdefault(res.release, []).append(res.definition)
+        if (listed := _list_definition(res)) is not None:
+            names[res.release].append(listed)
     if any(r.is_custom for r in resources):
         release = next(iter(names), builtinschemas.DEFAULT_RELEASE)  # the built-ins' ObjectMeta
         names.setdefault(release, []).append(OBJECT_META)
@@ -81,11 +106,12 @@ COLLECTION_VERBS = {"get": "list", "post": "create", "delete": "deletecollection
 ITEM_VERBS = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}
 
 
-def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
+def _paths(res: Resource, ref: Callable[[Resource, bool], dict[str, Any]],
            param: Callable[[str, str], dict[str, Any]]) -> dict[str, Any]:
     """The collection and item paths of one resource, with kube's operation metadata.
 
-    `ref` gives a response's schema reference and `param` a parameter, as each OpenAPI version words them.
+    `ref` gives a response's schema reference (of the kind's list for a list) and `param` a parameter, as each
+    OpenAPI version words them.
     """
     base = f"/api/{res.version}" if not res.group else f"/apis/{res.group}/{res.version}"
     ns = "/namespaces/{namespace}" if res.namespaced else ""
@@ -94,10 +120,11 @@ def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
 
     def op(action: str, verb: str, params: Iterable[str], body: bool = False) -> dict[str, Any]:
         operation: dict[str, Any] = {
+            "description": OPERATION_DESCRIPTIONS[verb].format(res.kind),
             "operationId": f"{verb}{res.kind}", "x-kubernetes-action": action,
             "x-kubernetes-group-version-kind": gvk,
             "parameters": [param(p, "query") for p in params],
-            "responses": {"200": {"description": "OK", **ref(res)}},
+            "responses": {"200": {"description": "OK", **ref(res, action == "list")}},
         }
         if body:
             operation["__body__"] = True
@@ -124,11 +151,13 @@ def _paths(res: Resource, ref: Callable[[Resource], dict[str, Any]],
 
 def swagger(resources: list[Resource]) -> dict[str, Any]:
     """One OpenAPI v2 document for a logical cluster."""
-    def ref(res: Resource) -> dict[str, Any]:
-        return {"schema": {"$ref": f"#/definitions/{_def_name(res)}"}}
+    def ref(res: Resource, listed: bool = False) -> dict[str, Any]:
+        return {"schema": {"$ref": f"#/definitions/{(listed and _list_definition(res)) or _def_name(res)}"}}
 
     def param(name: str, where: str) -> dict[str, Any]:
-        return {"name": name, "in": where, "type": "string", "uniqueItems": True, "required": where == "path"}
+        described = {"description": PARAM_DESCRIPTIONS[name]} if name in PARAM_DESCRIPTIONS else {}
+        return {"name": name, "in": where, **described, "type": "string", "uniqueItems": True,
+                "required": where == "path"}
 
     paths: dict[str, Any] = {}
     for res in resources:
@@ -160,11 +189,13 @@ def v3_document(resources: list[Resource], gv_path: str) -> dict[str, Any] | Non
     if not members:
         return None
 
-    def ref(res: Resource) -> dict[str, Any]:
-        return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{_def_name(res)}"}}}}
+    def ref(res: Resource, listed: bool = False) -> dict[str, Any]:
+        name = (listed and _list_definition(res)) or _def_name(res)
+        return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{name}"}}}}
 
     def param(name: str, where: str) -> dict[str, Any]:
-        return {"name": name, "in": where, "required": where == "path",
+        described = {"description": PARAM_DESCRIPTIONS[name]} if name in PARAM_DESCRIPTIONS else {}
+        return {"name": name, "in": where, **described, "required": where == "path",
                 "schema": {"type": "string", "uniqueItems": True}}
 
     paths: dict[str, Any] = {}

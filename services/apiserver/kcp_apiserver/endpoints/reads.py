@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param, respond_object, warning_headers
 from kcp_apiserver.endpoints.liststream import stream_list
-from kcp_apiserver.endpoints.wire import json_response, wants_table
+from kcp_apiserver.endpoints.wire import json_response, request_context, wants_table
 from kcp_apiserver.registry.continuetoken import decode_continue
 from kcp_apiserver.registry.conversion import cluster_of, presenter
-from kcp_apiserver.registry.listing import Entry, items_json
+from kcp_apiserver.registry.listing import Entry, items_json, presented_json
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.shared import SharedObjects, page, with_shared
 from kcp_apiserver.registry.store import ListResult, parse_resource_version
@@ -33,7 +34,7 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
                 namespace: str) -> web.StreamResponse:
     query = request.query
     listoptions.validate_list(query)
-    matches, _ = build_filter(res, query)
+    matches = ep.shown(res, request_context(request), build_filter(res, query)[0])
     cluster = None if info.wildcard else info.cluster
     shared = None if info.wildcard else ep.registry.shared.get(res.prefix)
     if shared is not None:
@@ -50,6 +51,13 @@ async def list_(ep: Endpoints, request: web.Request, res: Resource, info: Reques
         if result.remaining is not None:
             list_meta["remainingItemCount"] = result.remaining
     headers = warning_headers(res, None)
+    encoded = presented_json(res, result.entries) if res.converts and not info.wildcard else None
+    if encoded is not None:  # each item defaulted and encoded once per revision, not on every list
+        if wants_table(request):
+            return json_response(to_table(res, [orjson.loads(b) for b in encoded], list_meta,
+                                          query.get("includeObject", "Metadata")), headers=headers)
+        head = {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": list_meta}
+        return await stream_list(request, head, encoded, headers)
     if res.converts or wants_table(request):
         items = result.items
         if res.converts:

@@ -17,7 +17,7 @@ from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.endpoints import listoptions
 from kcp_apiserver.endpoints.base import Endpoints, build_filter, int_param
 from kcp_apiserver.endpoints.watchstream import ChunkedStream, EventSink, TableEncoder
-from kcp_apiserver.endpoints.wire import wants_table
+from kcp_apiserver.endpoints.wire import request_context, wants_table
 from kcp_apiserver.registry.conversion import cluster_of, present, presenter, variant
 from kcp_apiserver.registry.listing import decoded
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -40,6 +40,7 @@ async def watch(ep: Endpoints, request: web.Request, res: Resource, info: Reques
     query = request.query
     options = listoptions.validate_watch(query)
     matches, pinned = build_filter(res, query)
+    matches = ep.shown(res, request_context(request), matches)
     timeout = int_param(query, "timeoutSeconds") or ep.watch.min_request_timeout * (1 + random.random())
     cache = await ep.caches.get(res)
     prepared = await prepare_watch(ep.registry, res, cache, None if info.wildcard else info.cluster, namespace,

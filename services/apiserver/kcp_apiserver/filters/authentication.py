@@ -22,6 +22,7 @@ log = structlog.get_logger("apiserver")
 # kube lets anyone read these (the system:public-info-viewer role); kcp serves them in every logical cluster.
 # /metrics is not among them: kube serves it only to a caller authorized for it (system:monitoring).
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+# a single check reaches authorization as system:anonymous, which kube's RBAC answers with 403 (not 401)
 PUBLIC_PREFIXES = ("/healthz/", "/livez/", "/readyz/")
 
 

@@ -10,7 +10,6 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
-from kcp_apiserver.filters.authentication import PUBLIC_PREFIXES
 from kcp_apiserver.rbac.authorizer import Decision
 
 __all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
@@ -51,17 +50,16 @@ def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[val
     @web.middleware
     async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
         ctx = request_context(request)
-        # /healthz, /version...: kube's system:public-info-viewer binding is what lets anyone read them. A single
-        # check (/readyz/etcd) stays open to all, as kcp has always served it (kube's RBAC would want a grant)
-        if not ctx.info.path.startswith(PUBLIC_PREFIXES):
-            decision = await authorizer.authorize(ctx)
-            ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
-            ctx.annotations[REASON_ANNOTATION] = decision.reason
-            if not decision.allowed:
-                info = ctx.info
-                details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}
-                raise st.APIError(403, "Forbidden", forbidden_message(ctx, decision.reason),
-                                  {k: v for k, v in details.items() if v})
+        # /healthz, /version...: kube's system:public-info-viewer binding is what lets anyone read them; a single
+        # check (/readyz/etcd) needs a grant such as system:monitoring's, so anyone else gets kube's 403
+        decision = await authorizer.authorize(ctx)
+        ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
+        ctx.annotations[REASON_ANNOTATION] = decision.reason
+        if not decision.allowed:
+            info = ctx.info
+            details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}
+            raise st.APIError(403, "Forbidden", forbidden_message(ctx, decision.reason),
+                              {k: v for k, v in details.items() if v})
         return await handler(request)
 
     return authorize

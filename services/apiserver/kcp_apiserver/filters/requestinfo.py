@@ -12,6 +12,9 @@ from kcp_apiserver.filters import Handler
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, check_cluster_name
 
 NAMESPACE_SUBRESOURCES = {"status", "finalize"}
+# kube 1.35's AuthorizePodWebsocketUpgradeCreatePermission (beta, on): a WebSocket handshake is a GET, but
+# opening these streams is a create, as the SPDY POST always was
+WEBSOCKET_CREATES = frozenset({"exec", "attach", "portforward"})
 
 
 def split_cluster(path: str) -> tuple[str, str]:
@@ -87,6 +90,9 @@ def _verb(method: str, has_name: bool, watch: bool) -> str:
 async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Route to a logical cluster and parse kube's RequestInfo; start the request's context."""
     watch = request.query.get("watch", "") in ("1", "true", "True")
-    request[CONTEXT] = RequestContext(parse(request.method, request.path, watch),
-                                      user_agent=request.headers.get("User-Agent", ""))
+    info = parse(request.method, request.path, watch)
+    if (info.verb == "get" and info.resource == "pods" and not info.group and info.subresource in WEBSOCKET_CREATES
+            and request.headers.get("Upgrade", "").lower() == "websocket"):
+        info = replace(info, verb="create")
+    request[CONTEXT] = RequestContext(info, user_agent=request.headers.get("User-Agent", ""))
     return await handler(request)

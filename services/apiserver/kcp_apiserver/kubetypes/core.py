@@ -1,19 +1,28 @@
-"""core/v1 validation as kube's strategies run it: Pods, Services and PersistentVolumeClaims."""
+"""core/v1 validation as kube's strategies run it: Pods, Services, PersistentVolumes and their claims."""
 
 from __future__ import annotations
 
 import re
 
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.apimachinery.validation import invalid, required
+from kcp_apiserver.apimachinery.validation import forbidden, invalid, required
 from kcp_apiserver.kubetypes import validation as v
 from kcp_apiserver.kubetypes.fields import spec
 from kcp_apiserver.registry.resource import Obj
+from kcpcommon.quantity import try_parse_quantity
 
 DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 DNS1035_MESSAGE = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
                    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
                    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+
+
+def validate_replication_controller(rc: Obj) -> list[Cause]:
+    """An RC's selector is a plain label map; it is checked as the equivalent set-based selector."""
+    s = spec(rc)
+    selector = s.get("selector")
+    as_set_based = {**s, "selector": {"matchLabels": selector} if selector else None}
+    return v.replicas(s) + v.selector_and_template(as_set_based, "replicationcontroller")
 
 
 def validate_pod(pod: Obj) -> list[Cause]:
@@ -77,6 +86,47 @@ def validate_claim(pvc: Obj) -> list[Cause]:
     requests = (s.get("resources") or {}).get("requests") if isinstance(s.get("resources"), dict) else None
     if not isinstance(requests, dict) or "storage" not in requests:
         causes.append(required("spec.resources[storage]"))
+    return causes
+
+
+ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
+VOLUME_MODES = ("Block", "Filesystem")
+# the volume sources a PersistentVolume may name (exactly one)
+PERSISTENT_VOLUME_SOURCES = (
+    "gcePersistentDisk", "awsElasticBlockStore", "hostPath", "glusterfs", "nfs", "rbd", "quobyte", "iscsi",
+    "cinder", "cephfs", "fc", "flocker", "flexVolume", "azureFile", "vsphereVolume", "azureDisk",
+    "photonPersistentDisk", "portworxVolume", "scaleIO", "local", "storageos", "csi",
+)
+
+
+def validate_persistent_volume(pv: Obj) -> list[Cause]:
+    """ValidatePersistentVolumeSpec's checks a client meets: access modes, a storage capacity, a reclaim
+    policy and volume mode kube knows, and exactly one volume source."""
+    s = spec(pv)
+    causes: list[Cause] = []
+    modes = s.get("accessModes") or []
+    if not modes:
+        causes.append(required("spec.accessModes"))
+    causes += [v.unsupported("spec.accessModes", m, ACCESS_MODES) for m in modes if m not in ACCESS_MODES]
+    given = s.get("capacity")
+    capacity: Obj = given if isinstance(given, dict) else {}
+    if not capacity:
+        causes.append(required("spec.capacity"))
+    causes += [v.unsupported("spec.capacity", name, ("storage",)) for name in capacity if name != "storage"]
+    storage = try_parse_quantity(capacity.get("storage", 1))
+    if storage is not None and storage <= 0:
+        causes.append(invalid("spec.capacity[storage]", capacity["storage"], "must be greater than zero"))
+    policy = s.get("persistentVolumeReclaimPolicy")
+    if policy is not None and policy not in RECLAIM_POLICIES:
+        causes.append(v.unsupported("spec.persistentVolumeReclaimPolicy", policy, RECLAIM_POLICIES))
+    mode = s.get("volumeMode")
+    if mode is not None and mode not in VOLUME_MODES:
+        causes.append(v.unsupported("spec.volumeMode", mode, VOLUME_MODES))
+    sources = [name for name in PERSISTENT_VOLUME_SOURCES if s.get(name) is not None]
+    if not sources:
+        causes.append(required("spec", "must specify a volume type"))
+    causes += [forbidden(f"spec.{name}", "may not specify more than 1 volume type") for name in sources[1:]]
     return causes
 
 

@@ -197,6 +197,20 @@ def replica_set(obj: Obj) -> None:
     pod_template(spec.get("template"))
 
 
+def replication_controller(obj: Obj) -> None:
+    """kube's SetDefaults_ReplicationController: selector and labels from the template's labels."""
+    spec = _dict(obj, "spec")
+    template = spec.get("template")
+    template_labels = ((template.get("metadata") or {}).get("labels")) if isinstance(template, dict) else None
+    if template_labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(template_labels)
+        if not (obj.get("metadata") or {}).get("labels"):
+            _dict(obj, "metadata")["labels"] = dict(template_labels)
+    spec.setdefault("replicas", 1)
+    pod_template(template)
+
+
 def persistent_volume_claim_spec(spec: Obj) -> None:
     spec.setdefault("volumeMode", "Filesystem")
 
@@ -307,6 +321,16 @@ def node(obj: Obj) -> None:
 
 def persistent_volume_claim(obj: Obj) -> None:
     persistent_volume_claim_spec(_dict(obj, "spec"))
+
+
+def persistent_volume(obj: Obj) -> None:
+    """SetDefaults_PersistentVolume: a volume is kept when released unless told otherwise, and is a file system."""
+    spec = _dict(obj, "spec")
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    if isinstance(spec.get("hostPath"), dict):
+        spec["hostPath"].setdefault("type", "")
+    _dict(obj, "status").setdefault("phase", "Pending")
 
 
 def limit_range(obj: Obj) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.kubetypes import apps, batch, core, defaults, networking, policy, scheduling
+from kcp_apiserver.kubetypes import apps, autoscaling, batch, core, defaults, networking, policy, scheduling
 from kcp_apiserver.registry.builtinschemas import newest_release
 from kcp_apiserver.registry.resource import Obj
 
@@ -48,16 +48,22 @@ def kube_types(minor: int) -> Mapping[GVK, KubeType]:
                                          batch.validate_job_update),
         ("batch", "v1", "CronJob"): KubeType(lambda o: defaults.cron_job(o, minor), batch.validate_cron_job),
         ("", "v1", "Pod"): KubeType(defaults.pod, core.validate_pod, core.validate_pod_update),
+        ("", "v1", "ReplicationController"): KubeType(defaults.replication_controller,
+                                                      core.validate_replication_controller),
+        ("", "v1", "PodTemplate"): KubeType(lambda o: defaults.pod_template(o.get("template"))),
         ("", "v1", "Service"): KubeType(defaults.service, core.validate_service),
         ("", "v1", "Endpoints"): KubeType(defaults.endpoints),
         ("", "v1", "Node"): KubeType(defaults.node),
         ("", "v1", "LimitRange"): KubeType(defaults.limit_range),
         ("", "v1", "PersistentVolumeClaim"): KubeType(defaults.persistent_volume_claim, core.validate_claim,
                                                       core.validate_claim_update),
+        ("", "v1", "PersistentVolume"): KubeType(defaults.persistent_volume, core.validate_persistent_volume),
         ("networking.k8s.io", "v1", "Ingress"): KubeType(validate=networking.validate_ingress),
         ("discovery.k8s.io", "v1", "EndpointSlice"): KubeType(defaults.endpoint_slice, networking.validate_slice,
                                                               networking.validate_slice_update),
         ("policy", "v1", "PodDisruptionBudget"): KubeType(validate=policy.validate_budget),
+        ("autoscaling", "v2", "HorizontalPodAutoscaler"): KubeType(autoscaling.horizontal_pod_autoscaler,
+                                                                   autoscaling.validate_horizontal_pod_autoscaler),
         ("scheduling.k8s.io", "v1", "PriorityClass"): KubeType(scheduling.default_priority_class,
                                                                scheduling.validate_priority_class,
                                                                scheduling.validate_priority_class_update),

@@ -36,11 +36,14 @@ class ActionCall:
 
 @dataclass(frozen=True)
 class ActionResult:
-    """What the subresource answers: an object (JSON) or plain text (a log)."""
+    """What the subresource answers: an object (JSON), plain text (a log), or a response the handler
+    writes itself (a followed log, an upgraded exec or port-forward connection): `respond` is called with
+    the HTTP request and returns the HTTP response, so this layer stays free of HTTP types."""
 
     code: int = 200
     obj: Any = None
     text: str | None = None
+    respond: Callable[[Any], Awaitable[Any]] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,4 @@ class Action:
     verbs: tuple[str, ...]  # "create" (POST) and/or "get"
     handle: Callable[[ActionCall], Awaitable[ActionResult]] = field(compare=False, hash=False)
     kind: tuple[str, str, str] | None = None  # (group, version, kind) of the body, for discovery
+    connect: bool = False  # kube's connecter (exec, attach, portforward): options in the query, no body read

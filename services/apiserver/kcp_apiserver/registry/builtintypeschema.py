@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any
 
 from kcp_apiserver.apimachinery.jsonvalues import json_type
@@ -22,6 +23,7 @@ from kcp_apiserver.registry.typeschema import (
     map_topology,
     patch_strategies,
 )
+from kcpcommon.quantity import KUBE_EXPRESSION, canonical_decimal_si, canonical_quantity, try_parse_quantity
 
 Schema = Mapping[str, Any]
 _MAX_REFS = 32
@@ -32,6 +34,10 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 _GO_VALUE_KINDS = {"boolean": "bool", "integer": "number"}  # encoding/json's words where OpenAPI's differ
 _GO_TYPES = {"integer": "int", "number": "float64", "boolean": "bool", "object": "map", "array": "slice"}
 _TYPE_META = ("apiVersion", "kind")
+_QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+QUANTITY_REFUSED = f"quantities must match the regular expression '{KUBE_EXPRESSION}'"  # kube's decoding error
+# Go's zero values: what encoding/json leaves in a list item or map value that was `null`
+_ZERO_VALUES: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
 
 
 class OpenAPINodes:
@@ -90,6 +96,7 @@ class OpenAPINode:
         "preserves_unknown_fields",
         "props",
         "py_types",
+        "quantity",
         "schema",
         "type",
     )
@@ -125,6 +132,8 @@ class OpenAPINode:
         self.opaque = not s or bool(s.get("x-kubernetes-preserve-unknown-fields"))
         self.int_or_string = bool(s.get("x-kubernetes-int-or-string")) or s.get("format") == "int-or-string"
         self.py_types = _JSON_TYPES.get(self.type)
+        ref = declared.get("$ref")
+        self.quantity = isinstance(ref, str) and ref.rsplit("/", 1)[-1] == _QUANTITY
 
     def field(self, name: str) -> OpenAPINode | None:
         prop = self.props.get(name) if self.props is not None else None
@@ -157,6 +166,8 @@ class OpenAPITypeSchema(RootDelegate):
         return self._nodes().definition(self.definition)
 
     def decode_errors(self, obj: Obj) -> list[str]:
+        """Also leaves obj as kube's decoding leaves it: a `null` list item or map value becomes its type's
+        zero value, a Quantity its canonical text when written as a JSON number (`0.1` -> `100m`)."""
         errors: list[str] = []
         _decode(obj, self.root, "", errors)
         return errors
@@ -181,6 +192,10 @@ def _decode(value: Any, node: OpenAPINode | None, path: str, errors: list[str]) 
     """Type errors as Go's encoding/json words them, stopping at the first one on each branch."""
     if value is None or node is None or node.opaque:
         return
+    if node.quantity:  # kube's Quantity parses whatever JSON it is given, quoted or not
+        if try_parse_quantity(value) is None:
+            errors.append(QUANTITY_REFUSED)
+        return
     if node.int_or_string:
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             errors.append(f"{path or '.'}: expected an integer or a string, got {_go_value_kind(value)}")
@@ -195,11 +210,38 @@ def _decode(value: Any, node: OpenAPINode | None, path: str, errors: list[str]) 
         if node.props is None and node.values() is None:
             return
         for key, child in value.items():
-            _decode(child, node.field(key), _join(path, key), errors)
+            child_node = node.field(key)
+            is_field = node.props is not None and key in node.props  # else a map's value
+            value[key] = child = _as_decoded(child, child_node, null_is_zero=not is_field)
+            _decode(child, child_node, _join(path, key), errors)
     elif isinstance(value, list) and node.items() is not None:
         items = node.items()
         for index, item in enumerate(value):
+            value[index] = item = _as_decoded(item, items, null_is_zero=True)
             _decode(item, items, f"{path}[{index}]", errors)
+
+
+def _as_decoded(value: Any, node: OpenAPINode | None, *, null_is_zero: bool) -> Any:
+    """A value as kube stores it: a Quantity (a JSON number or text) is its canonical text; `null` as a list
+    item or map value (`null_is_zero`) is its Go type's zero value (a null string argument is ""), where a
+    field's null is the field unset."""
+    if node is None or node.opaque:
+        return value
+    if node.quantity:
+        if value is None:
+            return "0" if null_is_zero else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return canonical_decimal_si(Fraction(repr(value)) if isinstance(value, float) else Fraction(value))
+        if isinstance(value, str) and try_parse_quantity(value) is not None:
+            return canonical_quantity(value)  # `0.5` reads back `500m`; text kube refuses is left to the check
+        return value
+    if value is None and null_is_zero:
+        if node.int_or_string:
+            return 0
+        if node.type == "object" and not node.preserves_unknown_fields:
+            return {}
+        return _ZERO_VALUES.get(node.type)
+    return value
 
 
 def _prune(value: Any, node: OpenAPINode | None, path: str, unknown: list[str], *, top: bool = False) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Mapping
 
 from etcd3aio import Etcd3Client
 
+from kcp_apiserver.registry.actions import Action
 from kcp_apiserver.registry.resource import Resource
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.watchcache import WatchCache
@@ -17,8 +19,10 @@ GVR = tuple[str, str, str]
 class Catalog:
     """Resources by (group, version, plural): built-ins everywhere, custom ones per logical cluster."""
 
-    def __init__(self, builtins: Iterable[Resource]) -> None:
+    def __init__(self, builtins: Iterable[Resource],
+                 custom_actions: Mapping[tuple[str, str], tuple[Action, ...]] | None = None) -> None:
         self.builtins = tuple(builtins)
+        self.custom_actions = custom_actions or {}  # (group, plural) -> subresources a CRD-served type gains
         self._index: dict[GVR, Resource] = {(r.group, r.version, r.plural): r for r in self.builtins}
         self._custom: dict[str, dict[GVR, Resource]] = {}  # cluster -> served custom resources
         self._by_crd: dict[tuple[str, str], list[GVR]] = {}  # (cluster, CRD name) -> what it serves
@@ -61,6 +65,8 @@ class Catalog:
         served = []
         for res in resources:
             gvr = (res.group, res.version, res.plural)
+            if extra := self.custom_actions.get((res.group, res.plural)):
+                res = dataclasses.replace(res, actions=(*res.actions, *extra))
             custom[gvr] = res
             served.append(gvr)
             self._clusters_serving.setdefault(gvr, set()).add(cluster)

@@ -14,7 +14,8 @@ The indexer keeps the watch cache's `Cached` (etcd's bytes, shared with the cach
 a decoded copy, and decodes on read: following every resource of every logical cluster (the garbage
 collector does) then costs a reference per object, not a second copy of the whole store. A consumer
 that reads the cache all the time (the simulator's scheduler and controllers look up pods by node and
-owner on every event) asks for `keep_decoded`: the informer then holds frozen objects, decoded once.
+owner on every event) asks for `keep_decoded`: the informer then holds frozen objects, decoded once, and
+an update shares with the state it replaces whatever did not change (`kcpcommon.frozen.freeze_like`).
 
 Every object handed out is `Located`: it knows its key (from etcd's), so a consumer reads its logical
 cluster from there (`kcpcommon.keys.cluster_of`), with or without the `kcp.io/cluster` annotation.
@@ -79,9 +80,10 @@ class WatchCacheInformer(SharedCache):
                 key, raw = event.key, event.raw
                 if type_ == DELETED:
                     self.apply(DELETED, located(event.obj, key), key=key)
+                elif self.decoded:  # the old state is at hand: what did not change is shared, not frozen again
+                    self.apply(type_, located(event.obj, key, previous=self.indexer.get(key)), key=key)
                 else:
-                    stored = None if self.decoded else (key, Cached(raw, event.revision))
-                    self.apply(type_, located(event.obj, key), key=key, stored=stored)
+                    self.apply(type_, located(event.obj, key), key=key, stored=(key, Cached(raw, event.revision)))
                 event.compact()  # the cache's window must not keep what this informer decoded
             log.info("informer relisting", informer=self.name, reason=watcher.close_reason or "watch closed")
         finally:
@@ -106,13 +108,14 @@ class WatchCacheInformer(SharedCache):
 def add_observer(informer: SharedCache, observe: Observe, *, name: str, inline: bool = False) -> HandlerRegistration:
     """A handler for a consumer that folds every state into its own index (the RBAC index, the CRD catalog,
     the garbage collector's graph): `observe(obj, deleted)`, a tombstone's last known state as a deletion.
+    It never reads an update's old state, so an update decodes none for it (`needs_old=False`).
     `inline`: called by the feeder as the cache changes (see `SharedCache.add_handler`)."""
 
     def gone(obj: Obj | DeletedFinalStateUnknown) -> None:
         observe(cast(Obj, deleted_object(obj)), True)  # frozen dicts are dicts
 
     return informer.add_handler(on_add=lambda obj: observe(obj, False), on_update=lambda _, obj: observe(obj, False),
-                                on_delete=gone, name=name, inline=inline)
+                                on_delete=gone, name=name, inline=inline, needs_old=False)
 
 
 class Informers:

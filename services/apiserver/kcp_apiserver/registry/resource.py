@@ -56,6 +56,7 @@ class Resource:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     has_status: bool = False
+    status_on_create: bool = False  # a create keeps the status it carries (kube's Nodes), others start without
     definition: str | None = None  # OpenAPI definition name of the kind
     release: str = builtinschemas.DEFAULT_RELEASE  # the Kubernetes release whose schema `definition` names
     storage_group: str | None = None  # where it is stored when not under its own group

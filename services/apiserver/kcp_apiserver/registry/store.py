@@ -312,7 +312,7 @@ class Registry:
             meta["generation"] = 1
         if self.stamp_cluster:
             meta.setdefault("annotations", {})[CLUSTER_ANNOTATION] = cluster
-        if res.has_status:
+        if res.has_status and not res.status_on_create:
             obj.pop("status", None)
         generate = not meta.get("name") and meta.get("generateName")
         shared = self.shared.get(res.prefix)

@@ -48,6 +48,20 @@ def human_duration(seconds: float) -> str:
     return f"{years}y"
 
 
+def field_at(obj: Any, *path: str) -> Any:
+    """The value at `path` in an object, or None where a part is missing (a cell's input may lack any field)."""
+    for part in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def wide_column(name: str, cell: Any, description: str, type_: str = "string") -> Column:
+    """A column `kubectl get -o wide` shows (priority 1)."""
+    return Column(name, type_, cell, description, priority=1)
+
+
 def age(obj: Obj) -> str:
     created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
     if created is None:

@@ -64,7 +64,7 @@ class APIServer:
         self.metrics = Metrics()
         self.client = etcd_client(config.etcd_endpoints, config.etcd_tls)
         self.storage = Storage(self.client)
-        self.catalog = Catalog(config.resources)
+        self.catalog = Catalog(config.resources, config.custom_actions)
         self.caches = WatchCaches(self.client, self.storage, capacity=config.watch_cache_size)
         self.informers = Informers(self.caches)
         self.clusters = LogicalClusters(self.storage, stamp_cluster=config.cluster_annotation)
@@ -105,7 +105,8 @@ class APIServer:
                                                   caches=self.caches, stamp_cluster=config.cluster_annotation)
         self.handlers = ResourceHandlers(self.catalog, self.registry, self.caches, watch=config.watch,
                                          fields=FieldValidator(), tokens=config.service_accounts,
-                                         answers={**self._token_reviews(), **config.answers})
+                                         answers={**self._token_reviews(), **config.answers},
+                                         visibility=config.visibility)
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         backoff = Backoff(initial=STARTUP_RETRY_MIN, cap=STARTUP_RETRY_MAX)

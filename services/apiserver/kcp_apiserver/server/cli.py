@@ -116,7 +116,7 @@ def kcp_server_config(args: APIServerSettings, backend: Backend, *,
         etcd_tls=backend.etcd_tls, live_checks=backend.live_checks,
         service_accounts=service_account_tokens(args, backend.creds),
         jwks_uri=f"{external_url(args)}/openid/v1/jwks", audit_log_path=args.audit_log_path, reserved=reserved,
-        service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range))
+        service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range), external_url=external_url(args))
     config.track_managed_fields = args.track_managed_fields
     config.authenticators = [*config.authenticators, *token_file_authenticators(args)]
     return config

@@ -17,10 +17,11 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
-from kcp_apiserver.endpoints.base import WatchSettings
+from kcp_apiserver.endpoints.base import Visibility, WatchSettings
 from kcp_apiserver.endpoints.reviews import Answer
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
+from kcp_apiserver.registry.actions import Action
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.informers import Informers
 from kcp_apiserver.registry.resource import Resource
@@ -64,6 +65,8 @@ class ServerConfig:
     authorizer: Authorizer = field(default_factory=AlwaysAllow)
     # create-only resources answered by a function, never stored (the review APIs), by (group, plural)
     answers: Mapping[tuple[str, str], Answer] = field(default_factory=dict)
+    # subresources with handlers of their own that CRD-served types gain, by (group, plural): kcp's pods' streams
+    custom_actions: Mapping[tuple[str, str], tuple[Action, ...]] = field(default_factory=dict)
     admission: Sequence[AdmissionFactory] = ()  # in order; mutating ones run before validating ones
     extensions: Sequence[ControllerFactory] = ()  # run in every replica, before serving (CRD serving)
     controllers: Sequence[ControllerFactory] = ()  # run only where run_controllers (one replica of several)
@@ -75,6 +78,7 @@ class ServerConfig:
     watch: WatchSettings = field(default_factory=WatchSettings)
     etcd_tls: TLSFiles | None = None  # None: etcd in plain text
     live_checks: Mapping[str, Check] = field(default_factory=dict)  # /livez checks beyond ping (embedded etcd)
+    visibility: Visibility | None = None  # which listed and watched objects each user is shown (None: all)
     service_accounts: ServiceAccountTokens | None = None  # TokenRequest and the issuer's OIDC documents
     jwks_uri: str = ""  # where the OIDC discovery document says the keys are
     audit_log_path: str = ""  # "": no audit; "-": standard output

@@ -19,6 +19,8 @@ from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.controllers.rbac_aggregation import AggregationController
 from kcp_apiserver.controllers.serviceaccounts import ServiceAccountsController
 from kcp_apiserver.endpoints.base import WatchSettings
+from kcp_apiserver.endpoints.podstreams import pod_stream_actions
+from kcp_apiserver.endpoints.tunnels import Tunnels, tunnel_action
 from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
 from kcp_apiserver.filters.serviceaccount import ServiceAccountAuthenticator
 from kcp_apiserver.filters.x509 import ClientCertificateAuthenticator
@@ -33,6 +35,10 @@ from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountLookup, ServiceAccountTokens
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
+from kcp_apiserver.tenancy.access import FollowWorkspaces, WorkspaceAccess
+from kcp_apiserver.tenancy.admission import WorkspaceOwner
+from kcp_apiserver.tenancy.controller import WorkspaceController
+from kcp_apiserver.tenancy.types import RESOURCES as TENANCY
 from kcpcommon.health import Check
 
 # kcp's own CRDs, which only kcp installs: the cluster controller creates SyncTargets' CRD in a logical
@@ -90,6 +96,40 @@ def namespace_controller(parts: ServerParts) -> Runnable:
                                metrics=parts.metrics)
 
 
+class _Idle:
+    """In place of a part whose types this configuration does not serve (kcp-sim-cluster serves no Workspaces)."""
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+
+def serves_workspaces(parts: ServerParts) -> bool:
+    return all(res in parts.catalog.builtins for res in TENANCY)
+
+
+def follow_workspaces(access: WorkspaceAccess) -> ControllerFactory:
+    def build(parts: ServerParts) -> Runnable:
+        return FollowWorkspaces(access, parts.informers) if serves_workspaces(parts) else _Idle()
+    return build
+
+
+def workspace_controller(base_url: str) -> ControllerFactory:
+    def build(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        if not serves_workspaces(parts):
+            return _Idle()
+        return WorkspaceController(parts.storage, parts.informers, parts.registry, parts.catalog.for_cluster,
+                                   base_url=base_url, metrics=parts.metrics)
+    return build
+
+
+async def workspace_owner(parts: ServerParts) -> WorkspaceOwner:
+    return WorkspaceOwner()
+
+
 def serviceaccounts_controller(parts: ServerParts) -> Runnable:
     assert parts.registry is not None
     return ServiceAccountsController(parts.storage, parts.informers, parts.registry, metrics=parts.metrics)
@@ -133,12 +173,15 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                live_checks: Mapping[str, Check] | None = None,
                system_crds: frozenset[str] = SYSTEM_CRDS, service_accounts: ServiceAccountTokens | None = None,
                jwks_uri: str = "", audit_log_path: str = "", reserved: ReservedGroups | None = None,
-               service_cidr: ipaddress.IPv4Network = KCP_SERVICE_CIDR) -> ServerConfig:
+               service_cidr: ipaddress.IPv4Network = KCP_SERVICE_CIDR, external_url: str = "") -> ServerConfig:
     """`reserved`: the groups no tenant's CRD may take (default: kcp's, but for `system_crds`);
-    `service_cidr`: where Services' cluster IPs come from."""
+    `service_cidr`: where Services' cluster IPs come from; `external_url`: where clients reach this server
+    (the base of Workspaces' URLs)."""
     follow_crds, crd_controller = crd_serving()
+    tunnels = Tunnels()  # the syncers' tunnels to this replica: how its mirrored pods' streams are reached
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
+    access = WorkspaceAccess(authorizer)  # entering a workspace needs `access` there, then RBAC decides
 
     async def no_escalation(parts: ServerParts) -> EscalationCheck:
         async def get(res: Resource, cluster: str, namespace: str, name: str) -> Obj:
@@ -159,23 +202,26 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
 
     # kube's order: client certificates, then bearer tokens
     authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
-    extensions: list[ControllerFactory] = [follow_rbac, follow_crds]
+    extensions: list[ControllerFactory] = [follow_rbac, follow_crds, follow_workspaces(access)]
     if service_accounts is not None:
         tokens = ServiceAccountAuthenticator(service_accounts)
         authenticators.append(tokens)
         extensions.append(lambda parts: _BindServiceAccounts(tokens, parts))
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
-        resources=(*BUILTINS, *REVIEWS, CRD),  # the reviews are answered by `answers`
+        resources=(*BUILTINS, *REVIEWS, CRD, *TENANCY),  # the reviews are answered by `answers`
         authenticators=authenticators,
-        authorizer=authorizer,
+        authorizer=access,
+        visibility=access.visibility,
         answers=Reviews(authorizer).by_resource,
+        custom_actions={("", "pods"): pod_stream_actions(tunnels),
+                        ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation, service_ips],
+                   no_escalation, service_ips, workspace_owner],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
-                     garbage_collector, aggregate_cluster_roles,
+                     garbage_collector, aggregate_cluster_roles, workspace_controller(external_url),
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         service_accounts=service_accounts,
         jwks_uri=jwks_uri,

@@ -5,7 +5,18 @@ from __future__ import annotations
 import functools
 
 from kcp_apiserver.embedding import BUILTINS, CRD, REVIEWS, Resource, for_release
-from kcp_sim_cluster.api import apps, batch, core, networking, policy, scheduling
+from kcp_sim_cluster.api import (
+    apps,
+    autoscaling,
+    batch,
+    classes,
+    core,
+    networking,
+    policy,
+    quota,
+    replication,
+    scheduling,
+)
 
 
 @functools.cache
@@ -15,7 +26,8 @@ def resources(release: str) -> tuple[Resource, ...]:
     workload types."""
     return (*for_release((*BUILTINS, *REVIEWS, CRD), release), *core.resources(release), *apps.resources(release),
             *batch.resources(release), *networking.resources(release), *policy.resources(release),
-            *scheduling.resources(release))
+            *scheduling.resources(release), *classes.resources(release), *replication.resources(release),
+            *quota.resources(release), *autoscaling.resources(release))
 
 
 def resource(release: str, group: str, plural: str) -> Resource:

@@ -18,118 +18,18 @@ from kcp_apiserver.embedding import (
     human_duration,
     parse_time,
 )
+from kcp_apiserver.embedding import POD as POD  # kube's Pod columns, the same kcp prints for its mirrored pods
 from kcp_apiserver.embedding import SERVICE as SERVICE  # kube's Service columns, the same kcp prints
-
-
-def _get(obj: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
+from kcp_apiserver.embedding import field_at as _get
+from kcp_apiserver.embedding import pod_restarts as pod_restarts
+from kcp_apiserver.embedding import pod_status as pod_status
+from kcp_apiserver.embedding import wide_column as _wide
 
 
 def _since(value: str | None) -> str:
     when = parse_time(value)
     return human_duration((datetime.now(UTC) - when).total_seconds()) if when else "<unknown>"
 
-
-def _wide(name: str, cell: Any, description: str, type_: str = "string") -> Column:
-    return Column(name, type_, cell, description, priority=1)
-
-
-# -- pods ---------------------------------------------------------------------------------------
-
-def pod_ready(pod: Obj) -> str:
-    statuses = _get(pod, "status", "containerStatuses") or []
-    total = len(_get(pod, "spec", "containers") or [])
-    return f"{sum(1 for s in statuses if s.get('ready'))}/{total}"
-
-
-def _has_condition(pod: Obj, kind: str, status: str = "True") -> bool:
-    return any(c.get("type") == kind and c.get("status") == status
-               for c in _get(pod, "status", "conditions") or [])
-
-
-def pod_status(pod: Obj) -> str:
-    """kube's printPod reason: the phase, overridden by init containers' and containers' states."""
-    status = pod.get("status") or {}
-    reason = status.get("reason") or status.get("phase") or ""
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
-            reason = "SchedulingGated"
-    init_statuses = status.get("initContainerStatuses") or []
-    initializing = False
-    for i, container in enumerate(init_statuses):
-        state = container.get("state") or {}
-        terminated, waiting = state.get("terminated"), state.get("waiting")
-        if terminated and terminated.get("exitCode") == 0:
-            continue
-        if terminated:
-            reason = "Init:" + (terminated.get("reason") or (f"Signal:{terminated['signal']}"
-                                if terminated.get("signal") else f"ExitCode:{terminated.get('exitCode')}"))
-        elif waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
-            reason = "Init:" + waiting["reason"]
-        else:
-            reason = f"Init:{i}/{len(_get(pod, 'spec', 'initContainers') or [])}"
-        initializing = True
-        break
-    if not initializing:
-        has_running = False
-        for container in reversed(status.get("containerStatuses") or []):
-            state = container.get("state") or {}
-            waiting, terminated = state.get("waiting"), state.get("terminated")
-            if waiting and waiting.get("reason"):
-                reason = waiting["reason"]
-            elif terminated and terminated.get("reason"):
-                reason = terminated["reason"]
-            elif terminated:
-                reason = (f"Signal:{terminated['signal']}" if terminated.get("signal")
-                          else f"ExitCode:{terminated.get('exitCode')}")
-            elif state.get("running") and container.get("ready"):
-                has_running = True
-        if reason == "Completed" and has_running:
-            reason = "Running" if _has_condition(pod, "Ready") else "NotReady"
-    if _get(pod, "metadata", "deletionTimestamp"):
-        reason = "Unknown" if status.get("reason") == "NodeLost" else "Terminating"
-    return reason
-
-
-def pod_restarts(pod: Obj) -> str:
-    """Restarts, with how long ago the last one was (`3 (42s ago)`), as kubectl prints them."""
-    restarts, last = 0, None
-    for container in _get(pod, "status", "containerStatuses") or []:
-        restarts += int(container.get("restartCount") or 0)
-        finished = _get(container, "lastState", "terminated", "finishedAt")
-        when = parse_time(finished)
-        if when is not None and (last is None or when > last):
-            last = when
-    if restarts and last is not None:
-        return f"{restarts} ({human_duration((datetime.now(UTC) - last).total_seconds())} ago)"
-    return str(restarts)
-
-
-def _readiness_gates(pod: Obj) -> str:
-    gates = _get(pod, "spec", "readinessGates") or []
-    if not gates:
-        return "<none>"
-    ready = sum(1 for g in gates if _has_condition(pod, g.get("conditionType", "")))
-    return f"{ready}/{len(gates)}"
-
-
-POD = (
-    NAME,
-    Column("Ready", "string", pod_ready, "The aggregate readiness state of this pod for accepting traffic."),
-    Column("Status", "string", pod_status, "The aggregate status of the containers in this pod."),
-    Column("Restarts", "string", pod_restarts, "The number of times the containers in this pod have been "
-           "restarted and when the last container in this pod has restarted."),
-    AGE,
-    _wide("IP", lambda p: _get(p, "status", "podIP") or "<none>", "IP address allocated to the pod."),
-    _wide("Node", lambda p: _get(p, "spec", "nodeName") or "<none>", "Name of the node the pod is assigned to."),
-    _wide("Nominated Node", lambda p: _get(p, "status", "nominatedNodeName") or "<none>",
-          "Name of the node where the pod is nominated to run."),
-    _wide("Readiness Gates", _readiness_gates, "Readiness gates of the pod."),
-)
 
 # -- services, endpoints, endpointslices --------------------------------------------------------
 
@@ -239,6 +139,32 @@ def _claim_modes(pvc: Obj) -> str:
     return ",".join(ACCESS_MODES.get(m, m) for m in modes)
 
 
+def _volume_claim(pv: Obj) -> str:
+    ref = _get(pv, "spec", "claimRef") or {}
+    return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
+
+
+def _volume_modes(pv: Obj) -> str:
+    return ",".join(ACCESS_MODES.get(m, m) for m in _get(pv, "spec", "accessModes") or [])
+
+
+PERSISTENT_VOLUME = (
+    NAME,
+    Column("Capacity", "string", lambda v: _get(v, "spec", "capacity", "storage") or "",
+           "The capacity of the volume."),
+    Column("Access Modes", "string", _volume_modes, "The access modes of the volume."),
+    Column("Reclaim Policy", "string", lambda v: _get(v, "spec", "persistentVolumeReclaimPolicy") or "",
+           "What happens to the volume when its claim is released."),
+    Column("Status", "string", _claim_phase, "The phase of the volume."),
+    Column("Claim", "string", _volume_claim, "The claim bound to the volume."),
+    Column("StorageClass", "string", lambda v: _get(v, "spec", "storageClassName") or "",
+           "The storage class of the volume."),
+    Column("VolumeAttributesClass", "string", lambda v: _get(v, "spec", "volumeAttributesClassName") or "<unset>",
+           "The volume attributes class of the volume."),
+    Column("Reason", "string", lambda v: _get(v, "status", "reason") or "", "Why the volume is in its phase."),
+    AGE,
+    _wide("VolumeMode", lambda v: _get(v, "spec", "volumeMode") or "", "The volume mode of the volume."),
+)
 PERSISTENT_VOLUME_CLAIM = (
     NAME,
     Column("Status", "string", _claim_phase, "The status of the claim."),

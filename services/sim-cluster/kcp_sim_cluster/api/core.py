@@ -1,10 +1,13 @@
-"""core/v1 types a cluster runs workloads with: Pods (status, binding, eviction, log), Services,
-Endpoints, Nodes and PersistentVolumeClaims. Their defaults and validation are kcp_apiserver.kubetypes'."""
+"""core/v1 types a cluster runs workloads with: Pods (status, binding, eviction, log, exec, attach,
+portforward), Services, Endpoints, Nodes, PersistentVolumes and their claims. Their defaults and validation are
+kcp_apiserver.kubetypes'."""
 
 from __future__ import annotations
 
-from kcp_apiserver.embedding import Cause, Obj, Resource, kube_resource, qos_class, spec
-from kcp_sim_cluster.api import columns, pods
+import dataclasses
+
+from kcp_apiserver.embedding import Cause, Obj, Resource, kube_resource, now_rfc3339, qos_class, spec
+from kcp_sim_cluster.api import columns, podexec, podlog, pods, portforward
 from kcp_sim_cluster.api.strategy import KubeStrategy, kube_strategy
 
 
@@ -44,6 +47,11 @@ def _claim_status(pvc: Obj) -> None:
     pvc["status"] = {"phase": "Pending"}
 
 
+def _volume_status(pv: Obj) -> None:
+    """A new volume is Pending until the volume controller makes it Available (or binds it)."""
+    pv["status"] = {"phase": "Pending", "lastPhaseTransitionTime": now_rfc3339()}
+
+
 def resources(release: str) -> tuple[Resource, ...]:
     return (
         kube_resource("", "v1", "Pod", "pods", namespaced=True, release=release, short_names=("po",),
@@ -52,7 +60,8 @@ def resources(release: str) -> tuple[Resource, ...]:
                       field_selectors=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                                        "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
                                        "status.podIP", "status.nominatedNodeName"),
-                      actions=(pods.BINDING, pods.eviction(pdb_resource(release)), pods.LOG)),
+                      actions=(pods.BINDING, pods.eviction(pdb_resource(release)), podlog.LOG, podexec.EXEC,
+                               podexec.ATTACH, portforward.PORT_FORWARD)),
         kube_resource("", "v1", "Service", "services", namespaced=True, release=release, short_names=("svc",),
                       categories=("all",), has_status=True, columns=columns.SERVICE,
                       strategy=kube_strategy("", "v1", "Service", release,
@@ -61,14 +70,28 @@ def resources(release: str) -> tuple[Resource, ...]:
                       singular="endpoints", strategy=kube_strategy("", "v1", "Endpoints", release),
                       columns=columns.ENDPOINTS),
         kube_resource("", "v1", "Node", "nodes", namespaced=False, release=release, short_names=("no",),
-                      has_status=True, strategy=kube_strategy("", "v1", "Node", release), columns=columns.NODE,
+                      has_status=True, status_on_create=True,  # as kube: a kubelet registers with its status
+                      strategy=kube_strategy("", "v1", "Node", release), columns=columns.NODE,
                       field_selectors=("spec.unschedulable",)),
         kube_resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", namespaced=True,
                       release=release, short_names=("pvc",), has_status=True,
                       strategy=kube_strategy("", "v1", "PersistentVolumeClaim", release, on_create=_claim_status),
                       columns=columns.PERSISTENT_VOLUME_CLAIM),
+        kube_resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False, release=release,
+                      short_names=("pv",), has_status=True, columns=columns.PERSISTENT_VOLUME,
+                      strategy=kube_strategy("", "v1", "PersistentVolume", release, on_create=_volume_status)),
         limit_range_resource(release),
     )
+
+
+def with_log_interval(served: tuple[Resource, ...], seconds: float) -> tuple[Resource, ...]:
+    """`served` with pods' log and attach printing a line every `seconds` (the sim's --log-interval) in pods
+    without the `sim.kcp.io/log-interval` annotation."""
+    if not seconds:
+        return served
+    streams = {"log": podlog.log_action(seconds), "attach": podexec.attach_action(seconds)}
+    return tuple(dataclasses.replace(r, actions=tuple(streams.get(a.name, a) for a in r.actions))
+                 if (r.group, r.plural) == ("", "pods") else r for r in served)
 
 
 def limit_range_resource(release: str) -> Resource:

@@ -1,7 +1,7 @@
 """core/v1 LimitRanges and kube's LimitRanger admission for pods: a container without requests or limits
 gets its namespace's Container defaults (noted in the `kubernetes.io/limit-ranger` annotation), and one
-outside a Container min/max is refused with kube's 403. LimitRanges are read from storage, so one is in
-force the moment its create answered."""
+outside a Container min/max is refused with kube's 403. LimitRanges are read through a PolicyLister, so one is
+in force the moment its create answered."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from kcp_apiserver.embedding import (
     Attributes,
     Obj,
     Resource,
-    Storage,
     kube_resource,
     qos_class,
-    scope_prefix,
     spec,
 )
+from kcp_sim_cluster.api.policylister import PolicyLister
 from kcp_sim_cluster.api.priority import forbidden
 from kcp_sim_cluster.api.strategy import kube_strategy
 from kcpcommon.quantity import try_parse_quantity
@@ -84,19 +83,15 @@ def violations(pod: Obj, ranges: list[Obj]) -> list[str]:
 
 
 class LimitRanger:
-    def __init__(self, storage: Storage, ranges: Resource) -> None:
-        self.storage = storage
+    def __init__(self, ranges: PolicyLister) -> None:
         self.ranges = ranges
 
-    async def _ranges(self, cluster: str, namespace: str) -> list[Obj]:
-        items, _, _ = await self.storage.list(scope_prefix(self.ranges.prefix, cluster, namespace))
-        return [item.obj for item in items]
-
     async def admit(self, attrs: Attributes) -> None:
+        self.ranges.saw(attrs)
         if attrs.subresource or attrs.obj is None or attrs.operation != CREATE or attrs.resource.group \
                 or attrs.resource.plural != "pods":
             return
-        ranges = await self._ranges(attrs.cluster, attrs.namespace)
+        ranges = await self.ranges.list(attrs.cluster, attrs.namespace)
         if not ranges:
             return
         apply_defaults(attrs.obj, ranges)

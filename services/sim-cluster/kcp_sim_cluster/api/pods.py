@@ -1,11 +1,6 @@
-"""A pod's subresources beyond status: binding (the scheduler's write), eviction (a delete that
-respects PodDisruptionBudgets) and log (what `kubectl logs` reads).
-
-Log format: the simulated kubelet writes nothing anywhere, so a container's log is derived from its
-status: one line per start, `<container> started (image <image>, start <n>)`,
-each prefixed with its RFC 3339 time when `timestamps=true` (known for the current and the previous
-start; earlier starts show the pod's startTime). `previous=true` shows the log up to the previous start.
-"""
+"""A pod's subresources beyond status that write: binding (the scheduler's write) and eviction (a
+delete that respects PodDisruptionBudgets). The streams (log, exec, attach, portforward) have their own
+modules."""
 
 from __future__ import annotations
 
@@ -147,79 +142,3 @@ async def _check_budget(call: ActionCall, budget: Obj, pod: Obj) -> None:
     if healthy - desired <= 0:
         raise _too_many_requests(name, f"The disruption budget {name} needs {desired} healthy pods and has "
                                        f"{healthy} currently")
-
-
-# -- log ----------------------------------------------------------------------------------------
-
-
-def _container_names(pod: Obj) -> list[str]:
-    spec = pod.get("spec") or {}
-    return [c.get("name", "") for key in ("containers", "initContainers") for c in spec.get(key) or []]
-
-
-def _start_times(status: Obj, pod_start: str, starts: int) -> list[str]:
-    """The start time of each of a container's `starts` starts, oldest first, as far as its status tells:
-    the current instance's and the previous one's are known, earlier ones show the pod's start."""
-    state = status.get("state") or {}
-    current = (state.get("running") or {}).get("startedAt") or (state.get("terminated") or {}).get("startedAt")
-    previous = ((status.get("lastState") or {}).get("terminated") or {}).get("startedAt")
-    known = [t for t in (previous, current) if t]
-    times = [pod_start] * max(starts - len(known), 0) + known
-    return times[-starts:] if starts else []
-
-
-def pod_log_lines(pod: Obj, container: str, *, previous: bool = False) -> list[tuple[str, str]]:
-    """(time, line) for every start of `container`, oldest first."""
-    statuses = [*((pod.get("status") or {}).get("containerStatuses") or []),
-                *((pod.get("status") or {}).get("initContainerStatuses") or [])]
-    status = next((s for s in statuses if s.get("name") == container), None)
-    started = status is not None and (status.get("state", {}).get("running") or status.get("state", {})
-                                      .get("terminated") or int(status.get("restartCount") or 0))
-    if not started:
-        reason = ((status or {}).get("state", {}).get("waiting") or {}).get("reason") or "ContainerCreating"
-        raise st.bad_request(f'container "{container}" in pod "{pod["metadata"]["name"]}" is waiting to start: '
-                             f"{reason}")
-    assert status is not None
-    restarts = int(status.get("restartCount") or 0)
-    waiting = bool(status.get("state", {}).get("waiting"))
-    starts = restarts if waiting else restarts + 1  # restartCount counts the instances that ended
-    if previous:
-        if restarts == 0:
-            raise st.bad_request(f'previous terminated container "{container}" in pod '
-                                 f'"{pod["metadata"]["name"]}" not found')
-        starts = restarts  # up to the instance before the current (or the one a back-off waits after)
-    total = restarts if waiting else restarts + 1
-    times = _start_times(status, (pod.get("status") or {}).get("startTime") or pod["metadata"].get(
-        "creationTimestamp", ""), total)
-    image = status.get("image") or next((c.get("image", "") for key in ("containers", "initContainers")
-                                         for c in (pod.get("spec") or {}).get(key) or []
-                                         if c.get("name") == container), "")
-    return [(times[n], f"{container} started (image {image}, start {n + 1})")
-            for n in range(starts)]
-
-
-async def read_log(call: ActionCall) -> ActionResult:
-    pod = await call.registry.get(call.resource, call.cluster, call.namespace, call.name)
-    names = _container_names(pod)
-    container = call.query.get("container", "")
-    if not container:
-        regular = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
-        if len(regular) != 1:
-            raise st.bad_request(f"a container name must be specified for pod {call.name}, choose one of: "
-                                 f"[{' '.join(regular)}]")
-        container = regular[0]
-    elif container not in names:
-        raise st.bad_request(f"container {container} is not valid for pod {call.name}")
-    lines = pod_log_lines(pod, container, previous=call.query.get("previous") == "true")
-    tail = call.query.get("tailLines", "")
-    if tail.isdigit():
-        lines = lines[-int(tail):] if int(tail) else []
-    stamped = call.query.get("timestamps") == "true"
-    text = "".join(f"{when} {line}\n" if stamped else f"{line}\n" for when, line in lines)
-    limit = call.query.get("limitBytes", "")
-    if limit.isdigit() and int(limit):
-        text = text[: int(limit)]
-    return ActionResult(200, text=text)
-
-
-LOG = Action("log", ("get",), read_log, ("", "v1", "Pod"))

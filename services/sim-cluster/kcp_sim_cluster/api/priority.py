@@ -1,6 +1,7 @@
 """kube's Priority admission plugin: a pod's spec.priorityClassName (or the globalDefault class) becomes its
 spec.priority and preemptionPolicy, at most one PriorityClass is the global default, and the system classes
-cannot be deleted. Classes are read from storage, so a class is usable the moment its create answered."""
+cannot be deleted. Classes are read through a PolicyLister, so a class is usable the moment its create
+answered."""
 
 from __future__ import annotations
 
@@ -14,10 +15,9 @@ from kcp_apiserver.embedding import (
     Attributes,
     Obj,
     Resource,
-    Storage,
-    scope_prefix,
     spec,
 )
+from kcp_sim_cluster.api.policylister import PolicyLister
 
 DEFAULT_PREEMPTION = "PreemptLowerPriority"
 NO_DEFAULT_PRIORITY = 0  # kube's DefaultPriorityWhenNoDefaultClassExists
@@ -74,22 +74,21 @@ def admit_pod(res: Resource, name: str, pod: Obj, classes: list[Obj]) -> None:
 
 
 class PriorityAdmission:
-    def __init__(self, storage: Storage, classes: Resource) -> None:
-        self.storage = storage
+    def __init__(self, classes: PolicyLister) -> None:
         self.classes = classes
 
     async def _classes(self, cluster: str) -> list[Obj]:
-        items, _, _ = await self.storage.list(scope_prefix(self.classes.prefix, cluster, None))
-        return [item.obj for item in items]
+        return await self.classes.list(cluster)
 
     async def admit(self, attrs: Attributes) -> None:
+        self.classes.saw(attrs)
         if attrs.subresource or attrs.obj is None or attrs.operation != CREATE:
             return
         if attrs.resource.group == "" and attrs.resource.plural == "pods":
             admit_pod(attrs.resource, attrs.name, attrs.obj, await self._classes(attrs.cluster))
 
     async def validate(self, attrs: Attributes) -> None:
-        if attrs.resource.prefix != self.classes.prefix or attrs.subresource:
+        if attrs.resource.prefix != self.classes.resource.prefix or attrs.subresource:
             return
         if attrs.operation == DELETE:
             if attrs.name in SYSTEM_CLASSES:

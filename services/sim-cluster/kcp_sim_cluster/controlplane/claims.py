@@ -19,6 +19,8 @@ from kcp_sim_cluster.controlplane.runtime import Sim
 def selector_of(owner: Obj) -> LabelSelector | None:
     """The owner's selector; None when it has none or an empty one (that would claim everything)."""
     selector = (owner.get("spec") or {}).get("selector")
+    if owner.get("kind") == "ReplicationController" and selector:
+        selector = {"matchLabels": selector}  # a plain label map, as kube's replication manager reads it
     if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
         return None
     try:

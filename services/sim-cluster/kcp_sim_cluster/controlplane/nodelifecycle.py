@@ -7,6 +7,10 @@ NoExecute taint for its toleration's seconds (kube's taint-based eviction), so i
 recreates it elsewhere. The API server stamps every pod with kube's default 300 s toleration; that
 default is read as `--eviction-toleration`, so a test can shorten it. A node Ready again loses the
 taints and the kubelet makes its pods Ready again.
+
+A Node whose kubelet never posted a status (one made by hand, as kube's own test harness does) gets
+kube's Unknown conditions (NodeStatusNeverUpdated) once `--node-startup-grace-period` has passed since
+its creation, and so the unreachable taints.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 CONDITION_TAINTS = (NOT_READY_TAINT, UNSCHEDULABLE_TAINT, UNREACHABLE_TAINT)
 DEFAULT_TOLERATION_SECONDS = 300  # what the API server's DefaultTolerationSeconds stamps on pods
+HEALTH_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")  # kube leaves NetworkUnavailable
 
 
 def toleration_seconds(pod: Obj, default: float, taint: str = "node.kubernetes.io/not-ready") -> float | None:
@@ -66,6 +71,21 @@ def sickness(node: Obj) -> str:
     if cond is None or cond.get("status") == "True":
         return ""
     return UNREACHABLE_TAINT if cond.get("status") == "Unknown" else NOT_READY_TAINT
+
+
+def never_updated(node: dict[str, Any]) -> bool:
+    """kube's node lifecycle controller on a node whose kubelet never posted status: each health condition
+    it lacks is added as Unknown, its last heartbeat the node's creation. True when anything was added."""
+    status = node.setdefault("status", {})
+    created = node["metadata"].get("creationTimestamp")
+    added = False
+    for type_ in HEALTH_CONDITIONS:
+        if get_condition(status, type_) is None:
+            set_condition(status, type_, "Unknown", "NodeStatusNeverUpdated", "Kubelet never posted node status.")
+            if created:
+                status["conditions"][-1]["lastHeartbeatTime"] = created
+            added = True
+    return added
 
 
 def node_ready(node: Obj) -> bool:
@@ -127,6 +147,8 @@ class NodeLifecycleController(SimController):
         node = self.sim.informer("nodes").get(key)
         if node is None:
             return None
+        if get_condition(node.get("status"), "Ready") is None:
+            return await self._never_updated(node)
         sick = sickness(node)
         taints = list((node.get("spec") or {}).get("taints") or [])
         cordoned = bool((node.get("spec") or {}).get("unschedulable"))
@@ -165,6 +187,15 @@ class NodeLifecycleController(SimController):
             else:
                 next_check = left if next_check is None else min(next_check, left)
         return Result(requeue_after=next_check + 0.1) if next_check is not None else None
+
+    async def _never_updated(self, node: Obj) -> Result | None:
+        """Unknown conditions once the startup grace period since the node's creation has passed."""
+        created = parse_time(node["metadata"].get("creationTimestamp"))
+        left = (created.timestamp() if created else 0) + self.sim.options.node_startup_grace_period - time.time()
+        if left > 0:
+            return Result(requeue_after=left + 0.1)
+        await self.sim.write_status(self.node_res, node, never_updated)
+        return None  # the informer's update brings the node back for its taints
 
     async def _mark_not_ready(self, pod: Obj) -> None:
         cond = get_condition(pod.get("status"), "Ready")

@@ -25,12 +25,18 @@ def _controller_types() -> list[type[SimController]]:
     from kcp_sim_cluster.controlplane.cronjob import CronJobController
     from kcp_sim_cluster.controlplane.daemonset import DaemonSetController
     from kcp_sim_cluster.controlplane.deployment import DeploymentController
+    from kcp_sim_cluster.controlplane.disruption import DisruptionController
     from kcp_sim_cluster.controlplane.endpoints import EndpointsController
+    from kcp_sim_cluster.controlplane.hpa import HorizontalPodAutoscalerController
     from kcp_sim_cluster.controlplane.job import JobController
     from kcp_sim_cluster.controlplane.kubelet import Kubelet
     from kcp_sim_cluster.controlplane.nodelifecycle import NodeLifecycleController
     from kcp_sim_cluster.controlplane.nodes import NodeController
+    from kcp_sim_cluster.controlplane.persistentvolumes import VolumeController
+    from kcp_sim_cluster.controlplane.protection import StorageProtectionController
+    from kcp_sim_cluster.controlplane.quota import ResourceQuotaController
     from kcp_sim_cluster.controlplane.replicaset import ReplicaSetController
+    from kcp_sim_cluster.controlplane.replication import ReplicationManager
     from kcp_sim_cluster.controlplane.rootca import RootCAPublisher
     from kcp_sim_cluster.controlplane.scheduler import Scheduler
     from kcp_sim_cluster.controlplane.servicelb import ServiceLoadBalancer
@@ -39,7 +45,9 @@ def _controller_types() -> list[type[SimController]]:
 
     return [NodeController, NodeLifecycleController, Scheduler, Kubelet, ReplicaSetController, DeploymentController,
             EndpointsController, StatefulSetController, DaemonSetController, JobController, CronJobController,
-            VolumeBinder, RootCAPublisher, ServiceLoadBalancer]
+            VolumeBinder, VolumeController, RootCAPublisher, ServiceLoadBalancer, ReplicationManager,
+            ResourceQuotaController, DisruptionController, HorizontalPodAutoscalerController,
+            StorageProtectionController]
 
 
 class ControlPlane:

@@ -82,18 +82,20 @@ def deletion_rank(pod: Obj) -> tuple[Any, ...]:
 
 class ReplicaSetController(SimController):
     name = "sim-replicaset"
+    owners = "replicasets"  # the resource whose objects own the pods (replication.py reuses this for RCs)
+    component = COMPONENT
     needs = ("replicasets", "pods")
     workers = 4
 
     def __init__(self, sim: Sim) -> None:
         super().__init__(sim)
-        self.rs_res: Resource = sim.resource("replicasets")  # type: ignore[assignment]
+        self.rs_res: Resource = sim.resource(self.owners)  # type: ignore[assignment]
         self.pod_res: Resource = sim.resource("pods")  # type: ignore[assignment]
         self.expectations = Expectations()
 
     def wire(self) -> None:
-        self.sim.informer("replicasets").add_index("uid", lambda o: [o["metadata"].get("uid", "")])
-        self.sim.informer("replicasets").add_handler(self._on_rs)
+        self.sim.informer(self.owners).add_index("uid", lambda o: [o["metadata"].get("uid", "")])
+        self.sim.informer(self.owners).add_handler(self._on_rs)
         self.sim.informer("pods").add_handler(self._on_pod)
 
     def _on_rs(self, old: Obj | None, new: Obj | None) -> None:
@@ -106,7 +108,7 @@ class ReplicaSetController(SimController):
         uid = controller_uid(pod)
         if not uid:
             return None
-        owners = self.sim.informer("replicasets").keys_by_index("uid", uid)
+        owners = self.sim.informer(self.owners).keys_by_index("uid", uid)
         return owners[0] if owners else None
 
     def _on_pod(self, old: Obj | None, new: Obj | None) -> None:
@@ -129,13 +131,13 @@ class ReplicaSetController(SimController):
 
     def _wake_selecting(self, pod: Obj) -> None:
         namespace = index_value(cluster_of(pod), pod["metadata"].get("namespace", ""))
-        for rs in self.sim.informer("replicasets").by_index("namespace", namespace):
+        for rs in self.sim.informer(self.owners).by_index("namespace", namespace):
             selector = selector_of(rs)
             if selector is not None and selector.matches(labels(pod)):
                 self.enqueue(rs)
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
-        rs = self.sim.informer("replicasets").get(key)
+        rs = self.sim.informer(self.owners).get(key)
         if rs is None:
             return None
         pods_informer = self.sim.informer("pods")
@@ -167,7 +169,7 @@ class ReplicaSetController(SimController):
                     self.expectations.created(key)  # it will never be seen
                     raise
                 self.sim.recorder.record(rs, NORMAL, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}",
-                                         component=COMPONENT)
+                                         component=self.component)
 
             attempted, _, error = await slow_start(count, create)
             for _ in range(count - attempted):
@@ -175,7 +177,7 @@ class ReplicaSetController(SimController):
             if error is not None:
                 message = str(error)
                 self.sim.recorder.record(rs, WARNING, "FailedCreate", f"Error creating: {message}",
-                                         component=COMPONENT)
+                                         component=self.component)
                 if isinstance(error, st.APIError) and error.code in (403, 422, 409):
                     return message
                 raise error
@@ -186,7 +188,7 @@ class ReplicaSetController(SimController):
             async def delete(pod: Obj) -> None:
                 if await self.sim.delete(self.pod_res, pod):
                     self.sim.recorder.record(rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}",
-                                             component=COMPONENT)
+                                             component=self.component)
                 else:
                     self.expectations.deleted(key, key_of(pod))
 

@@ -42,8 +42,12 @@ RESOURCES = {
     "deployments": ("apps", "deployments"), "replicasets": ("apps", "replicasets"),
     "statefulsets": ("apps", "statefulsets"), "daemonsets": ("apps", "daemonsets"),
     "jobs": ("batch", "jobs"), "cronjobs": ("batch", "cronjobs"),
-    "persistentvolumeclaims": ("", "persistentvolumeclaims"),
+    "persistentvolumeclaims": ("", "persistentvolumeclaims"), "persistentvolumes": ("", "persistentvolumes"),
+    "storageclasses": ("storage.k8s.io", "storageclasses"),
     "controllerrevisions": ("apps", "controllerrevisions"), "configmaps": ("", "configmaps"),
+    "replicationcontrollers": ("", "replicationcontrollers"),
+    "resourcequotas": ("", "resourcequotas"), "poddisruptionbudgets": ("policy", "poddisruptionbudgets"),
+    "horizontalpodautoscalers": ("autoscaling", "horizontalpodautoscalers"),
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kcp_apiserver.registry.builtin.podcolumns import MIRRORED_POD
 from kcp_apiserver.registry.resource import Column, Obj
 from kcp_apiserver.registry.tables import AGE, NAME
 
@@ -146,6 +147,7 @@ KUBE_COLUMNS: dict[tuple[str, str], tuple[Column, ...]] = {
     ("apps", "StatefulSet"): STATEFUL_SET,
     ("apps", "DaemonSet"): DAEMON_SET,
     ("", "Service"): SERVICE,
+    ("", "Pod"): MIRRORED_POD,  # the pods syncers mirror up (kcpsyncer/upsync.py), with their SyncTarget
 }
 
 

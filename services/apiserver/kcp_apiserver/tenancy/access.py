@@ -1,0 +1,81 @@
+"""Entering a workspace: kcp's `access` verb. A request under `/clusters/<path>` of a logical cluster a
+Workspace made is allowed only if the user may `access` the non-resource URL `/` there (kcp's convention:
+a ClusterRole with nonResourceURLs ["/"] and verbs ["access"]; cluster-admin, which the creator is bound to,
+grants it). Logical clusters not made by a Workspace (`admin`, flat names) are not gated: they keep working
+as before. Which clusters are workspaces is followed from the LogicalClusters' shared informer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from kcp_apiserver.apimachinery.request import SYSTEM_MASTERS, RequestContext, RequestInfo, UserInfo
+from kcp_apiserver.rbac.authorizer import Decision, RBACAuthorizer
+from kcp_apiserver.registry.informers import Informers
+from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.tenancy.types import LOGICAL_CLUSTER, OWNER_ANNOTATION, WORKSPACE, child_cluster
+from kcpcommon.keys import cluster_of
+from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, deleted_object
+
+ACCESS_VERB = "access"
+
+
+class WorkspaceAccess:
+    """The RBAC authorizer with kcp's workspace-entry check in front of it."""
+
+    def __init__(self, rbac: RBACAuthorizer) -> None:
+        self.rbac = rbac
+        self.workspaces: set[str] = set()  # logical clusters a Workspace made (they hold a LogicalCluster)
+
+    def may_enter(self, user: UserInfo, cluster: str) -> bool:
+        if cluster not in self.workspaces or SYSTEM_MASTERS in user.groups:
+            return True
+        return self.rbac.allows(user, RequestInfo(cluster, "/", is_resource=False, verb=ACCESS_VERB))
+
+    async def authorize(self, ctx: RequestContext) -> Decision:
+        if not self.may_enter(ctx.user, ctx.cluster):
+            return Decision(False, f'access denied to workspace "{ctx.cluster}"')
+        return self.rbac.decide(ctx.user, ctx.info)
+
+
+    def visibility(self, res: Resource, ctx: RequestContext) -> Callable[[Obj], bool] | None:
+        """`kubectl get workspaces` lists to a user only the workspaces it may enter, or that it created
+        (kcp's owner, who is bound to cluster-admin in the child before the workspace is Ready)."""
+        user = ctx.user
+        if res.group_resource != WORKSPACE.group_resource or SYSTEM_MASTERS in user.groups:
+            return None
+
+        def visible(ws: Obj) -> bool:
+            meta = ws.get("metadata") or {}
+            owner = json.loads((meta.get("annotations") or {}).get(OWNER_ANNOTATION) or "{}")
+            if owner.get("username") == user.name:
+                return True
+            child = child_cluster(cluster_of(ws) or ctx.cluster, meta.get("name", ""))
+            return self.rbac.allows(user, RequestInfo(child, "/", is_resource=False, verb=ACCESS_VERB))
+        return visible
+
+
+class FollowWorkspaces:
+    """Every replica keeps WorkspaceAccess's set of workspace clusters current."""
+
+    def __init__(self, access: WorkspaceAccess, informers: Informers) -> None:
+        self.access = access
+        self.informers = informers
+        self._handler: HandlerRegistration | None = None
+
+    async def start(self) -> None:
+        informer = await self.informers.get(LOGICAL_CLUSTER)
+        self._handler = informer.add_handler(on_add=self._seen, on_update=lambda _, lc: self._seen(lc),
+                                             on_delete=self._gone, name="tenancy:access")
+        await self._handler.wait_for_sync()
+        await self.informers.get(WORKSPACE)
+
+    async def stop(self) -> None:
+        if self._handler is not None:
+            self._handler.remove()
+
+    def _seen(self, lc: Obj) -> None:
+        self.access.workspaces.add(cluster_of(lc) or "")
+
+    def _gone(self, lc: Obj | DeletedFinalStateUnknown) -> None:
+        self.access.workspaces.discard(cluster_of(deleted_object(lc)) or "")

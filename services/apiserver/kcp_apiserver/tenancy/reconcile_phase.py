@@ -1,0 +1,138 @@
+"""A new Workspace's way to Ready, as kcp's phases name it: Scheduling (its logical cluster is named and
+given a URL), Initializing (the child's LogicalCluster `cluster` is written, the creator made its admin),
+Ready. Each step is one write; the next reconcile sees it and takes the following step."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import system_context
+from kcp_apiserver.registry.builtin import NAMESPACE
+from kcp_apiserver.registry.builtin.rbac import RESOURCES as RBAC_RESOURCES
+from kcp_apiserver.registry.clusters import SYSTEM_NAMESPACES
+from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.store import Registry, now_rfc3339
+from kcp_apiserver.storage.etcd import Storage
+from kcp_apiserver.storage.keys import cluster_marker
+from kcp_apiserver.tenancy.types import (
+    FINALIZER,
+    INITIALIZING,
+    LOGICAL_CLUSTER,
+    LOGICAL_CLUSTER_NAME,
+    OWNER_ANNOTATION,
+    READY,
+    SCHEDULING,
+    WORKSPACE,
+    child_cluster,
+)
+from kcpcommon.controller import Result
+
+log = structlog.get_logger("workspaces")
+
+CLUSTER_ROLE_BINDING = next(r for r in RBAC_RESOURCES if r.kind == "ClusterRoleBinding")
+OWNER_BINDING = "workspace-admin"  # the creator's cluster-admin binding in the child (kcp: workspace-admin)
+DEFAULT_TYPE = {"name": "universal", "path": "root"}
+
+
+def ready_condition(status: str, reason: str = "", message: str = "") -> Obj:
+    cond = {"type": "Ready", "status": status, "lastTransitionTime": now_rfc3339()}
+    return {**cond, **({"reason": reason} if reason else {}), **({"message": message} if message else {})}
+
+
+class WorkspacePhases:
+    def __init__(self, storage: Storage, registry: Registry, *, base_url: str) -> None:
+        self.storage = storage
+        self.registry = registry
+        self.base_url = base_url.rstrip("/")
+
+    async def reconcile(self, parent: str, cached: Mapping[str, Any]) -> Result | None:
+        ws = copy.deepcopy(dict(cached))  # never edit the informer's object
+        name = ws["metadata"]["name"]
+        child = child_cluster(parent, name)
+        spec = ws.setdefault("spec", {})
+        finalizers = ws["metadata"].setdefault("finalizers", [])
+        if FINALIZER not in finalizers or spec.get("cluster") != child or not spec.get("URL"):
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            spec.update(cluster=child, URL=f"{self.base_url}/clusters/{child}")
+            spec.setdefault("type", DEFAULT_TYPE)
+            await self.registry.update(WORKSPACE, parent, "", name, ws, ctx=system_context(parent))
+            return None
+        phase = (ws.get("status") or {}).get("phase")
+        if not phase:
+            await self._set_status(parent, ws, SCHEDULING, ready_condition("False", "Scheduling"))
+        elif phase == SCHEDULING:
+            if await self._taken(child, ws["metadata"]["uid"]):
+                await self._set_status(parent, ws, SCHEDULING, ready_condition(
+                    "False", "LogicalClusterExists", f'logical cluster "{child}" exists and belongs to no '
+                    "workspace: delete its content or choose another name"))
+                return None  # never adopted: its creator would become admin of what others wrote
+            await self._make_child(parent, ws, child)
+            await self._set_status(parent, ws, INITIALIZING, ready_condition("False", "Initializing"))
+        elif phase == INITIALIZING:
+            await self._child_ready(child)  # no initializers yet: nothing to wait for
+            await self._set_status(parent, ws, READY, ready_condition("True"))
+            log.info("workspace ready", cluster=parent, name=name)
+        return None
+
+    async def _taken(self, child: str, uid: str) -> bool:
+        """The child's name is a logical cluster written before (a flat name) and not by this Workspace."""
+        if not await self.storage.exists(cluster_marker(child)):
+            return False
+        try:
+            lc = await self.registry.get(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME)
+        except st.APIError as exc:
+            if exc.code != 404:
+                raise
+            return True
+        return bool(((lc.get("spec") or {}).get("owner") or {}).get("uid") != uid)
+
+    async def _set_status(self, parent: str, ws: Obj, phase: str, condition: Obj) -> None:
+        ws["status"] = {**(ws.get("status") or {}), "phase": phase, "conditions": [condition]}
+        await self.registry.update(WORKSPACE, parent, "", ws["metadata"]["name"], ws, subresource="status",
+                                   ctx=system_context(parent))
+
+    async def _make_child(self, parent: str, ws: Obj, child: str) -> None:
+        """The child's LogicalCluster (owned by the Workspace), and the creator's admin binding, before Ready."""
+        meta = ws["metadata"]
+        logical_cluster = {
+            "apiVersion": LOGICAL_CLUSTER.api_version, "kind": LOGICAL_CLUSTER.kind,
+            "metadata": {"name": LOGICAL_CLUSTER_NAME, "annotations": {OWNER_ANNOTATION: meta.get(
+                "annotations", {}).get(OWNER_ANNOTATION, "")}},
+            "spec": {"owner": {"apiVersion": WORKSPACE.api_version, "resource": WORKSPACE.plural,
+                               "name": meta["name"], "cluster": parent, "uid": meta["uid"]},
+                     "initializers": []}}
+        await self._create_once(LOGICAL_CLUSTER, child, logical_cluster)
+        for namespace in SYSTEM_NAMESPACES:  # a replica that saw a same-named child deleted would not remake them
+            await self._create_once(NAMESPACE, child, {"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": namespace}})
+        owner = json.loads(meta.get("annotations", {}).get(OWNER_ANNOTATION) or "{}")
+        if owner.get("username"):
+            binding = {"apiVersion": CLUSTER_ROLE_BINDING.api_version, "kind": CLUSTER_ROLE_BINDING.kind,
+                       "metadata": {"name": OWNER_BINDING},
+                       "roleRef": {"apiGroup": CLUSTER_ROLE_BINDING.group, "kind": "ClusterRole",
+                                   "name": "cluster-admin"},
+                       "subjects": [{"apiGroup": CLUSTER_ROLE_BINDING.group, "kind": "User",
+                                     "name": owner["username"]}]}
+            await self._create_once(CLUSTER_ROLE_BINDING, child, binding)
+
+    async def _child_ready(self, child: str) -> None:
+        lc = copy.deepcopy(await self.registry.get(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME))
+        if (lc.get("status") or {}).get("phase") == READY:
+            return
+        lc["status"] = {"phase": READY, "URL": f"{self.base_url}/clusters/{child}", "conditions": [ready_condition("True")]}
+        await self.registry.update(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME, lc, subresource="status",
+                                   ctx=system_context(child))
+
+    async def _create_once(self, res: Resource, cluster: str, obj: Obj) -> None:
+        try:
+            await self.registry.create(res, cluster, "", obj, ctx=system_context(cluster))
+        except st.APIError as exc:
+            if exc.code != 409:  # 409: an earlier attempt made it
+                raise

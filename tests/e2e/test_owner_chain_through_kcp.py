@@ -1,0 +1,173 @@
+"""Pods seen through kcp with their owner chain, as on a cluster (issue 23): kcp, a simulated cluster, and the
+cluster controller running its syncer (push mode). The cluster's ReplicaSets of a synced Deployment are
+mirrored into kcp next to its pods; `kubectl describe` follows Deployment -> ReplicaSet -> Pod and
+StatefulSet -> Pod; kcp's garbage collector never deletes a mirror because its owner in kcp went (the syncer
+removes mirrors when their downstream objects go)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from daemon_process import ClusterControllerProcess
+from syncer_fixtures import eventually, sim_cluster
+from test_pod_streams_through_kcp import tenant
+
+from kcp_process import KcpServer, free_port, run_kubectl
+
+MIRRORS = "state.workload.kcp.io/east=Upsync"
+WORKLOADS = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web--east
+  labels: {workloads.kcp.io/cluster: east}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+  labels: {workloads.kcp.io/cluster: east}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: postgres}]
+"""
+
+
+@dataclass
+class Setup:
+    kcp: KcpServer
+    kubeconfig: Path
+    controller: ClusterControllerProcess
+
+
+def get(setup: Setup, *args: str) -> Any:
+    listed = run_kubectl(setup.kcp, "get", *args, "-o", "json", kubeconfig=setup.kubeconfig, check=False)
+    return yaml.safe_load(listed.stdout) if listed.returncode == 0 else None
+
+
+def describe(setup: Setup, *args: str) -> str:
+    return run_kubectl(setup.kcp, "describe", *args, kubeconfig=setup.kubeconfig).stdout
+
+
+def mirrors(setup: Setup, resource: str, app: str) -> list[dict[str, Any]]:
+    return list((get(setup, resource, "-l", f"{MIRRORS},app={app}") or {}).get("items") or [])
+
+
+def controlled(setup: Setup, resource: str, app: str, count: int) -> list[dict[str, Any]] | None:
+    """The mirrors of `app`, once there are `count` and each names its controller in kcp."""
+    found = mirrors(setup, resource, app)
+    return found if len(found) == count and all(m["metadata"].get("ownerReferences") for m in found) else None
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    root = tmp_path_factory.mktemp("owner-chain")
+    kcp = KcpServer(root / "kcp", free_port())
+    east = sim_cluster(root / "east")
+    controller = ClusterControllerProcess(kcp, root / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5"])
+    started: list[KcpServer] = []
+    try:
+        for server in (kcp, east):
+            server.start()
+            started.append(server)
+        controller.start()
+        kubeconfig = tenant(kcp, "tenant", {"east": east})
+        run_kubectl(kcp, "wait", "synctarget/east", "--for", "condition=Ready", "--timeout=90s",
+                    kubeconfig=kubeconfig, timeout=100)
+        eventually(lambda: run_kubectl(kcp, "get", "statefulsets", kubeconfig=kubeconfig, check=False).returncode
+                   == 0, "StatefulSets imported", timeout=90)
+        run_kubectl(kcp, "apply", "-f", "-", kubeconfig=kubeconfig, input_text=WORKLOADS)
+        yield Setup(kcp, kubeconfig, controller)
+        assert controller.stop() == 0, controller.log_tail(60)
+    finally:
+        controller.stop()
+        for server in started:
+            server.stop()
+
+
+def test_describe_through_kcp_follows_deployment_replicaset_pod(setup: Setup) -> None:
+    pods = eventually(lambda: controlled(setup, "pods", "web", 2), "web's pods mirrored with their owner",
+                      timeout=90)
+    replicasets = eventually(lambda: controlled(setup, "replicasets", "web", 1), "web's ReplicaSet mirrored",
+                             timeout=90)
+    rs = replicasets[0]
+    assert re.fullmatch(r"web--east-[a-z0-9]+", rs["metadata"]["name"])
+    deployment = get(setup, "deployment", "web--east")
+    assert rs["metadata"]["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                                  "name": "web--east", "uid": deployment["metadata"]["uid"],
+                                                  "controller": True}]
+    assert rs["status"]["replicas"] == 2
+    for pod in pods:
+        assert [(r["kind"], r["name"], r["uid"]) for r in pod["metadata"]["ownerReferences"]] == [
+            ("ReplicaSet", rs["metadata"]["name"], rs["metadata"]["uid"])]
+    printed = describe(setup, "pod", pods[0]["metadata"]["name"])
+    assert re.search(rf"Controlled By:\s+ReplicaSet/{rs['metadata']['name']}\n", printed), printed
+    printed = describe(setup, "rs", rs["metadata"]["name"])
+    assert re.search(r"Controlled By:\s+Deployment/web--east\n", printed), printed
+    printed = describe(setup, "deployment", "web--east")
+    assert re.search(rf"NewReplicaSet:\s+{rs['metadata']['name']} \(2/2 replicas created\)", printed), printed
+
+
+def test_a_statefulset_s_pod_is_controlled_by_the_statefulset_in_kcp(setup: Setup) -> None:
+    pod = eventually(lambda: controlled(setup, "pods", "db", 1), "db's pod mirrored with its owner", timeout=90)[0]
+    sts = get(setup, "statefulset", "db")
+    assert [(r["kind"], r["name"], r["uid"]) for r in pod["metadata"]["ownerReferences"]] == [
+        ("StatefulSet", "db", sts["metadata"]["uid"])]
+    assert not any(r.get("blockOwnerDeletion") for r in pod["metadata"]["ownerReferences"])
+    assert re.search(r"Controlled By:\s+StatefulSet/db\n", describe(setup, "pod", "db-0"))
+
+
+def test_kcp_s_garbage_collector_leaves_mirrors_whose_owner_went_to_the_syncer(setup: Setup) -> None:
+    """The Deployment goes from kcp while its syncer is down (its finalizer lifted by hand): the cluster still
+    runs the pods, so their mirrors stay; once the syncer is back it removes the workload downstream and the
+    mirrors go with their downstream objects."""
+    eventually(lambda: controlled(setup, "pods", "web", 2) and controlled(setup, "replicasets", "web", 1),
+               "web's chain mirrored", timeout=90)
+    deployment = get(setup, "deployment", "web--east")
+    run_kubectl(setup.kcp, "apply", "-f", "-", kubeconfig=setup.kubeconfig, input_text=yaml.safe_dump({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sentinel", "ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "Deployment", "name": "web--east",
+            "uid": deployment["metadata"]["uid"]}]}}))
+    assert setup.controller.stop() == 0, setup.controller.log_tail(60)
+    try:
+        run_kubectl(setup.kcp, "delete", "deployment", "web--east", "--wait=false", kubeconfig=setup.kubeconfig)
+        run_kubectl(setup.kcp, "patch", "deployment", "web--east", "--type=merge", "-p",
+                    '{"metadata":{"finalizers":null}}', kubeconfig=setup.kubeconfig)
+        eventually(lambda: get(setup, "configmap", "sentinel") is None,
+                   "the garbage collector at work on the Deployment's dependents", timeout=60)
+        assert get(setup, "deployment", "web--east") is None
+        assert len(mirrors(setup, "replicasets", "web")) == 1
+        assert len(mirrors(setup, "pods", "web")) == 2
+    finally:
+        setup.controller.start()
+    eventually(lambda: not mirrors(setup, "pods", "web") and not mirrors(setup, "replicasets", "web"),
+               "the mirrors gone with the workload downstream", timeout=90)
+    assert mirrors(setup, "pods", "db")  # the rest keeps running
+
+
+def test_a_foreground_delete_through_kcp_finishes_with_mirrors_under_the_owner(setup: Setup) -> None:
+    """Mirrors never set blockOwnerDeletion: a foreground delete in kcp does not wait on them (the syncer takes
+    them away once the cluster's pods went)."""
+    eventually(lambda: controlled(setup, "pods", "db", 1), "db's pod mirrored with its owner", timeout=90)
+    run_kubectl(setup.kcp, "delete", "statefulset", "db", "--cascade=foreground", "--timeout=60s",
+                kubeconfig=setup.kubeconfig, timeout=70)
+    assert get(setup, "statefulset", "db") is None
+    eventually(lambda: not mirrors(setup, "pods", "db"), "db's pod mirror gone with its pod downstream", timeout=90)
