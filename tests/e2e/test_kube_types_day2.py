@@ -227,6 +227,14 @@ def history(fleet: Fleet, app: str) -> dict[int, str]:
     return {int(row[0]): (row[1].strip() if len(row) > 1 else "") for row in rows}
 
 
+def roots_replica_sets(fleet: Fleet, app: str) -> list[dict[str, Any]]:
+    """The ReplicaSets kcp keeps as the root's revisions: those it controls (the split children's own, mirrored up
+    from the clusters with their owner chain, are controlled by the children)."""
+    items = yaml.safe_load(fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o", "yaml"))["items"]
+    return [rs for rs in items if any(ref.get("controller") and ref["kind"] == "Deployment" and ref["name"] == app
+                                      for ref in rs["metadata"].get("ownerReferences", []))]
+
+
 def image_of(fleet: Fleet, app: str) -> str:
     return fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
 
@@ -260,7 +268,7 @@ def test_rollout_history_undo_describe_and_expose_through_kcp(tenant: Fleet, kub
     assert fleet.kubectl("get", f"deployment/{app}", "-o",
                          "jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}") == "4"
 
-    replica_sets = yaml.safe_load(fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o", "yaml"))["items"]
+    replica_sets = roots_replica_sets(fleet, app)
     by_revision = {rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]: rs["metadata"]["name"]
                    for rs in replica_sets}
     assert sorted(by_revision) == ["3", "4"]
@@ -279,7 +287,7 @@ def test_rollout_history_undo_describe_and_expose_through_kcp(tenant: Fleet, kub
         return text if good else None
 
     eventually(described, "describe: strategy, new and old ReplicaSets, conditions, events", timeout=60)
-    # kcp's ReplicaSets are history only: none is copied down (the clusters run the split children's own)
+    # the root's ReplicaSets are history only: none is copied down (the clusters run the split children's own)
     kept = {rs["metadata"]["name"] for rs in replica_sets}
     for physical in fleet.clusters.values():
         assert not kept & {rs["metadata"]["name"] for rs in downstream(physical, fleet.logical_cluster,
@@ -314,9 +322,8 @@ def test_a_taken_replica_set_name_bumps_the_root_s_collision_count(fleet: Fleet)
     fleet.kubectl("rollout", "resume", f"deployment/{app}")
     eventually(lambda: list(history(fleet, app)) == [1, 2], "revision 2 under another name", timeout=60)
     assert fleet.kubectl("get", f"deployment/{app}", "-o", "jsonpath={.status.collisionCount}") == "1"
-    newest = fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o",
-                           "jsonpath={.items[?(@.metadata.annotations.deployment\\.kubernetes\\.io/revision=='2')]"
-                           ".metadata.name}")
+    newest = " ".join(rs["metadata"]["name"] for rs in roots_replica_sets(fleet, app)
+                      if rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2")
     assert newest == f"{app}-{pod_template_hash(root['spec']['template'], 1)}"
     assert fleet.kubectl("get", f"replicaset/{taken}", "-o", "jsonpath={.spec.template.spec.containers[0].image}") \
         == "busybox"  # the squatter is left alone
