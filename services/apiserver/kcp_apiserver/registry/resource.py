@@ -88,6 +88,9 @@ class Resource:
     from_storage: Callable[[Obj], Obj] | None = field(default=None, compare=False, hash=False)
     # subresources with handlers of their own (a pod's binding, eviction, log), beside status and scale
     actions: tuple[Action, ...] = field(default=(), compare=False, hash=False)
+    # a type bound from an APIExport: its objects are stored apart per export identity (kcp's
+    # `<resource>:<identityHash>`), so two providers' widgets.example.io never share keys
+    identity: str = ""
 
     def __post_init__(self) -> None:
         if self.type_schema is None and self.definition is not None:
@@ -118,7 +121,8 @@ class Resource:
 
     @property
     def prefix(self) -> str:
-        return resource_prefix(self.storage_group if self.storage_group is not None else self.group, self.plural)
+        plural = f"{self.plural}:{self.identity}" if self.identity else self.plural
+        return resource_prefix(self.storage_group if self.storage_group is not None else self.group, plural)
 
     @property
     def group_resource(self) -> str:

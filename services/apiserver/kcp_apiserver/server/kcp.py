@@ -13,6 +13,10 @@ from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, sta
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.reserved import ReservedCRDs, ReservedGroups
 from kcp_apiserver.apiextensions.serving import CRDServing
+from kcp_apiserver.apis.admission import BindPermission, BoundCRDs
+from kcp_apiserver.apis.controller import APIBindingController
+from kcp_apiserver.apis.serving import BoundAPIs
+from kcp_apiserver.apis.types import RESOURCES as APIS
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
 from kcp_apiserver.controllers.namespace import NamespaceController
@@ -167,6 +171,30 @@ def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
     return follow_crds, crd_controller
 
 
+def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], ControllerFactory, ControllerFactory]:
+    """APIExports and APIBindings: (the admission plugins, which refuse a binding without `bind` and a CRD of
+    a bound type; the extension every replica runs, which serves what bindings bound; the leader's
+    controller, which binds and cleans up). All share one BoundAPIs, made with the first plugin."""
+    bound: list[BoundAPIs] = []
+
+    async def bind_permission(parts: ServerParts) -> BindPermission:
+        bound.append(BoundAPIs(parts.informers, parts.catalog))
+        return BindPermission(authorizer)
+
+    async def bound_crds(parts: ServerParts) -> BoundCRDs:
+        return BoundCRDs(CRD.prefix, bound[-1])
+
+    def follow_bindings(parts: ServerParts) -> Runnable:
+        return bound[-1]
+
+    def binding_controller(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return APIBindingController(parts.storage, parts.informers, parts.registry, bound[-1],
+                                    parts.catalog.builtins, metrics=parts.metrics)
+
+    return [bind_permission, bound_crds], follow_bindings, binding_controller
+
+
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
                watch_cache_size: int = 10_000, compaction_interval: float = 300.0,
                watch: WatchSettings | None = None, identity: str = "", etcd_tls: TLSFiles | None = None,
@@ -182,6 +210,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
     access = WorkspaceAccess(authorizer)  # entering a workspace needs `access` there, then RBAC decides
+    apis_admission, follow_bindings, binding_controller = shared_apis(authorizer)
 
     async def no_escalation(parts: ServerParts) -> EscalationCheck:
         async def get(res: Resource, cluster: str, namespace: str, name: str) -> Obj:
@@ -202,14 +231,14 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
 
     # kube's order: client certificates, then bearer tokens
     authenticators: list[Authenticator] = [ClientCertificateAuthenticator(), StaticTokenAuthenticator.admin(admin_token)]
-    extensions: list[ControllerFactory] = [follow_rbac, follow_crds, follow_workspaces(access)]
+    extensions: list[ControllerFactory] = [follow_rbac, follow_crds, follow_workspaces(access), follow_bindings]
     if service_accounts is not None:
         tokens = ServiceAccountAuthenticator(service_accounts)
         authenticators.append(tokens)
         extensions.append(lambda parts: _BindServiceAccounts(tokens, parts))
     return ServerConfig(
         etcd_endpoints=etcd_endpoints,
-        resources=(*BUILTINS, *REVIEWS, CRD, *TENANCY),  # the reviews are answered by `answers`
+        resources=(*BUILTINS, *REVIEWS, CRD, *TENANCY, *APIS),  # the reviews are answered by `answers`
         authenticators=authenticators,
         authorizer=access,
         visibility=access.visibility,
@@ -218,10 +247,10 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                         ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation, service_ips, workspace_owner],
+                   no_escalation, service_ips, workspace_owner, *apis_admission],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
-                     garbage_collector, aggregate_cluster_roles, workspace_controller(external_url),
+                     garbage_collector, aggregate_cluster_roles, workspace_controller(external_url), binding_controller,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         service_accounts=service_accounts,
         jwks_uri=jwks_uri,
