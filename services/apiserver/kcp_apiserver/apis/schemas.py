@@ -20,8 +20,11 @@ def schema_as_crd(schema: Obj) -> Obj:
     spec = schema.get("spec") or {}
     versions = [{**v, "schema": {"openAPIV3Schema": v.get("schema")}} for v in spec.get("versions") or []]
     names = dict(spec.get("names") or {})
+    if isinstance(names.get("kind"), str):  # kube's CRD defaults
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", f"{names['kind']}List")
     return {"metadata": {"name": f"{names.get('plural')}.{spec.get('group')}"},
-            "spec": {**spec, "versions": versions}, "status": {"acceptedNames": names}}
+            "spec": {**spec, "names": names, "versions": versions}, "status": {"acceptedNames": names}}
 
 
 def schema_causes(schema: Obj) -> list[Cause]:

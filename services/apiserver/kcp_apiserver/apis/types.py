@@ -12,7 +12,7 @@ from typing import Any
 from kcp_apiserver.apiextensions.declared import CONDITIONS, STRING, declared_crd, object_schema
 from kcp_apiserver.apiextensions.resources import resources_for
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.apimachinery.validation import invalid
+from kcp_apiserver.apimachinery.validation import forbidden, invalid
 from kcp_apiserver.apis.schemas import schema_causes
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy
@@ -68,9 +68,12 @@ BINDING_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["s
 
 
 def _validate_schema(obj: Obj, old: Obj | None) -> list[Cause]:
-    """The declared shape first; then, for a new or changed spec, kube's CRD rules."""
+    """The declared shape first; then kube's CRD rules. The spec is fixed once written, as in kcp: bindings
+    serve it (a new version of a type is a new schema; rolling it out is schema evolution, not done yet)."""
     causes: list[Cause] = _SCHEMA.strategy.validate(obj)
-    if causes or (old is not None and old.get("spec") == obj.get("spec")):
+    if old is not None and old.get("spec") != obj.get("spec"):
+        causes.append(forbidden("spec", "an APIResourceSchema's spec is immutable; publish a new schema instead"))
+    if causes or old is not None:
         return causes
     return schema_causes(obj)
 

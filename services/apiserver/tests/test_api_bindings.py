@@ -1,0 +1,177 @@
+"""Shared APIs decided without a server: what a binding gets (bound, or Ready=False with the reason), the
+schemas' validation and storage by identity, and the admission that refuses binding without `bind` and a CRD
+of a bound type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kcp_apiserver.apiextensions.crd import CRD
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, UserInfo
+from kcp_apiserver.apis.admission import BindPermission, BoundCRDs
+from kcp_apiserver.apis.reconcile_binding import Bind, NotReady, decide, wanted_status
+from kcp_apiserver.apis.schemas import bound_resources, schema_causes
+from kcp_apiserver.apis.serving import BoundAPIs
+from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, identity_hash
+from kcp_apiserver.rbac.authorizer import RBACAuthorizer
+from kcp_apiserver.rbac.policy import PolicyIndex
+from kcp_apiserver.registry.admission import CREATE, Attributes
+from kcp_apiserver.registry.builtin import BUILTINS
+from kcp_apiserver.registry.catalog import Catalog
+
+BOB = UserInfo("bob", groups=("system:authenticated",))
+IDENTITY = identity_hash("provider", "widgets", "uid-1")
+
+
+def schema(group: str = "example.io", plural: str = "widgets", **props: Any) -> dict[str, Any]:
+    return {"metadata": {"name": f"v1.{plural}.{group}", "uid": "schema-uid"},
+            "spec": {"group": group, "scope": "Namespaced", "names": {"kind": "Widget", "plural": plural},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                         "type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}]}}
+
+
+def binding(path: str = "provider", name: str = "widgets") -> dict[str, Any]:
+    return {"metadata": {"name": "b"}, "spec": {"reference": {"export": {"path": path, "name": name}}}}
+
+
+class Lookups:
+    def __init__(self, *, identity: str = IDENTITY, schemas: list[dict[str, Any]] | None = None,
+                 claims: dict[tuple[str, str], str] | None = None, crds: tuple[str, ...] = ()) -> None:
+        found = schemas if schemas is not None else [schema()]
+        listed = [s["metadata"]["name"] for s in found]
+        self.exports = {("provider", "widgets"): {"spec": {"latestResourceSchemas": listed},
+                                                  "status": {"identityHash": identity} if identity else {}}}
+        self.schemas = {("provider", s["metadata"]["name"]): s for s in found}
+        self.claims = claims or {}
+        self.crds = set(crds)
+
+    def export(self, cluster: str, name: str) -> dict[str, Any] | None:
+        return self.exports.get((cluster, name))
+
+    def schema(self, cluster: str, name: str) -> dict[str, Any] | None:
+        return self.schemas.get((cluster, name))
+
+    def has_crd(self, cluster: str, name: str) -> bool:
+        return name in self.crds
+
+    def claimed_by(self, cluster: str, group: str, resource: str) -> str | None:
+        return self.claims.get((group, resource))
+
+
+def test_a_binding_to_a_ready_export_binds_each_schema_with_the_exports_identity() -> None:
+    outcome = decide("consumer", binding(), Lookups(), BUILTINS)
+    assert outcome == Bind("provider", [{"group": "example.io", "resource": "widgets", "storageVersions": ["v1"],
+                                         "schema": {"name": "v1.widgets.example.io", "UID": "schema-uid",
+                                                    "identityHash": IDENTITY}}])
+    status = wanted_status({}, outcome)
+    assert status["phase"] == "Bound" and status["apiExportClusterName"] == "provider"
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True")]
+    assert wanted_status(status, outcome) == status  # nothing moves when nothing changed
+
+
+@pytest.mark.parametrize(("case", "lookups", "reason", "message"), [
+    ("no export", Lookups(identity=IDENTITY, schemas=[]), "APIExportNotFound",
+     'APIExport "missing" not found in workspace "provider"'),
+    ("no identity yet", Lookups(identity=""), "APIExportNotReady",
+     'APIExport "widgets" of "provider" has no identity yet'),
+    ("bound by another binding", Lookups(claims={("example.io", "widgets"): "first"}), "NamingConflict",
+     'widgets.example.io is already bound in this workspace by APIBinding "first"'),
+    ("a CRD of its own", Lookups(crds=("widgets.example.io",)), "NamingConflict",
+     'widgets.example.io is already served in this workspace by CustomResourceDefinition "widgets.example.io"'),
+    ("a built-in's storage", Lookups(schemas=[schema("", "configmaps")]), "APIResourceSchemaInvalid",
+     'APIResourceSchema "v1.configmaps." cannot be served: the API server stores configmaps itself'),
+])
+def test_a_binding_that_cannot_be_bound_says_why(case: str, lookups: Lookups, reason: str, message: str) -> None:
+    wanted = binding(name="missing") if case == "no export" else binding()
+    outcome = decide("consumer", wanted, lookups, BUILTINS)
+    assert isinstance(outcome, NotReady)
+    assert (outcome.reason, outcome.message) == (reason, message)
+    status = wanted_status({}, outcome)
+    assert status["phase"] == "Binding"
+    assert status["conditions"][0] | {"lastTransitionTime": ""} == {
+        "type": "Ready", "status": "False", "reason": reason, "message": message, "lastTransitionTime": ""}
+
+
+def test_a_missing_schema_is_named() -> None:
+    lookups = Lookups()
+    lookups.schemas.clear()
+    outcome = decide("consumer", binding(), lookups, BUILTINS)
+    assert outcome == NotReady("APIResourceSchemaNotFound", 'APIResourceSchema "v1.widgets.example.io" of APIExport '
+                                                            '"widgets" not found in workspace "provider"', "provider")
+
+
+def test_a_bound_binding_stays_bound_when_its_export_goes() -> None:
+    bound = wanted_status({}, decide("consumer", binding(), Lookups(), BUILTINS))
+    later = wanted_status(bound, NotReady("APIExportNotFound", "gone", "provider"))
+    assert later["phase"] == "Bound" and later["boundResources"] == bound["boundResources"]
+    assert later["conditions"][0]["status"] == "False"
+
+
+def test_two_exports_of_one_group_resource_are_stored_apart() -> None:
+    other = identity_hash("elsewhere", "widgets", "uid-2")
+    (first,) = bound_resources(schema(), IDENTITY, BUILTINS)
+    (second,) = bound_resources(schema(), other, BUILTINS)
+    assert first.prefix == f"/registry/example.io/widgets:{IDENTITY}/"
+    assert second.prefix == f"/registry/example.io/widgets:{other}/"
+    assert (first.group, first.plural) == (second.group, second.plural)
+
+
+def test_a_schema_is_validated_as_a_crd_with_its_own_field_names() -> None:
+    assert schema_causes(schema(size={"type": "integer"})) == []
+    causes = schema_causes(schema(size={"type": "int"}))
+    assert [c.field for c in causes] == ["spec.versions[0].schema.properties[spec].properties[size].type"]
+    assert API_RESOURCE_SCHEMA.strategy.validate(schema(size={"type": "int"}))
+
+
+def test_a_schemas_spec_is_fixed() -> None:
+    causes = API_RESOURCE_SCHEMA.strategy.validate_update(schema(size={"type": "string"}), schema())
+    assert [(c.field, c.message) for c in causes] == [
+        ("spec", "Forbidden: an APIResourceSchema's spec is immutable; publish a new schema instead")]
+
+
+def test_the_export_a_binding_names_is_fixed() -> None:
+    old = binding()
+    causes = API_BINDING.strategy.validate_update(binding(name="other"), old)
+    assert [(c.field, c.reason) for c in causes] == [("spec.reference", "FieldValueInvalid")]
+
+
+def bind_attrs(user: UserInfo) -> Attributes:
+    ctx = RequestContext(RequestInfo("consumer", "", True, "create", "apis", "apis.kcp.io", "v1alpha1", "",
+                                     "apibindings"), user=user)
+    return Attributes(ctx, API_BINDING, CREATE, "", "b", binding(), None)
+
+
+async def test_binding_without_bind_on_the_export_is_forbidden_and_with_it_allowed() -> None:
+    index = PolicyIndex()
+    plugin = BindPermission(RBACAuthorizer(index))
+    with pytest.raises(st.APIError) as refused:
+        await plugin.validate(bind_attrs(BOB))
+    assert refused.value.code == 403
+    assert refused.value.message == (
+        'apibindings.apis.kcp.io "b" is forbidden: User "bob" cannot bind APIExport "widgets" of workspace '
+        '"provider": binding it needs verb "bind" on apiexports.apis.kcp.io "widgets" there')
+    meta = {"name": "binder", "annotations": {"kcp.io/cluster": "provider"}}
+    index.observe_cluster_role({"kind": "ClusterRole", "metadata": meta, "rules": [
+        {"apiGroups": ["apis.kcp.io"], "resources": ["apiexports"], "resourceNames": ["widgets"],
+         "verbs": ["bind"]}]}, False)
+    index.observe_binding({"kind": "ClusterRoleBinding", "metadata": meta, "subjects": [
+        {"kind": "User", "name": "bob"}], "roleRef": {"kind": "ClusterRole", "name": "binder"}}, False)
+    await plugin.validate(bind_attrs(BOB))
+
+
+async def test_a_crd_of_a_bound_group_resource_is_refused() -> None:
+    bound = BoundAPIs(informers=None, catalog=Catalog(BUILTINS))  # type: ignore[arg-type]
+    bound.claims["consumer"] = {("example.io", "widgets"): "widgets"}
+    plugin = BoundCRDs(CRD.prefix, bound)
+    crd = {"metadata": {"name": "widgets.example.io"},
+           "spec": {"group": "example.io", "names": {"plural": "widgets", "kind": "Widget"}}}
+    ctx = RequestContext(RequestInfo("consumer", "", True, "create"), user=BOB)
+    with pytest.raises(st.APIError) as refused:
+        await plugin.validate(Attributes(ctx, CRD, CREATE, "", "widgets.example.io", crd, None))
+    assert refused.value.code == 409
+    assert 'widgets.example.io is bound in this workspace by APIBinding "widgets"' in refused.value.message
+    elsewhere = RequestContext(RequestInfo("other", "", True, "create"), user=BOB)
+    await plugin.validate(Attributes(elsewhere, CRD, CREATE, "", "widgets.example.io", crd, None))
