@@ -32,7 +32,10 @@ def widget_schema(name: str = "v1.widgets.example.io", extra: dict[str, Any] | N
                                    "additionalPrinterColumns": [{"name": "Size", "type": "integer",
                                                                  "jsonPath": ".spec.size"}],
                                    "schema": {"type": "object", "properties": {
-                                       "spec": {"type": "object", "properties": spec_props},
+                                       "spec": {"type": "object", "properties": spec_props,
+                                                "x-kubernetes-validations": [{
+                                                    "rule": "!has(self.color) || self.color != 'blue' || self.size <= 5",
+                                                    "message": "blue widgets are small"}]},
                                        "status": {"type": "object", "properties": {"phase": {"type": "string"}}}}}}]}}
 
 
@@ -145,6 +148,12 @@ def test_two_consumers_bind_an_export_and_serve_widgets_as_if_they_had_the_crd(k
            "equal to 10" in too_big.stderr  # kubectl's words for a 422
     green = kubectl(kcp, first, "create", "-f", "-", input_text=widget("green", color="green"), check=False)
     assert 'spec.color: Unsupported value: "green": supported values: "red", "blue"' in green.stderr
+    blue = kubectl(kcp, first, "apply", "-f", "-", input_text=widget("blue", color="blue", size=7), check=False)
+    assert "blue widgets are small" in blue.stderr  # the schema's CEL rule
+    kubectl(kcp, first, "apply", "--server-side", "-f", "-", input_text=widget("small", color="blue"))
+    owners = json.loads(kubectl(kcp, first, "get", "widget", "small", "-n", "default", "-o", "json",
+                                "--show-managed-fields").stdout)["metadata"]["managedFields"]
+    assert any(m["manager"] == "kubectl" and m["operation"] == "Apply" for m in owners), owners  # server-side apply
     # kubectl 1.35 (watch-list, aggregated discovery) in the second consumer: its own widgets only
     applied = kubectl_135(kcp, second, "apply", "-f", "-", stdin=widget("other", size=7))
     assert applied.returncode == 0, applied.stderr
