@@ -269,3 +269,6 @@ def test_deleting_a_binding_deletes_its_objects_and_its_type(kcp: KcpServer, etc
     missing = kubectl(kcp, consumer, "get", "widgets", "-A", "--cache-dir", str(tmp_path), check=False)
     assert 'the server doesn\'t have a resource type "widgets"' in missing.stderr
     assert kubectl(kcp, neighbour, "get", "widgets", "-o", "name").stdout.split() == ["widget.example.io/kept"]
+    kubectl(kcp, parent, "delete", "workspace", "neighbour", "--timeout=30s")  # its binding and widgets go with it
+    assert not etcd_keys(etcd, f"/registry/example.io/widgets:{identity}/{neighbour}/")
+    assert not etcd_keys(etcd, f"/registry/apis.kcp.io/apibindings/{neighbour}/")
