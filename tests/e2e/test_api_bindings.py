@@ -261,8 +261,19 @@ def test_deleting_a_binding_deletes_its_objects_and_its_type(kcp: KcpServer, etc
     for name, namespace in (("a", "default"), ("b", "default"), ("c", "apps")):
         kubectl(kcp, consumer, "apply", "-f", "-", input_text=widget(name, namespace))
     kubectl(kcp, neighbour, "apply", "-f", "-", input_text=widget("kept"))
-    assert len(etcd_keys(etcd, f"/registry/example.io/widgets:{identity}/{consumer}/")) == 3
-    kubectl(kcp, consumer, "delete", "apibinding", "widgets", "--timeout=30s")  # waits until it is gone
+    held = json.loads(widget("held", "apps"))
+    held["metadata"]["finalizers"] = ["example.io/hold"]
+    kubectl(kcp, consumer, "create", "-f", "-", input_text=json.dumps(held))
+    assert len(etcd_keys(etcd, f"/registry/example.io/widgets:{identity}/{consumer}/")) == 4
+    kubectl(kcp, consumer, "delete", "apibinding", "widgets", "--wait=false")
+    kubectl(kcp, consumer, "wait", "widget/held", "-n", "apps", "--for=jsonpath={.metadata.deletionTimestamp}",
+            "--timeout=20s")  # as kube does with a terminating CRD: still served, so its finalizer can finish...
+    refused = kubectl(kcp, consumer, "create", "-f", "-", input_text=widget("late"), check=False)
+    assert 'create not allowed while APIBinding "widgets" is being deleted' in refused.stderr  # ...but no new ones
+    assert kubectl(kcp, consumer, "get", "apibinding", "widgets", "-o", "name").stdout.strip()
+    kubectl(kcp, consumer, "patch", "widget", "held", "-n", "apps", "--type=merge", "-p",
+            '{"metadata":{"finalizers":null}}')
+    kubectl(kcp, consumer, "wait", "apibinding/widgets", "--for=delete", "--timeout=30s")
     assert not etcd_keys(etcd, f"/registry/example.io/widgets:{identity}/{consumer}/")
     assert "widgets" not in kubectl(kcp, consumer, "api-resources", "--api-group=example.io").stdout
     # a kubectl that discovers afresh (this one cached widgets while they were served) finds no such type

@@ -11,7 +11,7 @@ import pytest
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, UserInfo
-from kcp_apiserver.apis.admission import BindPermission, BoundCRDs
+from kcp_apiserver.apis.admission import BindPermission, BoundCRDs, TerminatingBindings
 from kcp_apiserver.apis.reconcile_binding import Bind, NotReady, decide, wanted_status
 from kcp_apiserver.apis.schemas import bound_resources, schema_causes
 from kcp_apiserver.apis.serving import BoundAPIs
@@ -175,3 +175,18 @@ async def test_a_crd_of_a_bound_group_resource_is_refused() -> None:
     assert 'widgets.example.io is bound in this workspace by APIBinding "widgets"' in refused.value.message
     elsewhere = RequestContext(RequestInfo("other", "", True, "create"), user=BOB)
     await plugin.validate(Attributes(elsewhere, CRD, CREATE, "", "widgets.example.io", crd, None))
+
+
+async def test_a_type_whose_binding_is_being_deleted_takes_no_new_objects() -> None:
+    bound = BoundAPIs(informers=None, catalog=Catalog(BUILTINS))  # type: ignore[arg-type]
+    bound.claims["consumer"] = {("example.io", "widgets"): "widgets"}
+    (res,) = bound_resources(schema(), IDENTITY, BUILTINS)
+    plugin = TerminatingBindings(bound)
+    ctx = RequestContext(RequestInfo("consumer", "", True, "create"), user=BOB)
+    attrs = Attributes(ctx, res, CREATE, "default", "w", {"metadata": {"name": "w"}}, None)
+    await plugin.validate(attrs)
+    bound.terminating.add(("consumer", "widgets"))
+    with pytest.raises(st.APIError) as refused:
+        await plugin.validate(attrs)
+    assert (refused.value.code, refused.value.message) == (
+        405, 'create not allowed while APIBinding "widgets" is being deleted')

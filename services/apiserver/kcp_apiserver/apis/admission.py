@@ -4,6 +4,9 @@
 verb `bind`, resource `apiexports` of `apis.kcp.io`, resource name the export's name), judged for the user
 who creates it; without it the create is refused 403, as kcp's admission does, and nothing is stored.
 
+`TerminatingBindings`: while an APIBinding is deleted its types are still served, so that its objects'
+finalizers can finish, but no new object is created (kube's 405 for a terminating CRD's resources).
+
 `BoundCRDs`: a CRD of a group/resource an APIBinding of the same workspace bound is refused 409 while the
 binding exists: the two would serve one URL from two schemas and two storages."""
 
@@ -61,3 +64,16 @@ class BoundCRDs:
         raise st.conflict("customresourcedefinitions", name, "apiextensions.k8s.io",
                           f'{plural}.{group} is bound in this workspace by APIBinding "{binding}"; '
                           "delete the binding before defining it here")
+
+
+class TerminatingBindings:
+    def __init__(self, bound: BoundAPIs) -> None:
+        self.bound = bound
+
+    async def validate(self, attrs: Attributes) -> None:
+        if attrs.operation != CREATE or not attrs.resource.identity:
+            return
+        binding = self.bound.deleting(attrs.cluster, attrs.resource.group, attrs.resource.plural)
+        if binding is not None:
+            raise st.APIError(405, "MethodNotAllowed",
+                              f'create not allowed while APIBinding "{binding}" is being deleted')

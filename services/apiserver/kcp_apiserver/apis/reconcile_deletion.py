@@ -1,6 +1,6 @@
 """A deleted APIBinding takes its bound objects with it, as a deleted CRD does in kube: every object of each
-bound type in the consumer is deleted (finalizers honoured), then the binding's finalizer goes. The types left
-the catalog when the deletion began, so nothing new is written meanwhile."""
+bound type in the consumer is deleted (finalizers honoured), then the binding's finalizer goes. Meanwhile the
+types are still served, so that objects' finalizers can finish, but take no new objects (see admission)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Every replica serves what the APIBindings of each logical cluster bound: the types of their
 `status.boundResources` (built from the provider's APIResourceSchemas, stored under the export's identity) go
-into the catalog beside the cluster's CRDs, and leave it when the binding is deleted. The group/resources a
+into the catalog beside the cluster's CRDs, and leave it when the binding is gone (while it is being deleted,
+they are served but take no new objects, as a terminating CRD's). The group/resources a
 cluster has bound are kept here too: a CRD of one of them is refused while the binding exists."""
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class BoundAPIs:
         self.informers = informers
         self.catalog = catalog
         self.claims: dict[str, dict[GroupResource, str]] = {}  # cluster -> group/resource -> binding
-        self.served: dict[Key, list[Resource]] = {}  # what each binding serves (or served, while it is deleted)
+        self.served: dict[Key, list[Resource]] = {}  # what each binding serves (its deletion empties these)
+        self.terminating: set[Key] = set()  # bindings being deleted: their types take no new objects
         self._waiting: dict[Key, set[Key]] = {}  # a schema not seen yet -> the bindings that bound it
         self._schemas: WatchCacheInformer | None = None
         self._bindings: WatchCacheInformer | None = None
@@ -65,6 +67,11 @@ class BoundAPIs:
         """The binding of `cluster` that bound this group/resource, if one did."""
         return self.claims.get(cluster, {}).get((group, resource))
 
+    def deleting(self, cluster: str, group: str, resource: str) -> str | None:
+        """The binding of `cluster` that serves this group/resource and is being deleted, if there is one."""
+        binding = self.claimed_by(cluster, group, resource)
+        return binding if (cluster, binding) in self.terminating else None
+
     def _observe(self, binding: Obj, deleted: bool) -> None:
         key = (cluster_of(binding) or "", binding["metadata"]["name"])
         try:
@@ -78,6 +85,7 @@ class BoundAPIs:
         claims = self.claims.setdefault(cluster, {})
         for group_resource in [gr for gr, owner in claims.items() if owner == name]:
             del claims[group_resource]
+        self.terminating.discard(key)
         if deleted:
             self.catalog.remove_crd(cluster, catalog_name(name))
             self.served.pop(key, None)
@@ -87,14 +95,14 @@ class BoundAPIs:
         for group_resource in bound_group_resources(binding):
             claims.setdefault(group_resource, name)
         status = binding.get("status") or {}
+        if binding["metadata"].get("deletionTimestamp"):
+            self.terminating.add(key)
         if status.get("phase") != BOUND:
             self.catalog.remove_crd(cluster, catalog_name(name))
             return
-        self.served[key] = resources = self._resources(key, status)  # kept while deleting: the cleanup uses it
-        if binding["metadata"].get("deletionTimestamp"):
-            self.catalog.remove_crd(cluster, catalog_name(name))
-        else:
-            self.catalog.set_crd(cluster, catalog_name(name), resources)
+        # served while deleting, as kube serves a terminating CRD's objects: their finalizers can still finish
+        self.served[key] = resources = self._resources(key, status)
+        self.catalog.set_crd(cluster, catalog_name(name), resources)
 
     def _resources(self, key: Key, status: Obj) -> list[Resource]:
         assert self._schemas is not None

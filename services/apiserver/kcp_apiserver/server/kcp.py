@@ -13,7 +13,7 @@ from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, sta
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.reserved import ReservedCRDs, ReservedGroups
 from kcp_apiserver.apiextensions.serving import CRDServing
-from kcp_apiserver.apis.admission import BindPermission, BoundCRDs
+from kcp_apiserver.apis.admission import BindPermission, BoundCRDs, TerminatingBindings
 from kcp_apiserver.apis.controller import APIBindingController
 from kcp_apiserver.apis.serving import BoundAPIs
 from kcp_apiserver.apis.types import RESOURCES as APIS
@@ -172,8 +172,8 @@ def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
 
 
 def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], ControllerFactory, ControllerFactory]:
-    """APIExports and APIBindings: (the admission plugins, which refuse a binding without `bind` and a CRD of
-    a bound type; the extension every replica runs, which serves what bindings bound; the leader's
+    """APIExports and APIBindings: (the admission plugins, which refuse a binding without `bind`, a CRD of a
+    bound type and new objects of a type whose binding is being deleted; the extension every replica runs, which serves what bindings bound; the leader's
     controller, which binds and cleans up). All share one BoundAPIs, made with the first plugin."""
     bound: list[BoundAPIs] = []
 
@@ -184,6 +184,9 @@ def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], Con
     async def bound_crds(parts: ServerParts) -> BoundCRDs:
         return BoundCRDs(CRD.prefix, bound[-1])
 
+    async def terminating_bindings(parts: ServerParts) -> TerminatingBindings:
+        return TerminatingBindings(bound[-1])
+
     def follow_bindings(parts: ServerParts) -> Runnable:
         return bound[-1]
 
@@ -192,7 +195,7 @@ def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], Con
         return APIBindingController(parts.storage, parts.informers, parts.registry, bound[-1],
                                     parts.catalog.builtins, metrics=parts.metrics)
 
-    return [bind_permission, bound_crds], follow_bindings, binding_controller
+    return [bind_permission, bound_crds, terminating_bindings], follow_bindings, binding_controller
 
 
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
