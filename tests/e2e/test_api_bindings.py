@@ -139,6 +139,10 @@ def test_two_consumers_bind_an_export_and_serve_widgets_as_if_they_had_the_crd(k
                                         "schema": {"name": "v1.widgets.example.io", "identityHash": identity,
                                                    "UID": bound["boundResources"][0]["schema"]["UID"]}}]
     assert "widgets" in kubectl(kcp, first, "api-resources", "--api-group=example.io").stdout
+    assert "size" in kubectl(kcp, first, "explain", "widgets.spec").stdout  # OpenAPI from the bound schema
+    table = kubectl(kcp, first, "get", "apibindings").stdout.splitlines()
+    assert [line.split()[:5] for line in table] == [["NAME", "EXPORT", "PATH", "PHASE", "READY"],
+                                                    ["widgets", "widgets", provider, "Bound", "True"]]
     kubectl(kcp, first, "apply", "-f", "-", input_text=widget("small", color="red"))
     got = yaml.safe_load(kubectl(kcp, first, "get", "widget", "small", "-n", "default", "-o", "yaml").stdout)
     assert got["spec"] == {"color": "red", "size": 3}  # the schema's default
