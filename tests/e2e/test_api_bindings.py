@@ -180,6 +180,10 @@ def test_two_providers_widgets_are_stored_apart_by_the_exports_identity(kcp: Kcp
     first_identity = provide(kcp, one)
     second_identity = provide(kcp, two, widget_schema(extra={"shape": {"type": "string"}}))
     assert first_identity != second_identity
+    kubectl(kcp, two, "patch", "apiexport", "widgets", "--subresource=status", "--type=merge",
+            "-p", json.dumps({"status": {"identityHash": first_identity}}))  # a provider claiming another's identity
+    kubectl(kcp, two, "wait", "apiexport/widgets", f"--for=jsonpath={{.status.identityHash}}={second_identity}",
+            "--timeout=20s")  # is put back: only the server sets it
     consumer_one, consumer_two = create_workspace(kcp, parent, "uses-one"), create_workspace(kcp, parent, "uses-two")
     bind(kcp, consumer_one, one)
     bind(kcp, consumer_two, two)

@@ -1,4 +1,5 @@
-"""An APIExport's identity: set once in its status, and what every binding of it stores its objects under."""
+"""An APIExport's identity: set by the server in its status (only the server), and what every binding of it
+stores its objects under."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ async def reconcile_export(registry: Registry, cluster: str, export: Obj) -> Non
     """`export` is the controller's own copy."""
     meta = export["metadata"]
     status = export.setdefault("status", {})
-    if status.get("identityHash") or meta.get("deletionTimestamp"):
+    wanted = identity_hash(cluster, meta["name"], meta["uid"])
+    if status.get("identityHash") == wanted or meta.get("deletionTimestamp"):
         return
-    status["identityHash"] = identity_hash(cluster, meta["name"], meta["uid"])
+    status["identityHash"] = wanted  # and put back if anyone wrote another: it decides where objects are stored
     status["conditions"] = [{"type": "IdentityValid", "status": "True", "lastTransitionTime": now_rfc3339()}]
     await registry.update(API_EXPORT, cluster, "", meta["name"], export, subresource="status",
                           ctx=system_context(cluster))

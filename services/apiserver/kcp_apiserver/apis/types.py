@@ -103,6 +103,7 @@ def export_reference(binding: Obj, cluster: str) -> tuple[str, str]:
 
 
 def identity_hash(cluster: str, name: str, uid: str) -> str:
-    """An export's identity: fixed for the export's life, new when it is made again (kcp hashes a secret
-    key kept beside the export; the export's uid is that secret here, known only to the server)."""
+    """An export's identity: fixed for the export's life, new when it is made again. kcp hashes a secret key
+    kept beside the export, which lets another export share the identity; none shares one here yet, so the
+    export's own uid serves."""
     return hashlib.sha256(f"{cluster}/{name}/{uid}".encode()).hexdigest()
