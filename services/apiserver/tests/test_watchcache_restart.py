@@ -29,8 +29,12 @@ async def test_a_watch_that_restarts_mid_stream_loses_no_acknowledged_create(
         writing = True
 
         async def write(worker: int) -> None:
-            for i in range(80):
+            """80 creates each, and more until the watch was cut and resumed twice (a loaded machine may write
+            the 80 within one reconnect's backoff)."""
+            i = 0
+            while i < 80 or (cache.restarts < 2 and i < 4000):
                 name = f"w{worker}-{i}"
+                i += 1
                 nonlocal last_revision
                 stored = await storage.create(f"{prefix}c/ns/{name}", {"metadata": {"name": name},
                                                                        "data": {"i": str(i)}})
