@@ -12,11 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-from daemon_process import ClusterControllerProcess
-from syncer_fixtures import eventually, sim_cluster
-from test_pod_streams_through_kcp import tenant
+from mirror_fixtures import one_cluster_fleet
+from syncer_fixtures import eventually
 
-from kcp_process import KcpServer, free_port, run_kubectl
+from kcp_process import KcpServer, run_kubectl
 
 UPSYNCED = "state.workload.kcp.io/east"
 CLAIMS = ("data-db-0", "data-db-1", "data-db-2")
@@ -64,31 +63,10 @@ def get(setup: Setup, *args: str) -> Any:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    root = tmp_path_factory.mktemp("claims-events")
-    kcp = KcpServer(root / "kcp", free_port())
-    east = sim_cluster(root / "east")
-    controller = ClusterControllerProcess(kcp, root / "controller.log", [
-        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5"])
-    started: list[KcpServer] = []
-    try:
-        for server in (kcp, east):
-            server.start()
-            started.append(server)
-        controller.start()
-        kubeconfig = tenant(kcp, "tenant", {"east": east})
-        run_kubectl(kcp, "wait", "synctarget/east", "--for", "condition=Ready", "--timeout=90s",
-                    kubeconfig=kubeconfig, timeout=100)
-        eventually(lambda: run_kubectl(kcp, "get", "statefulsets", kubeconfig=kubeconfig, check=False).returncode
-                   == 0, "StatefulSets imported", timeout=90)
-        run_kubectl(kcp, "apply", "-f", "-", kubeconfig=kubeconfig, input_text=WORKLOADS)
-        setup = Setup(kcp, kubeconfig, {})
+    with one_cluster_fleet(tmp_path_factory.mktemp("claims-events"), WORKLOADS) as fleet:
+        setup = Setup(fleet.kcp, fleet.kubeconfig, {})
         setup.mine = get(setup, "pvc", "mine")
         yield setup
-        assert controller.stop() == 0, controller.log_tail(60)
-    finally:
-        controller.stop()
-        for server in started:
-            server.stop()
 
 
 def test_kubectl_get_pvc_through_kcp_lists_the_statefulset_s_claims_bound_with_their_cluster(setup: Setup) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
-from syncer_fixtures import eventually, sim_cluster
-from test_pod_streams_through_kcp import tenant
+from mirror_fixtures import one_cluster_fleet
+from syncer_fixtures import eventually
 
-from kcp_process import KcpServer, free_port, run_kubectl
+from kcp_process import KcpServer, run_kubectl
 
 MIRRORS = "state.workload.kcp.io/east=Upsync"
 WORKLOADS = """apiVersion: apps/v1
@@ -78,29 +78,8 @@ def controlled(setup: Setup, resource: str, app: str, count: int) -> list[dict[s
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    root = tmp_path_factory.mktemp("owner-chain")
-    kcp = KcpServer(root / "kcp", free_port())
-    east = sim_cluster(root / "east")
-    controller = ClusterControllerProcess(kcp, root / "controller.log", [
-        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5"])
-    started: list[KcpServer] = []
-    try:
-        for server in (kcp, east):
-            server.start()
-            started.append(server)
-        controller.start()
-        kubeconfig = tenant(kcp, "tenant", {"east": east})
-        run_kubectl(kcp, "wait", "synctarget/east", "--for", "condition=Ready", "--timeout=90s",
-                    kubeconfig=kubeconfig, timeout=100)
-        eventually(lambda: run_kubectl(kcp, "get", "statefulsets", kubeconfig=kubeconfig, check=False).returncode
-                   == 0, "StatefulSets imported", timeout=90)
-        run_kubectl(kcp, "apply", "-f", "-", kubeconfig=kubeconfig, input_text=WORKLOADS)
-        yield Setup(kcp, kubeconfig, controller)
-        assert controller.stop() == 0, controller.log_tail(60)
-    finally:
-        controller.stop()
-        for server in started:
-            server.stop()
+    with one_cluster_fleet(tmp_path_factory.mktemp("owner-chain"), WORKLOADS) as fleet:
+        yield Setup(fleet.kcp, fleet.kubeconfig, fleet.controller)
 
 
 def test_describe_through_kcp_follows_deployment_replicaset_pod(setup: Setup) -> None:

@@ -20,14 +20,13 @@ from pathlib import Path
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
+from mirror_fixtures import tenant
 from syncer_fixtures import eventually, sim_cluster, syncer_env
 from test_cluster_controller import installed_syncer
 
 from kcp_process import (
-    REPO,
     KcpServer,
     OutputLines,
-    cluster_kubeconfig,
     free_port,
     kubectl_1_35,
     kubectl_at,
@@ -37,7 +36,6 @@ from kcp_process import (
     stop_process,
 )
 
-CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 KUBECTLS = pytest.mark.parametrize("binary", [kubectl_binary(), kubectl_1_35()], ids=["path", "1.35"])
 CLUSTERS = ("east", "west")
 # kubectl's switches back to plain SPDY/3.1, the wire of kubectl 1.29 (exec) and 1.30 (port-forward) and older
@@ -89,19 +87,6 @@ def pods_by_target(kcp: KcpServer, kubeconfig: Path, targets: tuple[str, ...]) -
             if running and pod["metadata"]["labels"].get(f"state.workload.kcp.io/{target}") == "Upsync":
                 found[target] = pod["metadata"]["name"]
     return found
-
-
-def tenant(kcp: KcpServer, name: str, physical: dict[str, KcpServer]) -> Path:
-    """Logical cluster `name` with a SyncTarget per physical cluster (Ready once a syncer runs for it)."""
-    kubeconfig = cluster_kubeconfig(kcp, name, name)
-    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
-    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
-               "SyncTargets served")
-    for target, server in physical.items():
-        run_kubectl(kcp, "apply", "-f", "-", kubeconfig=kubeconfig, input_text=yaml.safe_dump({
-            "apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": target},
-            "spec": {"kubeconfig": server.kubeconfig.read_text()}}))
-    return kubeconfig
 
 
 def running_pods(kcp: KcpServer, kubeconfig: Path, targets: tuple[str, ...]) -> dict[str, str]:
