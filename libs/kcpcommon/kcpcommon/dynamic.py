@@ -12,7 +12,7 @@ from __future__ import annotations
 import types
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 import orjson
@@ -44,6 +44,12 @@ class DynamicClient:
     def resource(self, api_version: str, plural: str, *, namespaced: bool) -> DynamicResource:
         """A handle on one resource type, e.g. `resource("apps/v1", "deployments", namespaced=True)`."""
         return DynamicResource(self, api_version, plural, namespaced=namespaced)
+
+    def below_base(self, server_path: str) -> str:
+        """A server-relative path (from the host's root: an OpenAPI v3 index's `serverRelativeURL`, which client-go
+        requests as is) as a path below this client's base URL, which may itself hold a path (`/clusters/x`)."""
+        base = urlsplit(self.api_client.configuration.host or "").path.rstrip("/")
+        return server_path[len(base):] if base and server_path.startswith(base + "/") else server_path
 
     async def request(self, method: str, path: str, *, query: list[tuple[str, str]] | None = None,
                       body: Any = None, content_type: str = "application/json") -> Any:

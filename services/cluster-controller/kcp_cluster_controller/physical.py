@@ -88,7 +88,7 @@ class SchemaCache:
         found = self._schemas.get((url, kind))
         if found is None:
             parts = urlsplit(url)
-            document = await client.request("GET", parts.path, query=parse_qsl(parts.query))
+            document = await client.request("GET", client.below_base(parts.path), query=parse_qsl(parts.query))
             found = self._schemas[(url, kind)] = crd_schema(document, group, version, kind)
         return copy.deepcopy(found)  # what is kept stays as converted whatever a caller does with its copy
 
