@@ -127,6 +127,24 @@ def test_push_mode_synctarget_ready_and_types_imported(env: Env) -> None:
     assert "replicas" in explained and "<integer>" in explained
 
 
+@sim_only("a simulated fleet of clusters served below /clusters/<name>; kube 1.20 serves at its root")
+def test_a_cluster_served_below_a_path_imports_its_types(env: Env) -> None:
+    """kcp-sim-cluster --clusters 2 serves each cluster at /clusters/<name>, as kcp does: its OpenAPI index's URLs
+    are relative to the host's root, and the controller reads them so (it stayed ImportsFailed before)."""
+    fleet = sim_cluster(env.root / "fleet", "--clusters", "2")
+    fleet.start()
+    try:
+        kubeconfig = logical_cluster(env, "cc-below-path")
+        run_kubectl(env.kcp, "apply", "-f", "-", kubeconfig=kubeconfig,
+                    input_text=sync_target("second", None, (fleet.root / "sim-2.kubeconfig").read_text()))
+        wait_ready(env, kubeconfig, "second", timeout=60)
+        status = Rest(env.kcp).at("cc-below-path").get(f"{ST_PATH}/second")["status"]
+        assert {"deployments.apps", "services"} <= set(status["importedResources"])
+        run_kubectl(env.kcp, "delete", "synctarget", "second", "--timeout=60s", kubeconfig=kubeconfig)
+    finally:
+        fleet.stop()
+
+
 def test_a_kubeconfig_that_does_not_parse_is_invalid_kubeconfig(env: Env) -> None:
     kubeconfig = logical_cluster(env, "cc-bad")
     run_kubectl(env.kcp, "apply", "-f", "-", input_text=sync_target("broken", None, "clusters: [ {oops"),
