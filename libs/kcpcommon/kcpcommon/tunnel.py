@@ -32,6 +32,17 @@ class TunnelProtocolError(ValueError):
     """A message that is not the tunnel's."""
 
 
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """A message of the tunnel's protocol: one JSON object."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise TunnelProtocolError(f"not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise TunnelProtocolError(f"{what} is an object")
+    return raw
+
+
 def _strings(value: Any, what: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TunnelProtocolError(f"{what} must be a list of strings")
@@ -60,12 +71,7 @@ class StreamRequest:
 
     @classmethod
     def decode(cls, text: str) -> StreamRequest:
-        try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            raise TunnelProtocolError(f"not JSON: {exc}") from exc
-        if not isinstance(raw, dict):
-            raise TunnelProtocolError("a stream request is an object")
+        raw = _json_object(text, "a stream request")
         fields = {key: raw.get(key) for key in ("id", "subresource", "namespace", "name")}
         for key, value in fields.items():
             if not isinstance(value, str) or not value:
@@ -99,11 +105,8 @@ class StreamHead:
 
     @classmethod
     def decode(cls, text: str) -> StreamHead:
-        try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            raise TunnelProtocolError(f"not JSON: {exc}") from exc
-        if not isinstance(raw, dict) or not isinstance(raw.get("status"), int):
+        raw = _json_object(text, "a stream head")
+        if not isinstance(raw.get("status"), int):
             raise TunnelProtocolError("a stream head is an object with an integer status")
         values = [raw.get(key) or "" for key in ("contentType", "protocol", "body")]
         if not all(isinstance(v, str) for v in values):
