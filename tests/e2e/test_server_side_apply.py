@@ -158,6 +158,24 @@ async def test_apply_creates_with_201_and_requires_a_field_manager(api: Api, nam
     assert again.body["metadata"]["resourceVersion"] == created.body["metadata"]["resourceVersion"]
 
 
+
+async def test_an_apply_naming_a_resource_version_holds_only_on_that_version(api: Api, namespace: str) -> None:
+    """kube's optimistic lock for apply (the syncer relies on it when it carries values it read from a cache):
+    a stale resourceVersion is a 409 Conflict and changes nothing; the current one applies."""
+    params = {"fieldManager": "tool"}
+    first = await api.patch(cm_path(namespace, "v"), configmap(namespace, "v", {"a": "1"}), APPLY, params=params)
+    version = first.body["metadata"]["resourceVersion"]
+    changed = await api.patch(cm_path(namespace, "v"), configmap(namespace, "v", {"a": "2"}), APPLY, params=params)
+    stale = await api.patch(cm_path(namespace, "v"), configmap(namespace, "v", {"a": "3"}, resourceVersion=version),
+                            APPLY, params=params)
+    assert (stale.status, stale.body["reason"]) == (409, "Conflict"), stale.body
+    assert (await api.get(cm_path(namespace, "v"))).body["data"] == {"a": "2"}
+    current = changed.body["metadata"]["resourceVersion"]
+    held = await api.patch(cm_path(namespace, "v"), configmap(namespace, "v", {"a": "3"}, resourceVersion=current),
+                           APPLY, params=params)
+    assert held.status == 200 and held.body["data"] == {"a": "3"}, held.body
+
+
 async def test_apply_accepts_yaml_and_refuses_bad_bodies(api: Api, namespace: str) -> None:
     path, params = cm_path(namespace, "y"), {"fieldManager": "tool"}
     text = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n  namespace: {namespace}\ndata:\n  k: v\n"

@@ -70,7 +70,7 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     `spec.replicas` when the downstream copy is `scaled_downstream`, and with the `live` copy's when an
     autoscaler synced with it scales it (`autoscaled`: the syncer's apply still owns the field on a cluster
     that records no scale writes, so leaving it out would reset it; the hash leaves it out, so a scaling
-    alone is no reason to apply); what kube never lets change once the `live` downstream copy exists
+    alone is no reason to apply; the live copy's resourceVersion makes that apply conditional on it); what kube never lets change once the `live` downstream copy exists
     (IMMUTABLE_AFTER_CREATE) as that copy has it."""
     meta = upstream.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
@@ -107,6 +107,11 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     annotations[SPEC_HASH_ANNOTATION] = spec_hash(body)
     if keep_live_replicas and isinstance(body.get("spec"), dict):
         body["spec"]["replicas"] = live_replicas
+        # the live replicas come from a cache that may not have seen the autoscaler's latest scale yet: the
+        # apply holds only if the object is still the one read (else 409, and the retry reads a fresher copy)
+        live_version = ((live or {}).get("metadata") or {}).get("resourceVersion")
+        if live_version:
+            metadata["resourceVersion"] = str(live_version)
     return body
 
 

@@ -263,6 +263,25 @@ def test_an_autoscaled_workload_keeps_its_live_replicas_and_a_scaling_changes_no
     assert down(None, autoscaled=True)["spec"]["replicas"] == 2  # nothing live yet: created with kcp's
 
 
+
+def test_an_apply_carrying_live_replicas_holds_only_on_the_copy_they_were_read_from() -> None:
+    """A cache that has not seen the autoscaler's latest scale would put back the replicas it had: the apply
+    carries the live copy's resourceVersion, so the cluster answers 409 instead, and the retry reads again."""
+    upstream, live = deployment(2), {**deployment(4), "metadata": {**deployment(4)["metadata"],
+                                                                   "resourceVersion": "41"}}
+
+    def down(live: dict | None, **kw: bool) -> dict:
+        return downstream_object(upstream, api_version="apps/v1", kind="Deployment", namespace="kcp-x",
+                                 logical_cluster="root:org", sync_target="east", live=live, **kw)
+
+    carried = down(live, autoscaled=True)
+    assert (carried["spec"]["replicas"], carried["metadata"]["resourceVersion"]) == (4, "41")
+    assert "resourceVersion" not in down(live)["metadata"]  # kcp's replicas: nothing read to go stale
+    assert "resourceVersion" not in down(live, autoscaled=True, scaled_downstream=True)["metadata"]
+    assert carried["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == down(
+        {**live, "metadata": {**live["metadata"], "resourceVersion": "42"}}, autoscaled=True)["metadata"][
+        "annotations"][SPEC_HASH_ANNOTATION]
+
 def test_an_autoscaler_scales_the_workload_its_scale_target_ref_names_in_its_own_namespace() -> None:
     hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
            "metadata": {"name": "web", "namespace": "kcp-x"},
