@@ -6,6 +6,7 @@ removes mirrors when their downstream objects go)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,8 +86,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
 def test_describe_through_kcp_follows_deployment_replicaset_pod(setup: Setup) -> None:
     pods = eventually(lambda: controlled(setup, "pods", "web", 2), "web's pods mirrored with their owner",
                       timeout=90)
-    replicasets = eventually(lambda: controlled(setup, "replicasets", "web", 1), "web's ReplicaSet mirrored",
-                             timeout=90)
+    replicasets = eventually(lambda: [rs for rs in controlled(setup, "replicasets", "web", 1) or []
+                                      if (rs.get("status") or {}).get("replicas") == 2],
+                             "web's ReplicaSet mirrored with its status", timeout=90)
     rs = replicasets[0]
     assert re.fullmatch(r"web--east-[a-z0-9]+", rs["metadata"]["name"])
     deployment = get(setup, "deployment", "web--east")
@@ -112,6 +114,26 @@ def test_a_statefulset_s_pod_is_controlled_by_the_statefulset_in_kcp(setup: Setu
         ("StatefulSet", "db", sts["metadata"]["uid"])]
     assert not any(r.get("blockOwnerDeletion") for r in pod["metadata"]["ownerReferences"])
     assert re.search(r"Controlled By:\s+StatefulSet/db\n", describe(setup, "pod", "db-0"))
+
+
+def test_a_pod_s_copy_is_bound_to_the_node_the_cluster_chose_and_never_made_again(setup: Setup) -> None:
+    """The copy of a pod made while it waited for a node is bound through kcp's pods/binding once the cluster's
+    scheduler placed it: every change to kcp's pods from before the Deployment to its pod Running is one pod's,
+    never a delete (a new copy would make `kubectl describe` answer NotFound in between)."""
+    listed = run_kubectl(setup.kcp, "get", "--raw", "/api/v1/namespaces/default/pods?labelSelector=app%3Dapi",
+                         kubeconfig=setup.kubeconfig)
+    since = json.loads(listed.stdout)["metadata"]["resourceVersion"]
+    run_kubectl(setup.kcp, "apply", "-f", "-", kubeconfig=setup.kubeconfig,
+                input_text=WORKLOADS.split("---")[0].replace("web", "api").replace("replicas: 2", "replicas: 1"))
+    eventually(lambda: [p for p in mirrors(setup, "pods", "api")
+                        if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"],
+               "api's pod mirrored, bound and Running", timeout=90)
+    watched = run_kubectl(setup.kcp, "get", "--raw", "/api/v1/namespaces/default/pods?labelSelector=app%3Dapi"
+                          f"&watch=1&resourceVersion={since}&timeoutSeconds=2", kubeconfig=setup.kubeconfig)
+    events = [(e["type"], e["object"]["metadata"]["uid"], e["object"]["spec"].get("nodeName"))
+              for e in map(json.loads, watched.stdout.splitlines()) if e["type"] != "BOOKMARK"]
+    assert events and all(kind != "DELETED" for kind, *_ in events), events
+    assert len({uid for _, uid, _ in events}) == 1, events
 
 
 def test_kcp_s_garbage_collector_leaves_mirrors_whose_owner_went_to_the_syncer(setup: Setup) -> None:

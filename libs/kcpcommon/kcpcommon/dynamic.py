@@ -179,6 +179,12 @@ class DynamicResource:
             query=_query(fieldManager=field_manager, dryRun="All" if dry_run else None))
         return result
 
+    async def create_in(self, name: str, subresource: str, body: Mapping[str, Any], *,
+                        namespace: str | None = None) -> Obj:
+        """POST to an object's subresource (a pod's binding or eviction); kube answers with a Status."""
+        result: Obj = await self.client.request("POST", self._object_path(name, namespace, subresource), body=body)
+        return result
+
     async def replace(self, body: Mapping[str, Any], *, namespace: str | None = None,
                       subresource: str | None = None, field_manager: str | None = None) -> Obj:
         """PUT the whole object; `metadata.resourceVersion` in it makes a stale write a 409 Conflict."""

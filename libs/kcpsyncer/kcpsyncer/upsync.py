@@ -21,8 +21,9 @@ hold yet is left out and the key retried until it appears; a uid is never made u
 blockOwnerDeletion, and kcp's garbage collector leaves objects with an `Upsync` state label alone: a mirror
 lives exactly as long as its downstream object, never less because an owner in kcp went.
 
-The downstream pod is the truth: its spec, labels, annotations and status are copied up (a spec change,
-which kube's Pod validation refuses on update, recreates the copy); once both caches have listed, a copy
+The downstream pod is the truth: its spec, labels, annotations and status are copied up (its binding to a
+node binds the copy through kcp's pods/binding; another spec change, which kube's Pod validation refuses on
+update, recreates the copy); once both caches have listed, a copy
 without its downstream pod is deleted. The one write that goes the other way is a user's delete of a copy
 while its pod still runs: the pod is deleted downstream (uid precondition), as `kubectl delete pod` would
 on the cluster, and its controller there makes the replacement, which comes up in turn.
@@ -240,9 +241,16 @@ class Upsync:
         if up is not None and typ.name not in IMMUTABLE_SPEC and spec_change:
             up = await typ.up_resource.patch(key.name, {"spec": spec_change}, namespace=key.namespace)
         elif up is not None and not contains(up.get("spec"), want["spec"]):
-            typ.removing.add(key)  # kube's Pod (and bound claim) validation refuses spec changes: a new copy
-            await self._delete(typ.up_resource, key.namespace, up)
-            up = None
+            node = bound_since(up.get("spec") or {}, want["spec"]) if typ.name == "pods" else None
+            if node:  # the cluster's scheduler placed the pod: kcp's copy is bound too, as kube binds
+                await typ.up_resource.create_in(key.name, "binding", {
+                    "apiVersion": "v1", "kind": "Binding", "metadata": {"name": key.name},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node}}, namespace=key.namespace)
+                up = await typ.up_resource.get(key.name, namespace=key.namespace)
+            else:  # kube's Pod (and bound claim) validation refuses other spec changes: a new copy
+                typ.removing.add(key)
+                await self._delete(typ.up_resource, key.namespace, up)
+                up = None
         if up is None:
             try:
                 up = await typ.up_resource.create(want, namespace=key.namespace)
@@ -295,6 +303,15 @@ class Upsync:
                                   preconditions={"uid": str(meta(obj).get("uid") or "")})
         except APINotFoundError:
             pass
+
+
+def bound_since(have: Obj, want: Obj) -> str | None:
+    """The node a pod was bound to after its copy was made, when that is the only change to its spec: the
+    copy is bound then (a binding is the one write that sets an existing pod's nodeName), not made again."""
+    node = want.get("nodeName")
+    if not node or have.get("nodeName"):
+        return None
+    return str(node) if contains(have, {k: v for k, v in want.items() if k != "nodeName"}) else None
 
 
 def _metadata_change(have: Obj, want: Obj) -> dict[str, Any]:

@@ -39,5 +39,9 @@ class FakeResource:
             raise self.create_answer
         return body
 
+    async def create_in(self, name: str, subresource: str, body: Any, **kw: Any) -> Any:
+        self.calls.append((f"create {subresource}", name, body, kw))
+        return {"kind": "Status", "status": "Success", "code": 201}
+
     def verbs(self) -> list[str]:
         return [call[0] for call in self.calls]

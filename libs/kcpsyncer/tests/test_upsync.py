@@ -29,6 +29,7 @@ from kcpsyncer.upsync import (
     Owners,
     Upsync,
     UpsyncedType,
+    bound_since,
     event_copy,
     event_subject,
     kcp_owner_reference,
@@ -131,6 +132,28 @@ async def test_a_spec_change_kube_would_refuse_on_update_makes_a_new_copy() -> N
     await h.upsync.reconcile(h.typ, KEY)
     assert h.up.verbs() == ["delete", "create", "patch"]
     assert h.up.calls[0][2]["preconditions"] == {"uid": "up-uid"}
+
+
+async def test_a_pod_the_cluster_s_scheduler_binds_binds_its_copy_in_kcp_instead_of_a_new_copy() -> None:
+    """The copy was made while the pod waited for a node: the binding is the one spec change kube allows."""
+    h = Harness()
+    unbound = kcp_copy(downstream_pod())
+    del unbound["spec"]["nodeName"]
+    h.up.get_answer = kcp_copy(downstream_pod())
+    h.caches([unbound], [downstream_pod(node="node-1")])
+    await h.upsync.reconcile(h.typ, KEY)
+    assert h.up.verbs() == ["create binding", "get"]
+    assert h.up.calls[0][1:3] == ("web-1", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web-1"},
+                                            "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}})
+    assert h.up.calls[0][3] == {"namespace": "default"}
+
+
+def test_only_a_new_node_alone_is_a_binding() -> None:
+    pod = {"containers": [{"name": "c", "image": "nginx"}]}
+    assert bound_since(pod, {**pod, "nodeName": "n1"}) == "n1"
+    assert bound_since({**pod, "nodeName": "n1"}, {**pod, "nodeName": "n2"}) is None  # a bound pod never moves
+    assert bound_since(pod, {"containers": [{"name": "c", "image": "httpd"}], "nodeName": "n1"}) is None
+    assert bound_since(pod, pod) is None
 
 
 async def test_a_copy_whose_pod_is_gone_is_deleted_and_that_delete_is_not_taken_for_a_user_s() -> None:

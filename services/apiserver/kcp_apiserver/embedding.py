@@ -24,6 +24,7 @@ from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.kubetypes.defaults import qos_class
 from kcp_apiserver.kubetypes.fields import member, spec
 from kcp_apiserver.kubetypes.kinds import Defaulter, KubeType, kube_type
+from kcp_apiserver.kubetypes.podbinding import BINDING, action_created
 from kcp_apiserver.kubetypes.scheduling import SYSTEM_CLASSES, system_class
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
 from kcp_apiserver.registry.admission import CREATE, DELETE, UPDATE, Attributes
@@ -61,6 +62,7 @@ from kcp_apiserver.storage.watchcache import DELETED, WatchCache
 
 __all__ = [
     "AGE",
+    "BINDING",
     "BUILTINS",
     "CONTAINERS",
     "CRD",
@@ -117,6 +119,7 @@ __all__ = [
     "WatchCache",
     "WatchCacheInformer",
     "WatchCaches",
+    "action_created",
     "field_at",
     "for_release",
     "format_label_selector",

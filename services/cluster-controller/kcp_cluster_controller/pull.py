@@ -220,6 +220,8 @@ class PullMode:
         rules = type_rules(resources, ["get", "list", "watch", "update", "patch"])
         # the types mirrored up (pods): the syncer makes and removes kcp's copies
         rules += type_rules(tuple(r for r in resources if r in UPSYNCED_RESOURCES), ["create", "delete"])
+        if "pods" in resources:  # a copy is bound to the node its pod was scheduled to
+            rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
         rules += [{"apiGroups": ["workload.kcp.io"], "resources": ["synctargets", "synctargets/status",
                                                                    "synctargets/tunnel"],  # the pods' streams
                    "resourceNames": [key.name], "verbs": ["get", "list", "watch", "update", "patch"]},

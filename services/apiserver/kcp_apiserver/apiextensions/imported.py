@@ -64,9 +64,12 @@ class ImportedKubeStrategy(Strategy):
 
     def validate_subresource_update(self, subresource: str, obj: Obj, old: Obj) -> list[Cause]:
         """A status write (the syncer's) cannot change the spec, so kube does not validate the spec again: an
-        object stored before kube's rules applied still gets its status."""
+        object stored before kube's rules applied still gets its status. A pod's binding is what may set its
+        nodeName."""
         if subresource == "status":
             return self._schema.validate(obj, old)
+        if subresource == "binding":  # sets the pod's nodeName, which an update may not: checked as a new pod
+            return self._validate(obj, None)
         return self._validate(obj, old)
 
     def _validate(self, obj: Obj, old: Obj | None) -> list[Cause]:

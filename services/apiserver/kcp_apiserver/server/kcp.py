@@ -28,6 +28,7 @@ from kcp_apiserver.endpoints.tunnels import Tunnels, tunnel_action
 from kcp_apiserver.filters.authentication import Authenticator, StaticTokenAuthenticator
 from kcp_apiserver.filters.serviceaccount import ServiceAccountAuthenticator
 from kcp_apiserver.filters.x509 import ClientCertificateAuthenticator
+from kcp_apiserver.kubetypes.podbinding import BINDING
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.rbac.escalation import EscalationCheck
 from kcp_apiserver.rbac.follow import RBACFollowers
@@ -246,7 +247,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         authorizer=access,
         visibility=access.visibility,
         answers=Reviews(authorizer).by_resource,
-        custom_actions={("", "pods"): pod_stream_actions(tunnels),
+        custom_actions={("", "pods"): (*pod_stream_actions(tunnels), BINDING),
                         ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kcp_apiserver.embedding import Cause, Obj, Resource, kube_resource, now_rfc3339, qos_class, spec
+from kcp_apiserver.embedding import BINDING, Cause, Obj, Resource, kube_resource, now_rfc3339, qos_class, spec
 from kcp_sim_cluster.api import columns, podexec, podlog, pods, portforward
 from kcp_sim_cluster.api.strategy import KubeStrategy, kube_strategy
 
@@ -60,7 +60,7 @@ def resources(release: str) -> tuple[Resource, ...]:
                       field_selectors=("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                                        "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
                                        "status.podIP", "status.nominatedNodeName"),
-                      actions=(pods.BINDING, pods.eviction(pdb_resource(release)), podlog.LOG, podexec.EXEC,
+                      actions=(BINDING, pods.eviction(pdb_resource(release)), podlog.LOG, podexec.EXEC,
                                podexec.ATTACH, portforward.PORT_FORWARD)),
         kube_resource("", "v1", "Service", "services", namespaced=True, release=release, short_names=("svc",),
                       categories=("all",), has_status=True, columns=columns.SERVICE,

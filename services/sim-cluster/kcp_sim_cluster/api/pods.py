@@ -1,69 +1,21 @@
-"""A pod's subresources beyond status that write: binding (the scheduler's write) and eviction (a
-delete that respects PodDisruptionBudgets). The streams (log, exec, attach, portforward) have their own
-modules."""
+"""A pod's eviction subresource (a delete that respects PodDisruptionBudgets). Binding is the API server's
+(`kcp_apiserver.embedding.BINDING`); the streams (log, exec, attach, portforward) have their own modules."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.embedding import Action, ActionCall, ActionResult, LabelSelector, Obj, Resource, member, now_rfc3339
+from kcp_apiserver.embedding import (
+    Action,
+    ActionCall,
+    ActionResult,
+    LabelSelector,
+    Obj,
+    Resource,
+    action_created,
+    member,
+)
 from kcp_apiserver.embedding import status as st
-
-# -- binding ------------------------------------------------------------------------------------
-
-async def bind(call: ActionCall) -> ActionResult:
-    """POST pods/NAME/binding: sets spec.nodeName and PodScheduled=True; 409 if the pod is already bound."""
-    body = call.body or {}
-    target = member(body, "target")
-    node = target.get("name") or ""
-    meta = member(body, "metadata")
-    if meta.get("name") and meta["name"] != call.name:
-        raise st.bad_request(f"the name of the object ({meta['name']}) does not match the name on the URL "
-                             f"({call.name})")
-    if not node:
-        raise st.invalid("Binding", call.name, [st.Cause("FieldValueRequired", "Required value", "target.name")])
-    if target.get("kind") not in (None, "", "Node"):
-        raise st.invalid("Binding", call.name, [st.Cause("FieldValueNotSupported",
-                                                         f'Unsupported value: "{target["kind"]}": supported '
-                                                         'values: "Node"', "target.kind")])
-
-    def assign(pod: Obj) -> Obj:
-        spec = pod.setdefault("spec", {})
-        if pod["metadata"].get("deletionTimestamp"):
-            raise st.conflict("pods/binding", call.name, why=f"pod {call.name} is being deleted, cannot be "
-                                                             "assigned to a host")
-        if spec.get("nodeName"):
-            raise st.conflict("pods/binding", call.name, why=f"pod {call.name} is already assigned to node "
-                                                             f'"{spec["nodeName"]}"')
-        spec["nodeName"] = node
-        annotations = meta.get("annotations")
-        if isinstance(annotations, dict) and annotations:
-            pod["metadata"].setdefault("annotations", {}).update(annotations)
-        return pod
-
-    bound = await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, assign,
-                                      subresource="binding", dry_run=call.dry_run, ctx=call.ctx)
-
-    def scheduled(pod: Obj) -> Obj:
-        status = pod.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                           "lastTransitionTime": now_rfc3339()})
-        status["conditions"] = conditions
-        return pod
-
-    if not call.dry_run and bound:
-        await call.registry.patch(call.resource, call.cluster, call.namespace, call.name, scheduled,
-                                  subresource="status", ctx=call.ctx)
-    return created()
-
-
-def created() -> ActionResult:
-    """What kube answers a binding or an eviction: 201 and a Success Status that carries the code."""
-    return ActionResult(201, {**st.success_status(), "code": 201})
-
-
-BINDING = Action("binding", ("create",), bind, ("", "v1", "Binding"))
 
 # -- eviction -----------------------------------------------------------------------------------
 
@@ -113,7 +65,7 @@ def eviction(pdbs: Resource) -> Action:
         preconditions = member(options, "preconditions") or None
         await call.registry.delete(call.resource, call.cluster, call.namespace, call.name,
                                    preconditions=preconditions, dry_run=call.dry_run, ctx=call.ctx)
-        return created()
+        return action_created()
 
     return Action("eviction", ("create",), evict, ("policy", "v1", "Eviction"))
 
