@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
 from mirror_fixtures import one_cluster_fleet
-from syncer_fixtures import eventually
+from syncer_fixtures import Rest, eventually
 
 from kcp_process import KcpServer, run_kubectl
 
@@ -120,18 +121,20 @@ def test_a_pod_s_copy_is_bound_to_the_node_the_cluster_chose_and_never_made_agai
     """The copy of a pod made while it waited for a node is bound through kcp's pods/binding once the cluster's
     scheduler placed it: every change to kcp's pods from before the Deployment to its pod Running is one pod's,
     never a delete (a new copy would make `kubectl describe` answer NotFound in between)."""
-    listed = run_kubectl(setup.kcp, "get", "--raw", "/api/v1/namespaces/default/pods?labelSelector=app%3Dapi",
-                         kubeconfig=setup.kubeconfig)
-    since = json.loads(listed.stdout)["metadata"]["resourceVersion"]
+    pods = Rest(setup.kcp).at("tenant")
+    since = pods.get("/api/v1/namespaces/default/pods?labelSelector=app%3Dapi")["metadata"]["resourceVersion"]
     run_kubectl(setup.kcp, "apply", "-f", "-", kubeconfig=setup.kubeconfig,
                 input_text=WORKLOADS.split("---")[0].replace("web", "api").replace("replicas: 2", "replicas: 1"))
     eventually(lambda: [p for p in mirrors(setup, "pods", "api")
                         if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"],
                "api's pod mirrored, bound and Running", timeout=90)
-    watched = run_kubectl(setup.kcp, "get", "--raw", "/api/v1/namespaces/default/pods?labelSelector=app%3Dapi"
-                          f"&watch=1&resourceVersion={since}&timeoutSeconds=2", kubeconfig=setup.kubeconfig)
+    watch = urllib.request.Request(
+        f"{setup.kcp.url}/clusters/tenant/api/v1/namespaces/default/pods?labelSelector=app%3Dapi&watch=1"
+        f"&resourceVersion={since}&timeoutSeconds=2", headers={"Authorization": f"Bearer {setup.kcp.token}"})
+    with urllib.request.urlopen(watch, context=setup.kcp.ssl_context(), timeout=30) as answer:
+        lines = answer.read().decode().splitlines()
     events = [(e["type"], e["object"]["metadata"]["uid"], e["object"]["spec"].get("nodeName"))
-              for e in map(json.loads, watched.stdout.splitlines()) if e["type"] != "BOOKMARK"]
+              for e in map(json.loads, lines) if e["type"] != "BOOKMARK"]
     assert events and all(kind != "DELETED" for kind, *_ in events), events
     assert len({uid for _, uid, _ in events}) == 1, events
 

@@ -132,20 +132,37 @@ def cmd_use(config: Kubeconfig, target: str) -> None:
     print(f'Current workspace is "{path}".')
 
 
-def cmd_create(config: Kubeconfig, name: str, enter: bool) -> None:
+def type_reference(qualified: str) -> dict[str, str]:
+    """`team` or `root:org:team` (the type `team` of workspace `root:org`), as kcp's plugin takes --type."""
+    path, _, name = qualified.rpartition(":")
+    return {"name": name, "path": path} if path else {"name": name}
+
+
+def shown_type(ws: dict[str, Any] | None) -> str:
+    ref = ((ws or {}).get("spec") or {}).get("type") or {}
+    return ":".join(p for p in (ref.get("path"), ref.get("name")) if p) or "unknown"
+
+
+def cmd_create(config: Kubeconfig, name: str, enter: bool, type_name: str = "") -> None:
     base, current = split_server(config.server())
     client = Client(config.path, base)
-    body = {"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}}
+    body: dict[str, Any] = {"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}}
+    if type_name:
+        body["spec"] = {"type": type_reference(type_name)}
     done = client.kubectl(current, "create", "-f", "-", stdin=json.dumps(body))
     if done.returncode:
         raise WsError(done.stderr.strip())
-    print(f'Workspace "{name}" (type root:universal) created. Waiting for it to be ready...')
+    ws = client.workspace(current, name)
+    print(f'Workspace "{name}" (type {shown_type(ws)}) created. Waiting for it to be ready...')
     deadline = time.monotonic() + READY_TIMEOUT
-    while ((client.workspace(current, name) or {}).get("status") or {}).get("phase") != "Ready":
+    while ((ws or {}).get("status") or {}).get("phase") != "Ready":
         if time.monotonic() > deadline:
-            raise WsError(f'workspace "{name}" not ready after {READY_TIMEOUT:.0f}s')
+            left = ", ".join(((ws or {}).get("status") or {}).get("initializers") or [])
+            raise WsError(f'workspace "{name}" not ready after {READY_TIMEOUT:.0f}s'
+                          + (f" (waiting for initializers: {left})" if left else ""))
         time.sleep(0.2)
-    print(f'Workspace "{name}" (type root:universal) is ready to use.')
+        ws = client.workspace(current, name)
+    print(f'Workspace "{name}" (type {shown_type(ws)}) is ready to use.')
     if enter:
         cmd_use(config, name)
 
@@ -175,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     create = sub.add_parser("create", help="create a workspace here and wait until it is Ready")
     create.add_argument("name")
     create.add_argument("--enter", action="store_true")
+    create.add_argument("--type", default="", help="the WorkspaceType: NAME or PATH:NAME")
     sub.add_parser("tree", help="the workspaces under the current one")
     args_in = list(sys.argv[1:] if argv is None else argv)
     known = {"current", "use", "create", "tree", "-h", "--help"}
@@ -187,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "use":
             cmd_use(config, args.target)
         elif args.command == "create":
-            cmd_create(config, args.name, args.enter)
+            cmd_create(config, args.name, args.enter, args.type)
         elif args.command == "tree":
             cmd_tree(config)
         else:

@@ -16,6 +16,7 @@ from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.apis.admission import BindPermission, BoundCRDs, TerminatingBindings
 from kcp_apiserver.apis.controller import APIBindingController
 from kcp_apiserver.apis.serving import BoundAPIs
+from kcp_apiserver.apis.types import API_BINDING
 from kcp_apiserver.apis.types import RESOURCES as APIS
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
@@ -38,11 +39,14 @@ from kcp_apiserver.registry.builtin import BUILTINS, NAMESPACE, SERVICE_ACCOUNT
 from kcp_apiserver.registry.builtin.reviews import RESOURCES as REVIEWS
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.serviceaccounts import ServiceAccountLookup, ServiceAccountTokens
+from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.server.config import AdmissionFactory, ControllerFactory, Runnable, ServerConfig, ServerParts
 from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcp_apiserver.tenancy.access import FollowWorkspaces, WorkspaceAccess
 from kcp_apiserver.tenancy.admission import WorkspaceOwner
 from kcp_apiserver.tenancy.controller import WorkspaceController
+from kcp_apiserver.tenancy.typeadmission import WorkspaceTypeAdmission
+from kcp_apiserver.tenancy.typelookup import cluster_type_lookup, type_lookup
 from kcp_apiserver.tenancy.types import RESOURCES as TENANCY
 from kcpcommon.health import Check
 
@@ -127,12 +131,21 @@ def workspace_controller(base_url: str) -> ControllerFactory:
         if not serves_workspaces(parts):
             return _Idle()
         return WorkspaceController(parts.storage, parts.informers, parts.registry, parts.catalog.for_cluster,
-                                   base_url=base_url, metrics=parts.metrics)
+                                   base_url=base_url, api_binding=API_BINDING, metrics=parts.metrics)
     return build
 
 
 async def workspace_owner(parts: ServerParts) -> WorkspaceOwner:
     return WorkspaceOwner()
+
+
+def workspace_types(authorizer: RBACAuthorizer) -> AdmissionFactory:
+    async def build(parts: ServerParts) -> WorkspaceTypeAdmission:
+        def registry() -> Registry:
+            assert parts.registry is not None, "the registry is built right after admission"
+            return parts.registry
+        return WorkspaceTypeAdmission(type_lookup(registry), cluster_type_lookup(registry), authorizer)
+    return build
 
 
 def serviceaccounts_controller(parts: ServerParts) -> Runnable:
@@ -251,7 +264,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                         ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation, service_ips, workspace_owner, *apis_admission],
+                   no_escalation, service_ips, workspace_owner, workspace_types(authorizer), *apis_admission],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
                      garbage_collector, aggregate_cluster_roles, workspace_controller(external_url), binding_controller,

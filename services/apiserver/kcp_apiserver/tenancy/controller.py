@@ -1,5 +1,6 @@
 """The workspace controller's wiring: a handler on the Workspaces' shared informer queues each Workspace's
-key; `reconcile_phase` brings a new one to Ready, `reconcile_deletion` removes a deleted one's logical cluster."""
+key, and one on the LogicalClusters' queues the Workspace that owns a changed one (an initializer lifted);
+`reconcile_phase` brings a new one to Ready, `reconcile_deletion` removes a deleted one's logical cluster."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.keys import ObjectKey
 from kcp_apiserver.tenancy.reconcile_deletion import WorkspaceDeletion
 from kcp_apiserver.tenancy.reconcile_phase import WorkspacePhases
-from kcp_apiserver.tenancy.types import WORKSPACE
+from kcp_apiserver.tenancy.typelookup import type_lookup
+from kcp_apiserver.tenancy.types import LOGICAL_CLUSTER, WORKSPACE
 from kcpcommon.controller import Controller, Result
 from kcpcommon.keys import cluster_of
 from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, deleted_object
@@ -28,30 +30,42 @@ class WorkspaceController:
 
     def __init__(self, storage: Storage, informers: Informers, registry: Registry,
                  resources: Callable[[str], Iterable[Resource]], *, base_url: str,
-                 metrics: CollectorRegistry | None = None) -> None:
+                 api_binding: Resource | None = None, metrics: CollectorRegistry | None = None) -> None:
         self.informers = informers
-        self.phases = WorkspacePhases(storage, registry, base_url=base_url)
+        self.phases = WorkspacePhases(storage, registry, base_url=base_url, types=type_lookup(lambda: registry),
+                                      api_binding=api_binding)
         self.deletion = WorkspaceDeletion(storage, registry, resources)
         self.controller: Controller[ObjectKey] = Controller("workspace", self.reconcile, registry=metrics,
                                                             component="kcp_apiserver")
         self._workspaces: WatchCacheInformer | None = None
         self._handler: HandlerRegistration | None = None
+        self._clusters: HandlerRegistration | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         self._workspaces = await self.informers.get(WORKSPACE)
         self._handler = self._workspaces.add_handler(on_add=self._enqueue, on_update=lambda _, ws: self._enqueue(ws),
                                                      on_delete=self._gone, name="controller:workspace")
-        self._tasks = [spawn(self.controller.start(wait_for=[self._handler.wait_for_sync()]),
+        clusters = await self.informers.get(LOGICAL_CLUSTER)
+        self._clusters = clusters.add_handler(on_update=lambda _, lc: self._owner_changed(lc),
+                                              name="controller:workspace:logicalclusters")
+        self._tasks = [spawn(self.controller.start(wait_for=[self._handler.wait_for_sync(),
+                                                             self._clusters.wait_for_sync()]),
                              name="controller:workspace")]
 
     async def stop(self) -> None:
-        if self._handler is not None:
-            self._handler.remove()
+        for handler in (self._handler, self._clusters):
+            if handler is not None:
+                handler.remove()
         await cancel_and_wait(*self._tasks)
 
     def _enqueue(self, ws: Mapping[str, Any]) -> None:
         self.controller.enqueue(ObjectKey(cluster_of(ws) or "", "", ws["metadata"]["name"]))
+
+    def _owner_changed(self, lc: Mapping[str, Any]) -> None:
+        owner = (lc.get("spec") or {}).get("owner") or {}
+        if owner.get("resource") == WORKSPACE.plural and owner.get("cluster") and owner.get("name"):
+            self.controller.enqueue(ObjectKey(str(owner["cluster"]), "", str(owner["name"])))
 
     def _gone(self, ws: Obj | DeletedFinalStateUnknown) -> None:
         self._enqueue(deleted_object(ws))

@@ -1,6 +1,9 @@
 """A new Workspace's way to Ready, as kcp's phases name it: Scheduling (its logical cluster is named and
-given a URL), Initializing (the child's LogicalCluster `cluster` is written, the creator made its admin),
-Ready. Each step is one write; the next reconcile sees it and takes the following step."""
+given a URL), Initializing (the child's LogicalCluster `cluster` is written with its type and that type's
+initializers, the creator made its admin), Ready once every initializer has removed itself from the
+LogicalCluster's `status.initializers` (the Workspace's `status.initializers` shows those left). The server
+is the initializer `system:apibindings` itself: it makes the type's defaultAPIBindings and lifts it once they
+are Bound. Each step is one write; the next reconcile sees it and takes the following step."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from kcp_apiserver.registry.store import Registry, now_rfc3339
 from kcp_apiserver.storage.etcd import Storage
 from kcp_apiserver.storage.keys import cluster_marker
 from kcp_apiserver.tenancy.types import (
+    APIBINDINGS_INITIALIZER,
     FINALIZER,
     INITIALIZING,
     LOGICAL_CLUSTER,
@@ -28,9 +32,11 @@ from kcp_apiserver.tenancy.types import (
     OWNER_ANNOTATION,
     READY,
     SCHEDULING,
+    TYPE_ANNOTATION,
     WORKSPACE,
     child_cluster,
 )
+from kcp_apiserver.tenancy.workspacetypes import Lookup, ResolvedType, UnresolvableType, resolve
 from kcpcommon.controller import Result
 
 log = structlog.get_logger("workspaces")
@@ -38,6 +44,9 @@ log = structlog.get_logger("workspaces")
 CLUSTER_ROLE_BINDING = next(r for r in RBAC_RESOURCES if r.kind == "ClusterRoleBinding")
 OWNER_BINDING = "workspace-admin"  # the creator's cluster-admin binding in the child (kcp: workspace-admin)
 DEFAULT_TYPE = {"name": "universal", "path": "root"}
+BOUND = "Bound"  # an APIBinding's phase once its types are served (apis.types, a sibling package)
+WAIT_FOR_BINDINGS = 1.0  # seconds between looks at the default APIBindings of an initializing workspace
+WAIT_FOR_TYPE = 10.0  # seconds before a workspace whose type went missing is looked at again
 
 
 def ready_condition(status: str, reason: str = "", message: str = "") -> Obj:
@@ -45,11 +54,19 @@ def ready_condition(status: str, reason: str = "", message: str = "") -> Obj:
     return {**cond, **({"reason": reason} if reason else {}), **({"message": message} if message else {})}
 
 
+def initializing_condition(initializers: list[str]) -> Obj:
+    return ready_condition("False", "Initializing",
+                           "waiting for initializers: " + ", ".join(initializers) if initializers else "")
+
+
 class WorkspacePhases:
-    def __init__(self, storage: Storage, registry: Registry, *, base_url: str) -> None:
+    def __init__(self, storage: Storage, registry: Registry, *, base_url: str, types: Lookup,
+                 api_binding: Resource | None = None) -> None:
         self.storage = storage
         self.registry = registry
         self.base_url = base_url.rstrip("/")
+        self.types = types
+        self.api_binding = api_binding  # None: this server binds no APIs, and no type may ask it to
 
     async def reconcile(self, parent: str, cached: Mapping[str, Any]) -> Result | None:
         ws = copy.deepcopy(dict(cached))  # never edit the informer's object
@@ -73,13 +90,66 @@ class WorkspacePhases:
                     "False", "LogicalClusterExists", f'logical cluster "{child}" exists and belongs to no '
                     "workspace: delete its content or choose another name"))
                 return None  # never adopted: its creator would become admin of what others wrote
-            await self._make_child(parent, ws, child)
-            await self._set_status(parent, ws, INITIALIZING, ready_condition("False", "Initializing"))
+            ref = spec.get("type") or DEFAULT_TYPE
+            try:
+                resolved = await resolve(self.types, parent, str(ref.get("name")), str(ref.get("path") or ""))
+            except UnresolvableType as exc:
+                await self._set_status(parent, ws, SCHEDULING, ready_condition("False", "WorkspaceTypeInvalid",
+                                                                                str(exc)))
+                return Result(requeue_after=WAIT_FOR_TYPE)
+            initializers = await self._make_child(parent, ws, child, resolved)
+            ws["status"] = {**(ws.get("status") or {}), "initializers": initializers}
+            await self._set_status(parent, ws, INITIALIZING, initializing_condition(initializers))
         elif phase == INITIALIZING:
-            await self._child_ready(child)  # no initializers yet: nothing to wait for
-            await self._set_status(parent, ws, READY, ready_condition("True"))
-            log.info("workspace ready", cluster=parent, name=name)
+            return await self._initializing(parent, ws, child)
         return None
+
+    async def _initializing(self, parent: str, ws: Obj, child: str) -> Result | None:
+        """Ready once no initializer is left; the server's own one is worked here."""
+        lc = await self.registry.get(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME)
+        left = list((lc.get("status") or {}).get("initializers") or [])
+        wait: Result | None = None
+        if APIBINDINGS_INITIALIZER in left:
+            if await self._default_bindings_bound(parent, ws, child):
+                left.remove(APIBINDINGS_INITIALIZER)
+                lc = copy.deepcopy(lc)
+                lc["status"] = {**(lc.get("status") or {}), "initializers": left}
+                await self.registry.update(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME, lc, subresource="status",
+                                           ctx=system_context(child))
+            else:
+                wait = Result(requeue_after=WAIT_FOR_BINDINGS)
+        if left:
+            if (ws.get("status") or {}).get("initializers") != left:
+                ws["status"] = {**(ws.get("status") or {}), "initializers": left}
+                await self._set_status(parent, ws, INITIALIZING, initializing_condition(left))
+            return wait  # an initializer lifting itself updates the LogicalCluster, which requeues us
+        await self._child_ready(child)
+        ws["status"] = {**(ws.get("status") or {}), "initializers": []}
+        await self._set_status(parent, ws, READY, ready_condition("True"))
+        log.info("workspace ready", cluster=parent, name=ws["metadata"]["name"])
+        return None
+
+    async def _default_bindings_bound(self, parent: str, ws: Obj, child: str) -> bool:
+        """The type's defaultAPIBindings made in the child (named after their export); True once all are Bound."""
+        ref = (ws.get("spec") or {}).get("type") or DEFAULT_TYPE
+        resolved = await resolve(self.types, parent, str(ref.get("name")), str(ref.get("path") or ""))
+        if self.api_binding is None:
+            return True
+        bound = True
+        for path, export in resolved.default_api_bindings():
+            try:
+                binding = await self.registry.get(self.api_binding, child, "", export)
+            except st.APIError as exc:
+                if exc.code != 404:
+                    raise
+                await self._create_once(self.api_binding, child, {
+                    "apiVersion": self.api_binding.api_version, "kind": self.api_binding.kind,
+                    "metadata": {"name": export},
+                    "spec": {"reference": {"export": {"path": path, "name": export}}}})
+                bound = False
+                continue
+            bound = bound and (binding.get("status") or {}).get("phase") == BOUND
+        return bound
 
     async def _taken(self, child: str, uid: str) -> bool:
         """The child's name is a logical cluster written before (a flat name) and not by this Workspace."""
@@ -98,17 +168,25 @@ class WorkspacePhases:
         await self.registry.update(WORKSPACE, parent, "", ws["metadata"]["name"], ws, subresource="status",
                                    ctx=system_context(parent))
 
-    async def _make_child(self, parent: str, ws: Obj, child: str) -> None:
-        """The child's LogicalCluster (owned by the Workspace), and the creator's admin binding, before Ready."""
+    async def _make_child(self, parent: str, ws: Obj, child: str, resolved: ResolvedType) -> list[str]:
+        """The child's LogicalCluster (owned by the Workspace, of its type, with the type's initializers), and
+        the creator's admin binding, before Ready. Returns the initializers."""
         meta = ws["metadata"]
+        initializers = resolved.initializers()
         logical_cluster = {
             "apiVersion": LOGICAL_CLUSTER.api_version, "kind": LOGICAL_CLUSTER.kind,
-            "metadata": {"name": LOGICAL_CLUSTER_NAME, "annotations": {OWNER_ANNOTATION: meta.get(
-                "annotations", {}).get(OWNER_ANNOTATION, "")}},
+            "metadata": {"name": LOGICAL_CLUSTER_NAME, "annotations": {
+                OWNER_ANNOTATION: meta.get("annotations", {}).get(OWNER_ANNOTATION, ""),
+                TYPE_ANNOTATION: str(resolved.ref)}},
             "spec": {"owner": {"apiVersion": WORKSPACE.api_version, "resource": WORKSPACE.plural,
                                "name": meta["name"], "cluster": parent, "uid": meta["uid"]},
-                     "initializers": []}}
+                     "initializers": initializers}}
         await self._create_once(LOGICAL_CLUSTER, child, logical_cluster)
+        lc = copy.deepcopy(await self.registry.get(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME))
+        if not (lc.get("status") or {}).get("phase"):
+            lc["status"] = {"phase": INITIALIZING, "initializers": initializers}
+            await self.registry.update(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME, lc, subresource="status",
+                                       ctx=system_context(child))
         for namespace in SYSTEM_NAMESPACES:  # a replica that saw a same-named child deleted would not remake them
             await self._create_once(NAMESPACE, child, {"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": namespace}})
@@ -121,12 +199,14 @@ class WorkspacePhases:
                        "subjects": [{"apiGroup": CLUSTER_ROLE_BINDING.group, "kind": "User",
                                      "name": owner["username"]}]}
             await self._create_once(CLUSTER_ROLE_BINDING, child, binding)
+        return initializers
 
     async def _child_ready(self, child: str) -> None:
         lc = copy.deepcopy(await self.registry.get(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME))
         if (lc.get("status") or {}).get("phase") == READY:
             return
-        lc["status"] = {"phase": READY, "URL": f"{self.base_url}/clusters/{child}", "conditions": [ready_condition("True")]}
+        lc["status"] = {"phase": READY, "URL": f"{self.base_url}/clusters/{child}", "initializers": [],
+                        "conditions": [ready_condition("True")]}
         await self.registry.update(LOGICAL_CLUSTER, child, "", LOGICAL_CLUSTER_NAME, lc, subresource="status",
                                    ctx=system_context(child))
 

@@ -1,6 +1,6 @@
 """The tenancy types, declared as kcp declares them (CRDs of its own), served as built-ins in every logical
-cluster: `tenancy.kcp.io/v1alpha1` Workspace in a parent, `core.kcp.io/v1alpha1` LogicalCluster `cluster`
-in the child it made (see apiextensions.declared)."""
+cluster: `tenancy.kcp.io/v1alpha1` Workspace and WorkspaceType in a parent, `core.kcp.io/v1alpha1`
+LogicalCluster `cluster` in the child a Workspace made (see apiextensions.declared)."""
 
 from __future__ import annotations
 
@@ -41,9 +41,30 @@ LOGICAL_CLUSTER_CRD = declared_crd("core.kcp.io", "LogicalCluster", "logicalclus
      {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
     [])
 
+_TYPE_SELECTOR: dict[str, Any] = {"type": "object", "properties": {
+    "none": {"type": "boolean"}, "types": {"type": "array", "items": _TYPE_REF}}}
+
+# what a Workspace of this type gets: initializers (its own, and those of the types it extends), a default type
+# for its children, limits on its parents and children, labels, and APIBindings made while it initializes
+WORKSPACE_TYPE_CRD = declared_crd("tenancy.kcp.io", "WorkspaceType", "workspacetypes", object_schema(
+    {"initializer": {"type": "boolean"},
+     "extend": {"type": "object", "properties": {"with": {"type": "array", "items": _TYPE_REF}}},
+     "additionalWorkspaceLabels": {"type": "object", "additionalProperties": STRING},
+     "defaultChildWorkspaceType": _TYPE_REF,
+     "limitAllowedChildren": _TYPE_SELECTOR, "limitAllowedParents": _TYPE_SELECTOR,
+     "defaultAPIBindings": {"type": "array", "items": {
+         "type": "object", "required": ["export"], "properties": {"path": STRING, "export": STRING}}}},
+    {"conditions": CONDITIONS}),
+    [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+    [])
+
 (WORKSPACE,) = resources_for(WORKSPACE_CRD)
 (LOGICAL_CLUSTER,) = resources_for(LOGICAL_CLUSTER_CRD)
-RESOURCES: tuple[Resource, ...] = (WORKSPACE, LOGICAL_CLUSTER)
+(WORKSPACE_TYPE,) = resources_for(WORKSPACE_TYPE_CRD)
+RESOURCES: tuple[Resource, ...] = (WORKSPACE, LOGICAL_CLUSTER, WORKSPACE_TYPE)
+
+TYPE_ANNOTATION = "internal.tenancy.kcp.io/type"  # on a child's LogicalCluster: its type as `path:name` (kcp's key)
+APIBINDINGS_INITIALIZER = "system:apibindings"  # the server's own: makes a type's defaultAPIBindings
 
 
 def child_cluster(parent: str, name: str) -> str:
