@@ -1,5 +1,6 @@
 """The workspace controller's wiring: a handler on the Workspaces' shared informer queues each Workspace's
-key, and one on the LogicalClusters' queues the Workspace that owns a changed one (an initializer lifted);
+key, one on the LogicalClusters' queues the Workspace that owns a changed one (an initializer lifted), and
+one on the APIBindings' queues the Workspace whose logical cluster holds a changed one (a default binding Bound);
 `reconcile_phase` brings a new one to Ready, `reconcile_deletion` removes a deleted one's logical cluster."""
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class WorkspaceController:
         self._workspaces: WatchCacheInformer | None = None
         self._handler: HandlerRegistration | None = None
         self._clusters: HandlerRegistration | None = None
+        self._bindings: HandlerRegistration | None = None
+        self.api_binding = api_binding
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -49,12 +52,16 @@ class WorkspaceController:
         clusters = await self.informers.get(LOGICAL_CLUSTER)
         self._clusters = clusters.add_handler(on_update=lambda _, lc: self._owner_changed(lc),
                                               name="controller:workspace:logicalclusters")
-        self._tasks = [spawn(self.controller.start(wait_for=[self._handler.wait_for_sync(),
-                                                             self._clusters.wait_for_sync()]),
-                             name="controller:workspace")]
+        synced = [self._handler.wait_for_sync(), self._clusters.wait_for_sync()]
+        if self.api_binding is not None:
+            bindings = await self.informers.get(self.api_binding)
+            self._bindings = bindings.add_handler(on_update=lambda _, binding: self._binding_changed(binding),
+                                                  name="controller:workspace:apibindings")
+            synced.append(self._bindings.wait_for_sync())
+        self._tasks = [spawn(self.controller.start(wait_for=synced), name="controller:workspace")]
 
     async def stop(self) -> None:
-        for handler in (self._handler, self._clusters):
+        for handler in (self._handler, self._clusters, self._bindings):
             if handler is not None:
                 handler.remove()
         await cancel_and_wait(*self._tasks)
@@ -66,6 +73,12 @@ class WorkspaceController:
         owner = (lc.get("spec") or {}).get("owner") or {}
         if owner.get("resource") == WORKSPACE.plural and owner.get("cluster") and owner.get("name"):
             self.controller.enqueue(ObjectKey(str(owner["cluster"]), "", str(owner["name"])))
+
+    def _binding_changed(self, binding: Mapping[str, Any]) -> None:
+        """A binding in a workspace's logical cluster changed (Bound): that workspace may finish initializing."""
+        parent, _, name = (cluster_of(binding) or "").rpartition(":")
+        if parent and name:
+            self.controller.enqueue(ObjectKey(parent, "", name))
 
     def _gone(self, ws: Obj | DeletedFinalStateUnknown) -> None:
         self._enqueue(deleted_object(ws))

@@ -45,7 +45,7 @@ CLUSTER_ROLE_BINDING = next(r for r in RBAC_RESOURCES if r.kind == "ClusterRoleB
 OWNER_BINDING = "workspace-admin"  # the creator's cluster-admin binding in the child (kcp: workspace-admin)
 DEFAULT_TYPE = {"name": "universal", "path": "root"}
 BOUND = "Bound"  # an APIBinding's phase once its types are served (apis.types, a sibling package)
-WAIT_FOR_BINDINGS = 1.0  # seconds between looks at the default APIBindings of an initializing workspace
+WAIT_FOR_BINDINGS = 5.0  # seconds between looks at default APIBindings beside their changes' events
 WAIT_FOR_TYPE = 10.0  # seconds before a workspace whose type went missing is looked at again
 
 
