@@ -36,6 +36,8 @@ PULL_ON_THE_SIM = "pull mode against kube 1.20 is test_real_kube.py's"
 THRESHOLD = 8  # seconds without a heartbeat before NotReady (the flag; 30 s by default)
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 ST_PATH = "/apis/workload.kcp.io/v1alpha1/synctargets"
+LOCATION_CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/location-crd.yaml"
+LOCATIONS = "/apis/scheduling.kcp.io/v1alpha1/locations"
 
 
 @dataclass
@@ -143,6 +145,50 @@ def test_a_cluster_served_below_a_path_imports_its_types(env: Env) -> None:
         run_kubectl(env.kcp, "delete", "synctarget", "second", "--timeout=60s", kubeconfig=kubeconfig)
     finally:
         fleet.stop()
+
+
+def test_a_location_groups_the_synctargets_it_selects_and_sums_what_the_ready_ones_offer(env: Env) -> None:
+    """A compute workspace: two clusters registered once with region labels, a Location per region; each
+    Location's status follows its SyncTargets (a label change moves one across) and kubectl shows it."""
+    kubeconfig = logical_cluster(env, "cc-compute")
+    run_kubectl(env.kcp, "apply", "-f", str(LOCATION_CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(env.kcp, "get", "locations", kubeconfig=kubeconfig, check=False).returncode == 0,
+               "Locations served in cc-compute")
+    for name, physical, region in (("eu-1", env.new, "eu"), ("us-1", env.old, "us")):
+        body = yaml.safe_load(sync_target(name, physical))
+        body["metadata"]["labels"] = {"region": region}
+        run_kubectl(env.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(body), kubeconfig=kubeconfig)
+    for region in ("eu", "us"):
+        run_kubectl(env.kcp, "apply", "-f", "-", kubeconfig=kubeconfig, input_text=yaml.safe_dump({
+            "apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Location", "metadata": {"name": region},
+            "spec": {"instanceSelector": {"matchLabels": {"region": region}}}}))
+    wait_ready(env, kubeconfig, "eu-1", timeout=60)
+    wait_ready(env, kubeconfig, "us-1", timeout=60)
+    rest = Rest(env.kcp).at("cc-compute")
+    eu_pods = int(rest.get(f"{ST_PATH}/eu-1")["status"]["allocatable"]["pods"])
+    us_pods = int(rest.get(f"{ST_PATH}/us-1")["status"]["allocatable"]["pods"])
+
+    def location(name: str, instances: int, available: int) -> dict[str, Any] | None:
+        status = (rest.get(f"{LOCATIONS}/{name}") or {}).get("status") or {}
+        ok = status.get("instances") == instances and status.get("availableInstances") == available
+        return status if ok else None
+
+    eu = eventually(lambda: location("eu", 1, 1), "Location eu counts eu-1")
+    assert int(eu["allocatable"]["pods"]) == eu_pods
+    assert eu["conditions"][0]["reason"] == "InstancesAvailable"
+    table = run_kubectl(env.kcp, "get", "locations", kubeconfig=kubeconfig).stdout.splitlines()
+    assert table[0].split() == ["NAME", "RESOURCE", "AVAILABLE", "INSTANCES", "AGE"]
+    assert table[1].split()[:4] == ["eu", "synctargets", "1", "1"]
+    run_kubectl(env.kcp, "label", "synctarget", "us-1", "region=eu", "--overwrite", kubeconfig=kubeconfig)
+    eu = eventually(lambda: location("eu", 2, 2), "Location eu counts us-1 once relabelled")
+    assert int(eu["allocatable"]["pods"]) == eu_pods + us_pods
+    us = eventually(lambda: location("us", 0, 0), "Location us left empty")
+    assert us["conditions"][0]["reason"] == "NoInstancesAvailable"
+    run_kubectl(env.kcp, "patch", "synctarget", "eu-1", "--type=merge", "-p", '{"spec":{"unschedulable":true}}',
+                kubeconfig=kubeconfig)
+    eventually(lambda: location("eu", 2, 1), "an unschedulable SyncTarget is no longer available")
+    for name in ("eu-1", "us-1"):
+        run_kubectl(env.kcp, "delete", "synctarget", name, "--timeout=60s", kubeconfig=kubeconfig)
 
 
 def test_a_kubeconfig_that_does_not_parse_is_invalid_kubeconfig(env: Env) -> None:

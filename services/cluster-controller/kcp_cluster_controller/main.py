@@ -1,4 +1,5 @@
-"""`kcp-cluster-controller`: install the SyncTarget CRD, watch SyncTargets everywhere, reconcile them."""
+"""`kcp-cluster-controller`: install the SyncTarget and Location CRDs, watch SyncTargets and Locations
+everywhere, reconcile them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ from kcpcommon.workqueue import WorkQueue
 
 from . import VERSION
 from .controller import API_VERSION, PLURAL, SyncerRunner, SyncTargetReconciler
+from .locations import API_VERSION as LOCATION_API_VERSION
+from .locations import PLURAL as LOCATIONS
+from .locations import LocationReconciler
 from .modes import NoneMode, PushMode
 from .push import PushSyncers
 from .settings import ClusterControllerSettings
@@ -34,33 +38,41 @@ INSTALL_CLUSTER = "admin"
 log = structlog.get_logger(COMPONENT)
 
 
-def synctarget_crd() -> dict[str, Any]:
-    """The SyncTarget CRD shipped with the package (the same file `kubectl apply` takes)."""
-    text = package_files.files("kcp_cluster_controller").joinpath("synctarget-crd.yaml").read_text()
+def packaged_crd(file: str = "synctarget-crd.yaml") -> dict[str, Any]:
+    """A CRD shipped with the package (the same file `kubectl apply` takes)."""
+    text = package_files.files("kcp_cluster_controller").joinpath(file).read_text()
     crd: dict[str, Any] = yaml.safe_load(text)
     return crd
 
 
-async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER) -> None:
-    """Create the SyncTarget CRD in `cluster`, or bring it up to date; retried until kcp answers."""
+def synctarget_crd() -> dict[str, Any]:
+    return packaged_crd("synctarget-crd.yaml")
+
+
+CRD_FILES = ("synctarget-crd.yaml", "location-crd.yaml")
+
+
+async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER, file: str = "synctarget-crd.yaml") -> None:
+    """Create a packaged CRD in `cluster`, or bring it up to date; retried until kcp answers."""
     crds = kcp.dynamic(cluster).resource("apiextensions.k8s.io/v1", "customresourcedefinitions", namespaced=False)
-    wanted = synctarget_crd()
+    wanted = packaged_crd(file)
+    kind = wanted["spec"]["names"]["kind"]
     backoff = Backoff(initial=0.5, cap=10.0)
     while True:
         try:
             try:
                 await crds.create(wanted)
-                log.info("SyncTarget CRD installed", cluster=cluster)
+                log.info(f"{kind} CRD installed", cluster=cluster)
             except APIAlreadyExistsError:
                 existing = await crds.get(wanted["metadata"]["name"])
                 if existing.get("spec") != {**existing.get("spec", {}), **wanted["spec"]}:
                     wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
                     await crds.replace(wanted)
-                    log.info("SyncTarget CRD updated", cluster=cluster)
+                    log.info(f"{kind} CRD updated", cluster=cluster)
             return
         except APIClientError as exc:
             delay = backoff.next()
-            log.warning("cannot install the SyncTarget CRD yet", cluster=cluster, error=str(exc), retry_in=round(delay, 2))
+            log.warning(f"cannot install the {kind} CRD yet", cluster=cluster, error=str(exc), retry_in=round(delay, 2))
             await asyncio.sleep(delay)
 
 
@@ -71,7 +83,8 @@ async def serve(settings: ClusterControllerSettings) -> None:
 
 async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: HealthServer,
                registry: CollectorRegistry) -> None:
-    await install_crd(kcp)
+    for file in CRD_FILES:
+        await install_crd(kcp, file=file)
     queue: WorkQueue[ObjectKey] = WorkQueue("synctargets", rate_limiter=ItemExponentialFailureRateLimiter(
         0.5, settings.heartbeat_interval))
     factory = SharedInformerFactory(kcp)
@@ -95,14 +108,38 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
         if owns(key.cluster, settings.shard_index, settings.shards):
             controller.enqueue(key)
 
-    informer.add_handler(on_add=enqueue, on_update=lambda old, new: enqueue(new), on_delete=enqueue,
-                         name="synctargets")
-    health.add_readiness_check("informers", lambda: informer.synced_or_unserved)
+    location_informer = factory.informer(cluster=WILDCARD_CLUSTER, api_version=LOCATION_API_VERSION,
+                                         plural=LOCATIONS, namespaced=False)
+    locations = LocationReconciler(kcp, location_informer.indexer, informer.indexer)
+    location_controller = Controller("locations", locations.reconcile, workers=2, registry=registry,
+                                     component=COMPONENT)
+
+    def enqueue_location(obj: Any) -> None:
+        key = key_for(deleted_object(obj))
+        if owns(key.cluster, settings.shard_index, settings.shards):
+            location_controller.enqueue(key)
+
+    def target_changed(obj: Any) -> None:
+        enqueue(obj)
+        cluster = key_for(deleted_object(obj)).cluster
+        if owns(cluster, settings.shard_index, settings.shards):
+            for key in locations.keys_in(cluster):  # its Locations count it anew
+                location_controller.enqueue(key)
+
+    informer.add_handler(on_add=target_changed, on_update=lambda old, new: target_changed(new),
+                         on_delete=target_changed, name="synctargets")
+    location_informer.add_handler(on_add=enqueue_location, on_update=lambda old, new: enqueue_location(new),
+                                  name="locations")
+    health.add_readiness_check("informers", lambda: informer.synced_or_unserved
+                               and location_informer.synced_or_unserved)
     factory.start()
-    log.info("watching SyncTargets in every logical cluster", syncer_mode=settings.syncer_mode,
+    log.info("watching SyncTargets and Locations in every logical cluster", syncer_mode=settings.syncer_mode,
              shard=settings.shard_index, shards=settings.shards)
     try:
-        await controller.start(wait_for=[lambda: informer.has_synced])
+        await asyncio.gather(
+            controller.start(wait_for=[lambda: informer.has_synced]),
+            location_controller.start(wait_for=[lambda: informer.has_synced,
+                                                lambda: location_informer.synced_or_unserved]))
     finally:
         await push.stop_all()
         if pull is not None:

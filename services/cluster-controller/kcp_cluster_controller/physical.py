@@ -145,11 +145,12 @@ async def node_resources(client: DynamicClient) -> tuple[dict[str, str], dict[st
     """(capacity, allocatable) summed over the cluster's Nodes."""
     nodes = await client.request("GET", "/api/v1/nodes")
     items = nodes.get("items") or []
-    return (_sum(n.get("status", {}).get("capacity") or {} for n in items),
-            _sum(n.get("status", {}).get("allocatable") or {} for n in items))
+    return (sum_resources(n.get("status", {}).get("capacity") or {} for n in items),
+            sum_resources(n.get("status", {}).get("allocatable") or {} for n in items))
 
 
-def _sum(lists: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def sum_resources(lists: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Resource lists (Nodes', SyncTargets') added up by name; a value that is no Quantity is left out."""
     totals: dict[str, Any] = {}
     for resources in lists:
         for name, value in resources.items():

@@ -52,7 +52,7 @@ from kcpcommon.health import Check
 
 # kcp's own CRDs, which only kcp installs: the cluster controller creates SyncTargets' CRD in a logical
 # cluster with the admin identity. Every other CRD in kcp.io and its subgroups is refused.
-SYSTEM_CRDS = frozenset({"synctargets.workload.kcp.io"})
+SYSTEM_CRDS = frozenset({"synctargets.workload.kcp.io", "locations.scheduling.kcp.io"})
 
 
 async def namespace_lifecycle(parts: ServerParts) -> NamespaceLifecycle:
