@@ -12,7 +12,7 @@ import structlog
 
 from kcp_apiserver.apiextensions.servable import Unservable
 from kcp_apiserver.apis.schemas import bound_resources
-from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, BOUND
+from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, BOUND, export_reference
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.informers import Informers, WatchCacheInformer, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -45,6 +45,8 @@ class BoundAPIs:
         self.claims: dict[str, dict[GroupResource, str]] = {}  # cluster -> group/resource -> binding
         self.served: dict[Key, list[Resource]] = {}  # what each binding serves (its deletion empties these)
         self.terminating: set[Key] = set()  # bindings being deleted: their types take no new objects
+        self.by_export: dict[Key, set[Key]] = {}  # (provider cluster, export) -> its Bound bindings
+        self._exports: dict[Key, Key] = {}  # a Bound binding -> (provider cluster, export) it bound
         self._waiting: dict[Key, set[Key]] = {}  # a schema not seen yet -> the bindings that bound it
         self._schemas: WatchCacheInformer | None = None
         self._bindings: WatchCacheInformer | None = None
@@ -79,6 +81,7 @@ class BoundAPIs:
         except Exception:  # one binding's bad state must not stop the others being served
             log.exception("following an APIBinding failed; not serving it", cluster=key[0], name=key[1])
             self.catalog.remove_crd(key[0], catalog_name(key[1]))
+            self._unindex(key)
 
     def _follow(self, key: Key, binding: Obj, deleted: bool) -> None:
         cluster, name = key
@@ -86,6 +89,7 @@ class BoundAPIs:
         for group_resource in [gr for gr, owner in claims.items() if owner == name]:
             del claims[group_resource]
         self.terminating.discard(key)
+        self._unindex(key)
         if deleted:
             self.catalog.remove_crd(cluster, catalog_name(name))
             self.served.pop(key, None)
@@ -103,6 +107,18 @@ class BoundAPIs:
         # served while deleting, as kube serves a terminating CRD's objects: their finalizers can still finish
         self.served[key] = resources = self._resources(key, status)
         self.catalog.set_crd(cluster, catalog_name(name), resources)
+        export = (str(status.get("apiExportClusterName") or ""), export_reference(binding, cluster)[1])
+        self._exports[key] = export
+        self.by_export.setdefault(export, set()).add(key)
+
+    def _unindex(self, key: Key) -> None:
+        export = self._exports.pop(key, None)
+        if export is None:
+            return
+        bindings = self.by_export.get(export, set())
+        bindings.discard(key)
+        if not bindings:
+            self.by_export.pop(export, None)
 
     def _resources(self, key: Key, status: Obj) -> list[Resource]:
         assert self._schemas is not None
