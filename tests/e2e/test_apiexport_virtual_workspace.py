@@ -89,6 +89,9 @@ def test_the_provider_reads_and_writes_its_consumers_widgets_through_the_export_
                                                                                    parent: str) -> None:
     provider = create_workspace(kcp, parent, "provider")
     provide(kcp, provider)
+    grant_content(kcp, provider, "widget-controller")
+    # the controller starts before anyone binds: the export's types are there, with no widgets
+    assert json.loads(view(kcp, provider, "*", "get", "widgets", "-A", "-o", "json").stdout)["items"] == []
     first, second, third = (create_workspace(kcp, parent, n) for n in ("first", "second", "third"))
     bind(kcp, first, provider)
     bind(kcp, second, provider)
@@ -97,7 +100,6 @@ def test_the_provider_reads_and_writes_its_consumers_widgets_through_the_export_
     kubectl(kcp, second, "apply", "-f", "-", input_text=widget("b", size=7))
     kubectl(kcp, third, "apply", "-f", "-", input_text=widget("theirs"))
     kubectl(kcp, third, "create", "configmap", "private", "--from-literal=k=v")
-    grant_content(kcp, provider, "widget-controller")
 
     # across consumers: the export's widgets of both consumers, each with its logical cluster; not the third's
     assert listed(kcp, provider) == [(first, "a"), (second, "b")]

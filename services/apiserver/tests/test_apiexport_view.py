@@ -83,11 +83,34 @@ def widget(cluster: str) -> dict[str, Any]:
     return {"metadata": {"name": "w", "namespace": "default", "annotations": {"kcp.io/cluster": cluster}}}
 
 
+class Exports:
+    """The exports' informer, as much of it as BoundAPIs reads."""
+
+    def __init__(self, identity: str = IDENTITY) -> None:
+        self.indexer = {ObjectKey("provider", "", "widgets"): {
+            "metadata": {"name": "widgets"}, "spec": {"latestResourceSchemas": ["v1.widgets.example.io"]},
+            "status": {"identityHash": identity} if identity else {}}}
+
+
 @pytest.fixture
 def apis() -> BoundAPIs:
     apis = BoundAPIs(informers=None, catalog=Catalog(BUILTINS))  # type: ignore[arg-type]
     apis._schemas = Schemas()  # type: ignore[assignment]
+    apis._exports_informer = Exports()  # type: ignore[assignment]
     return apis
+
+
+def test_before_any_consumer_binds_the_view_serves_the_exports_declared_types_across_none(apis: BoundAPIs) -> None:
+    views = ExportViews(apis)
+    declared = views.resources("provider", "widgets")
+    assert [(r.group, r.version, r.plural, r.identity) for r in declared] == [
+        ("example.io", "v1", "widgets", IDENTITY)]
+    assert views.resources("provider", "widgets") is declared  # built once per state of the export and schemas
+    assert views.resource("provider", "widgets", "*", "example.io", "v1", "widgets") is declared[0]
+    assert views.resource("provider", "widgets", "first", "example.io", "v1", "widgets") is None
+    assert views.resources("provider", "gadgets") == []
+    apis._exports_informer = Exports(identity="")  # type: ignore[assignment]
+    assert views.resources("provider", "widgets") == []  # no identity yet: nothing to serve
 
 
 def test_the_view_serves_the_exports_type_for_its_bound_consumers_only(apis: BoundAPIs) -> None:
@@ -120,7 +143,9 @@ def test_lists_and_watches_show_the_current_consumers_objects_only(apis: BoundAP
     assert [shown(widget(c)) for c in ("first", "second")] == [True, False]
     assert views.resource("provider", "widgets", "second", "example.io", "v1", "widgets") is None
     apis._observe(bound("first", phase="Binding"), False)
-    assert views.consumers("provider", "widgets") == set() and views.resources("provider", "widgets") == []
+    assert views.consumers("provider", "widgets") == set()
+    assert views.resource("provider", "widgets", "first", "example.io", "v1", "widgets") is None
+    assert [r.identity for r in views.resources("provider", "widgets")] == [IDENTITY]  # the export's, declared
 
 
 def grant(index: PolicyIndex, cluster: str, rule: dict[str, Any]) -> None:

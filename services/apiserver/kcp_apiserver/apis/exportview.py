@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kcp_apiserver.apiextensions.servable import Unservable
 from kcp_apiserver.apimachinery.request import RequestInfo
+from kcp_apiserver.apis.schemas import bound_resources
 from kcp_apiserver.apis.serving import BoundAPIs
 from kcp_apiserver.apis.types import API_EXPORT
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcpcommon.frozen import thaw
 from kcpcommon.keys import cluster_of
 
 CONTENT = "content"  # the subresource of apiexports whose verbs say who may use an export's objects
@@ -32,6 +35,29 @@ class ExportViews:
 
     def __init__(self, bound: BoundAPIs) -> None:
         self.bound = bound
+        self._declared: dict[tuple[object, ...], list[Resource]] = {}  # the export's own types, by its state
+
+    def declared(self, provider: str, export: str) -> list[Resource]:
+        """The export's types as its identity and latest schemas make them, for a view no consumer has bound yet
+        (its controller starts first: discovery and an empty list, not 404). Built once per state of them."""
+        obj = self.bound.export(provider, export)
+        identity = str(((obj or {}).get("status") or {}).get("identityHash") or "")
+        if obj is None or not identity:
+            return []
+        names = [str(n) for n in ((obj.get("spec") or {}).get("latestResourceSchemas") or [])]
+        schemas = [(n, self.bound.schema(provider, n)) for n in names]
+        key = (provider, export, identity,
+               *((n, ((s or {}).get("metadata") or {}).get("resourceVersion")) for n, s in schemas))
+        built = self._declared.get(key)
+        if built is None:
+            built = []
+            for _, schema in schemas:
+                try:
+                    built += bound_resources(thaw(schema), identity, self.bound.catalog.builtins) if schema else []
+                except Unservable:
+                    continue  # a binding would not bind it either
+            self._declared = {key: built}  # only the latest state is worth keeping
+        return built
 
     def consumers(self, provider: str, export: str) -> set[str]:
         """The logical clusters with a Bound binding to the export."""
@@ -43,7 +69,7 @@ class ExportViews:
         for key in sorted(self.bound.by_export.get((provider, export), ())):
             for res in self.bound.served.get(key, ()):
                 found.setdefault((res.group, res.version, res.plural), res)
-        return list(found.values())
+        return list(found.values()) or self.declared(provider, export)
 
     def resource(self, provider: str, export: str, cluster: str, group: str, version: str,
                  plural: str) -> Resource | None:
@@ -55,7 +81,10 @@ class ExportViews:
             for res in self.bound.served.get(key, ()):
                 if (res.group, res.version, res.plural) == (group, version, plural):
                     return res
-        return None
+        if cluster != WILDCARD or self.bound.by_export.get((provider, export)):
+            return None
+        return next((res for res in self.declared(provider, export)
+                     if (res.group, res.version, res.plural) == (group, version, plural)), None)
 
     def shows(self, provider: str, export: str) -> Callable[[Obj], bool]:
         """Which listed and watched objects the view shows: those of the export's current consumers."""

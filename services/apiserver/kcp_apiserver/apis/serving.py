@@ -12,7 +12,7 @@ import structlog
 
 from kcp_apiserver.apiextensions.servable import Unservable
 from kcp_apiserver.apis.schemas import bound_resources
-from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, BOUND, export_reference
+from kcp_apiserver.apis.types import API_BINDING, API_EXPORT, API_RESOURCE_SCHEMA, BOUND, export_reference
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.informers import Informers, WatchCacheInformer, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -49,6 +49,7 @@ class BoundAPIs:
         self._exports: dict[Key, Key] = {}  # a Bound binding -> (provider cluster, export) it bound
         self._waiting: dict[Key, set[Key]] = {}  # a schema not seen yet -> the bindings that bound it
         self._schemas: WatchCacheInformer | None = None
+        self._exports_informer: WatchCacheInformer | None = None  # read by the exports' virtual workspaces
         self._bindings: WatchCacheInformer | None = None
         self._handlers: list[HandlerRegistration] = []
 
@@ -56,6 +57,7 @@ class BoundAPIs:
         self._schemas = await self.informers.get(API_RESOURCE_SCHEMA)
         self._handlers.append(add_observer(self._schemas, self._schema_seen, name="apibindings:schemas"))
         await self._handlers[-1].wait_for_sync()
+        self._exports_informer = await self.informers.get(API_EXPORT)
         self._bindings = await self.informers.get(API_BINDING)
         self._handlers.append(add_observer(self._bindings, self._observe, name="apibindings:serving"))
         await self._handlers[-1].wait_for_sync()
@@ -68,6 +70,16 @@ class BoundAPIs:
     def claimed_by(self, cluster: str, group: str, resource: str) -> str | None:
         """The binding of `cluster` that bound this group/resource, if one did."""
         return self.claims.get(cluster, {}).get((group, resource))
+
+    def export(self, cluster: str, name: str) -> Obj | None:
+        """An APIExport as this replica has seen it (None before `start`)."""
+        found = self._exports_informer.indexer.get(ObjectKey(cluster, "", name)) if self._exports_informer else None
+        return cast(Obj, found) if found is not None else None
+
+    def schema(self, cluster: str, name: str) -> Obj | None:
+        """An APIResourceSchema as this replica has seen it (None before `start`)."""
+        found = self._schemas.indexer.get(ObjectKey(cluster, "", name)) if self._schemas is not None else None
+        return cast(Obj, found) if found is not None else None
 
     def deleting(self, cluster: str, group: str, resource: str) -> str | None:
         """The binding of `cluster` that serves this group/resource and is being deleted, if there is one."""
