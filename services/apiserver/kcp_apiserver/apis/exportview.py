@@ -61,12 +61,12 @@ class ExportViews:
 
     def consumers(self, provider: str, export: str) -> set[str]:
         """The logical clusters with a Bound binding to the export."""
-        return {cluster for cluster, _ in self.bound.by_export.get((provider, export), ())}
+        return set(self.bound.by_export.get((provider, export), ()))
 
     def resources(self, provider: str, export: str) -> list[Resource]:
         """The export's types, one descriptor per group/version/resource (what discovery lists)."""
         found: dict[tuple[str, str, str], Resource] = {}
-        for key in sorted(self.bound.by_export.get((provider, export), ())):
+        for key in sorted(self.bound.by_export.get((provider, export), {}).items()):
             for res in self.bound.served.get(key, ()):
                 found.setdefault((res.group, res.version, res.plural), res)
         return list(found.values()) or self.declared(provider, export)
@@ -75,9 +75,9 @@ class ExportViews:
                  plural: str) -> Resource | None:
         """The descriptor a request for `cluster` (a consumer, or `*`) uses: one of the export's own types, as a
         consumer bound it; None when the export has no such type or `cluster` has not bound the export."""
-        for key in sorted(self.bound.by_export.get((provider, export), ())):
-            if cluster != WILDCARD and key[0] != cluster:
-                continue
+        consumers = self.bound.by_export.get((provider, export), {})
+        keys = sorted(consumers.items()) if cluster == WILDCARD else [(cluster, consumers.get(cluster, ""))]
+        for key in keys:
             for res in self.bound.served.get(key, ()):
                 if (res.group, res.version, res.plural) == (group, version, plural):
                     return res
@@ -88,6 +88,8 @@ class ExportViews:
 
     def shows(self, provider: str, export: str) -> Callable[[Obj], bool]:
         """Which listed and watched objects the view shows: those of the export's current consumers."""
+        key = (provider, export)
+
         def shown(obj: Obj) -> bool:
-            return (cluster_of(obj) or "") in self.consumers(provider, export)
+            return (cluster_of(obj) or "") in self.bound.by_export.get(key, {})
         return shown

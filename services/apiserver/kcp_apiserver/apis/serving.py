@@ -45,7 +45,9 @@ class BoundAPIs:
         self.claims: dict[str, dict[GroupResource, str]] = {}  # cluster -> group/resource -> binding
         self.served: dict[Key, list[Resource]] = {}  # what each binding serves (its deletion empties these)
         self.terminating: set[Key] = set()  # bindings being deleted: their types take no new objects
-        self.by_export: dict[Key, set[Key]] = {}  # (provider cluster, export) -> its Bound bindings
+        # (provider cluster, export) -> consumer cluster -> its Bound binding (one a cluster: a group/resource is
+        # bound once per cluster)
+        self.by_export: dict[Key, dict[str, str]] = {}
         self._exports: dict[Key, Key] = {}  # a Bound binding -> (provider cluster, export) it bound
         self._waiting: dict[Key, set[Key]] = {}  # a schema not seen yet -> the bindings that bound it
         self._schemas: WatchCacheInformer | None = None
@@ -121,15 +123,16 @@ class BoundAPIs:
         self.catalog.set_crd(cluster, catalog_name(name), resources)
         export = (str(status.get("apiExportClusterName") or ""), export_reference(binding, cluster)[1])
         self._exports[key] = export
-        self.by_export.setdefault(export, set()).add(key)
+        self.by_export.setdefault(export, {})[cluster] = name
 
     def _unindex(self, key: Key) -> None:
         export = self._exports.pop(key, None)
         if export is None:
             return
-        bindings = self.by_export.get(export, set())
-        bindings.discard(key)
-        if not bindings:
+        consumers = self.by_export.get(export, {})
+        if consumers.get(key[0]) == key[1]:
+            del consumers[key[0]]
+        if not consumers:
             self.by_export.pop(export, None)
 
     def _resources(self, key: Key, status: Obj) -> list[Resource]:
