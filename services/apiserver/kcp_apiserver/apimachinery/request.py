@@ -65,6 +65,14 @@ class RequestInfo:
         return self.cluster == "*"
 
 
+@dataclass(frozen=True, slots=True)
+class ExportRef:
+    """An APIExport's virtual workspace a request came through (`/services/apiexport/<cluster>/<name>/...`)."""
+
+    cluster: str  # the provider's logical cluster
+    name: str  # the export
+
+
 @dataclass(slots=True)
 class RequestContext:
     """One request's identity, target and options; built by the filters, read by registry and admission."""
@@ -78,6 +86,7 @@ class RequestContext:
     annotations: dict[str, str] = field(default_factory=dict)  # for the audit event (the authorization decision)
     impersonator: UserInfo | None = None  # who authenticated, when `user` is an identity it impersonates
     deadline: float | None = None  # the event loop's time at which --request-timeout ends it (None: no limit)
+    export: ExportRef | None = None  # came through this export's virtual workspace (info names the consumer)
 
     @property
     def cluster(self) -> str:

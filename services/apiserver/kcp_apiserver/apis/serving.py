@@ -12,7 +12,7 @@ import structlog
 
 from kcp_apiserver.apiextensions.servable import Unservable
 from kcp_apiserver.apis.schemas import bound_resources
-from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, BOUND
+from kcp_apiserver.apis.types import API_BINDING, API_EXPORT, API_RESOURCE_SCHEMA, BOUND, export_reference
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.informers import Informers, WatchCacheInformer, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -45,8 +45,13 @@ class BoundAPIs:
         self.claims: dict[str, dict[GroupResource, str]] = {}  # cluster -> group/resource -> binding
         self.served: dict[Key, list[Resource]] = {}  # what each binding serves (its deletion empties these)
         self.terminating: set[Key] = set()  # bindings being deleted: their types take no new objects
+        # (provider cluster, export) -> consumer cluster -> its Bound binding (one a cluster: a group/resource is
+        # bound once per cluster)
+        self.by_export: dict[Key, dict[str, str]] = {}
+        self._exports: dict[Key, Key] = {}  # a Bound binding -> (provider cluster, export) it bound
         self._waiting: dict[Key, set[Key]] = {}  # a schema not seen yet -> the bindings that bound it
         self._schemas: WatchCacheInformer | None = None
+        self._exports_informer: WatchCacheInformer | None = None  # read by the exports' virtual workspaces
         self._bindings: WatchCacheInformer | None = None
         self._handlers: list[HandlerRegistration] = []
 
@@ -54,6 +59,7 @@ class BoundAPIs:
         self._schemas = await self.informers.get(API_RESOURCE_SCHEMA)
         self._handlers.append(add_observer(self._schemas, self._schema_seen, name="apibindings:schemas"))
         await self._handlers[-1].wait_for_sync()
+        self._exports_informer = await self.informers.get(API_EXPORT)
         self._bindings = await self.informers.get(API_BINDING)
         self._handlers.append(add_observer(self._bindings, self._observe, name="apibindings:serving"))
         await self._handlers[-1].wait_for_sync()
@@ -67,6 +73,16 @@ class BoundAPIs:
         """The binding of `cluster` that bound this group/resource, if one did."""
         return self.claims.get(cluster, {}).get((group, resource))
 
+    def export(self, cluster: str, name: str) -> Obj | None:
+        """An APIExport as this replica has seen it (None before `start`)."""
+        found = self._exports_informer.indexer.get(ObjectKey(cluster, "", name)) if self._exports_informer else None
+        return cast(Obj, found) if found is not None else None
+
+    def schema(self, cluster: str, name: str) -> Obj | None:
+        """An APIResourceSchema as this replica has seen it (None before `start`)."""
+        found = self._schemas.indexer.get(ObjectKey(cluster, "", name)) if self._schemas is not None else None
+        return cast(Obj, found) if found is not None else None
+
     def deleting(self, cluster: str, group: str, resource: str) -> str | None:
         """The binding of `cluster` that serves this group/resource and is being deleted, if there is one."""
         binding = self.claimed_by(cluster, group, resource)
@@ -79,6 +95,7 @@ class BoundAPIs:
         except Exception:  # one binding's bad state must not stop the others being served
             log.exception("following an APIBinding failed; not serving it", cluster=key[0], name=key[1])
             self.catalog.remove_crd(key[0], catalog_name(key[1]))
+            self._unindex(key)
 
     def _follow(self, key: Key, binding: Obj, deleted: bool) -> None:
         cluster, name = key
@@ -86,6 +103,7 @@ class BoundAPIs:
         for group_resource in [gr for gr, owner in claims.items() if owner == name]:
             del claims[group_resource]
         self.terminating.discard(key)
+        self._unindex(key)
         if deleted:
             self.catalog.remove_crd(cluster, catalog_name(name))
             self.served.pop(key, None)
@@ -103,6 +121,19 @@ class BoundAPIs:
         # served while deleting, as kube serves a terminating CRD's objects: their finalizers can still finish
         self.served[key] = resources = self._resources(key, status)
         self.catalog.set_crd(cluster, catalog_name(name), resources)
+        export = (str(status.get("apiExportClusterName") or ""), export_reference(binding, cluster)[1])
+        self._exports[key] = export
+        self.by_export.setdefault(export, {})[cluster] = name
+
+    def _unindex(self, key: Key) -> None:
+        export = self._exports.pop(key, None)
+        if export is None:
+            return
+        consumers = self.by_export.get(export, {})
+        if consumers.get(key[0]) == key[1]:
+            del consumers[key[0]]
+        if not consumers:
+            self.by_export.pop(export, None)
 
     def _resources(self, key: Key, status: Obj) -> list[Resource]:
         assert self._schemas is not None

@@ -40,9 +40,15 @@ class ResourceHandlers:
         self.answers = answers or {}  # (group, plural): create-only resources that are answered, not stored
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
-        ep = self.endpoints
-        res = ep.catalog.lookup(info.cluster, info.group, info.version, info.resource)
-        if res is None or info.verb not in res.verbs:
+        res = self.endpoints.catalog.lookup(info.cluster, info.group, info.version, info.resource)
+        if res is None:
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        return await self.serve(request, info, res, self.endpoints)
+
+    async def serve(self, request: web.Request, info: RequestInfo, res: Resource,
+                    ep: Endpoints) -> web.StreamResponse:
+        """The request's verb on `res` (found by the caller: the catalog, or a virtual workspace)."""
+        if info.verb not in res.verbs:
             raise st.APIError(404, "NotFound", "the server could not find the requested resource")
         if info.subresource and not _subresource_ok(res, info.subresource):
             raise st.APIError(404, "NotFound", "the server could not find the requested resource")

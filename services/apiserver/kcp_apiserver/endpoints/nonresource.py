@@ -112,7 +112,13 @@ class NonResourceHandlers:
     # -- discovery and OpenAPI --------------------------------------------------------------
 
     def _discovery_or_openapi(self, request: web.Request, info: RequestInfo, parts: list[str]) -> web.Response:
-        resources = self.catalog.for_cluster(info.cluster)
+        return self.discovery(request, info, self.catalog.for_cluster(info.cluster))
+
+    def discovery(self, request: web.Request, info: RequestInfo, resources: list[Resource]) -> web.Response:
+        """Discovery and OpenAPI of `resources` (a logical cluster's, or what a virtual workspace serves)."""
+        if request.method not in ("GET", "HEAD"):
+            raise st.method_not_allowed()
+        parts = [p for p in info.path.strip("/").split("/") if p]
         aggregated = wants_aggregated_discovery(request)
         if parts == ["api"]:
             if aggregated:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.apis.exportview import content_request
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.rbac.authorizer import Decision
@@ -46,19 +48,29 @@ def forbidden_message(ctx: RequestContext, reason: str = "") -> str:
     return f"{message}: {reason}" if reason else message
 
 
+def judged(ctx: RequestContext) -> RequestContext:
+    """What the authorizer is asked about: the request itself, or, through an APIExport's virtual workspace,
+    its verb on the export's content in the provider's logical cluster (kcp's rule; the consumers' own RBAC is
+    not consulted, as kcp's view reaches them with an identity of its own)."""
+    if ctx.export is None:
+        return ctx
+    return replace(ctx, info=content_request(ctx.export.cluster, ctx.export.name, ctx.info.verb or "get"))
+
+
 def authorization(authorizer: Authorizer) -> web.middleware:  # type: ignore[valid-type]
     @web.middleware
     async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
         ctx = request_context(request)
         # /healthz, /version...: kube's system:public-info-viewer binding is what lets anyone read them; a single
         # check (/readyz/etcd) needs a grant such as system:monitoring's, so anyone else gets kube's 403
-        decision = await authorizer.authorize(ctx)
+        checked = judged(ctx)
+        decision = await authorizer.authorize(checked)
         ctx.annotations[DECISION_ANNOTATION] = "allow" if decision.allowed else "forbid"
         ctx.annotations[REASON_ANNOTATION] = decision.reason
         if not decision.allowed:
-            info = ctx.info
+            info = checked.info
             details = {"name": info.name, "group": info.group, "kind": info.resource} if info.is_resource else {}
-            raise st.APIError(403, "Forbidden", forbidden_message(ctx, decision.reason),
+            raise st.APIError(403, "Forbidden", forbidden_message(checked, decision.reason),
                               {k: v for k, v in details.items() if v})
         return await handler(request)
 

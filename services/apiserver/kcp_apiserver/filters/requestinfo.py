@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from aiohttp import web
 
-from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo
+from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import ExportRef, RequestContext, RequestInfo
 from kcp_apiserver.endpoints.wire import CONTEXT
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, check_cluster_name
@@ -15,6 +16,7 @@ NAMESPACE_SUBRESOURCES = {"status", "finalize"}
 # kube 1.35's AuthorizePodWebsocketUpgradeCreatePermission (beta, on): a WebSocket handshake is a GET, but
 # opening these streams is a create, as the SPDY POST always was
 WEBSOCKET_CREATES = frozenset({"exec", "attach", "portforward"})
+APIEXPORT_PREFIX = "/services/apiexport/"  # kcp's virtual workspace of an export's provider
 
 
 def split_cluster(path: str) -> tuple[str, str]:
@@ -25,6 +27,20 @@ def split_cluster(path: str) -> tuple[str, str]:
         check_cluster_name(name)
         return name, "/" + tail
     return DEFAULT_CLUSTER, path
+
+
+def split_apiexport(path: str) -> tuple[ExportRef | None, str]:
+    """`/services/apiexport/<provider cluster>/<export>/clusters/<consumer or *>/rest` -> (the export,
+    `/clusters/<consumer or *>/rest`); any other path is returned as it is. Under the prefix, anything but that
+    shape is 404, as kcp's virtual workspace answers."""
+    if not path.startswith(APIEXPORT_PREFIX):
+        return None, path
+    provider, _, rest = path[len(APIEXPORT_PREFIX):].partition("/")
+    export, _, rest = rest.partition("/")
+    if not provider or not export or provider == "*" or not rest.startswith("clusters/"):
+        raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+    check_cluster_name(provider)
+    return ExportRef(provider, export), "/" + rest
 
 
 def parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
@@ -90,9 +106,10 @@ def _verb(method: str, has_name: bool, watch: bool) -> str:
 async def request_info(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Route to a logical cluster and parse kube's RequestInfo; start the request's context."""
     watch = request.query.get("watch", "") in ("1", "true", "True")
-    info = parse(request.method, request.path, watch)
+    export, path = split_apiexport(request.path)
+    info = parse(request.method, path, watch)
     if (info.verb == "get" and info.resource == "pods" and not info.group and info.subresource in WEBSOCKET_CREATES
             and request.headers.get("Upgrade", "").lower() == "websocket"):
         info = replace(info, verb="create")
-    request[CONTEXT] = RequestContext(info, user_agent=request.headers.get("User-Agent", ""))
+    request[CONTEXT] = RequestContext(info, user_agent=request.headers.get("User-Agent", ""), export=export)
     return await handler(request)

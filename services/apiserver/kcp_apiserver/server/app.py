@@ -10,6 +10,8 @@ import structlog
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
+from kcp_apiserver.apimachinery.request import RequestContext
+from kcp_apiserver.endpoints.apiexports import ExportViewHandlers
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
@@ -70,6 +72,7 @@ class APIServer:
         self.clusters = LogicalClusters(self.storage, stamp_cluster=config.cluster_annotation)
         self.registry: Registry | None = None
         self.handlers: ResourceHandlers | None = None
+        self.export_views: ExportViewHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
                                                 is_ready=lambda: self.ready, live_checks=config.live_checks,
@@ -107,6 +110,8 @@ class APIServer:
                                          fields=FieldValidator(), tokens=config.service_accounts,
                                          answers={**self._token_reviews(), **config.answers},
                                          visibility=config.visibility)
+        if config.export_views is not None:
+            self.export_views = ExportViewHandlers(self.handlers, self.non_resource, config.export_views(parts))
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         backoff = Backoff(initial=STARTUP_RETRY_MIN, cap=STARTUP_RETRY_MAX)
@@ -180,15 +185,25 @@ class APIServer:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         ctx = request_context(request)
         info = ctx.info
+        if ctx.export is not None and self.export_views is None:
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
         if not info.is_resource:
+            if self.export_views is not None and ctx.export is not None:
+                return await self.export_views.handle(request, ctx)
             return await self.non_resource.handle(request, info)
         if request.method not in RESOURCE_METHODS:  # TRACE, OPTIONS, ...: kube's router has no route for them
             raise st.method_not_allowed()
+        if info.verb != "watch":
+            return await self._resource(request, ctx)
+        self.metrics.watchers.inc()
+        try:
+            return await self._resource(request, ctx)
+        finally:
+            self.metrics.watchers.dec()
+
+    async def _resource(self, request: web.Request, ctx: RequestContext) -> web.StreamResponse:
+        """A resource request: the catalog's, or through an APIExport's virtual workspace."""
+        if ctx.export is not None and self.export_views is not None:
+            return await self.export_views.handle(request, ctx)
         assert self.handlers is not None
-        if info.verb == "watch":
-            self.metrics.watchers.inc()
-            try:
-                return await self.handlers.handle(request, info)
-            finally:
-                self.metrics.watchers.dec()
-        return await self.handlers.handle(request, info)
+        return await self.handlers.handle(request, ctx.info)

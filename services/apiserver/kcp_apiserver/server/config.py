@@ -17,6 +17,7 @@ from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 
+from kcp_apiserver.endpoints.apiexports import ExportContent
 from kcp_apiserver.endpoints.base import Visibility, WatchSettings
 from kcp_apiserver.endpoints.reviews import Answer
 from kcp_apiserver.filters.authentication import Authenticator
@@ -83,3 +84,5 @@ class ServerConfig:
     jwks_uri: str = ""  # where the OIDC discovery document says the keys are
     audit_log_path: str = ""  # "": no audit; "-": standard output
     version: Mapping[str, str] | None = None  # what /version answers (None: kcp's own)
+    # APIExports' virtual workspaces (`/services/apiexport/...`), built once admission is (None: not served)
+    export_views: Callable[[ServerParts], ExportContent] | None = None

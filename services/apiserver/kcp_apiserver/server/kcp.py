@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, start_service_ips
@@ -15,6 +15,7 @@ from kcp_apiserver.apiextensions.reserved import ReservedCRDs, ReservedGroups
 from kcp_apiserver.apiextensions.serving import CRDServing
 from kcp_apiserver.apis.admission import BindPermission, BoundCRDs, TerminatingBindings
 from kcp_apiserver.apis.controller import APIBindingController
+from kcp_apiserver.apis.exportview import ExportViews
 from kcp_apiserver.apis.serving import BoundAPIs
 from kcp_apiserver.apis.types import API_BINDING
 from kcp_apiserver.apis.types import RESOURCES as APIS
@@ -185,10 +186,12 @@ def crd_serving() -> tuple[ControllerFactory, ControllerFactory]:
     return follow_crds, crd_controller
 
 
-def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], ControllerFactory, ControllerFactory]:
+def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], ControllerFactory, ControllerFactory,
+                                                     Callable[[ServerParts], ExportViews]]:
     """APIExports and APIBindings: (the admission plugins, which refuse a binding without `bind`, a CRD of a
     bound type and new objects of a type whose binding is being deleted; the extension every replica runs, which serves what bindings bound; the leader's
-    controller, which binds and cleans up). All share one BoundAPIs, made with the first plugin."""
+    controller, which binds and cleans up; the exports' virtual workspaces). All share one BoundAPIs, made with the
+    first plugin."""
     bound: list[BoundAPIs] = []
 
     async def bind_permission(parts: ServerParts) -> BindPermission:
@@ -209,7 +212,10 @@ def shared_apis(authorizer: RBACAuthorizer) -> tuple[list[AdmissionFactory], Con
         return APIBindingController(parts.storage, parts.informers, parts.registry, bound[-1],
                                     parts.catalog.builtins, metrics=parts.metrics)
 
-    return [bind_permission, bound_crds, terminating_bindings], follow_bindings, binding_controller
+    def export_views(parts: ServerParts) -> ExportViews:
+        return ExportViews(bound[-1])
+
+    return [bind_permission, bound_crds, terminating_bindings], follow_bindings, binding_controller, export_views
 
 
 def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: bool = True,
@@ -227,7 +233,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
     rbac = PolicyIndex()  # every replica's RBAC, read by the authorizer, escalation admission and reviews
     authorizer = RBACAuthorizer(rbac)
     access = WorkspaceAccess(authorizer)  # entering a workspace needs `access` there, then RBAC decides
-    apis_admission, follow_bindings, binding_controller = shared_apis(authorizer)
+    apis_admission, follow_bindings, binding_controller, export_views = shared_apis(authorizer)
 
     async def no_escalation(parts: ServerParts) -> EscalationCheck:
         async def get(res: Resource, cluster: str, namespace: str, name: str) -> Obj:
@@ -277,4 +283,5 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         watch=watch or WatchSettings(),
         etcd_tls=etcd_tls,
         live_checks=live_checks or {},
+        export_views=export_views,
     )
