@@ -186,3 +186,19 @@ async def test_openapi_describes_v1_with_kubes_schema(kcp: TestClient[Any, Any],
     schemas = (await resp.json())["components"]["schemas"]
     spec = schemas["io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec"]
     assert "targetCPUUtilizationPercentage" in spec["properties"]
+
+
+async def test_server_side_apply_and_a_strategic_merge_patch_at_v1(kcp: TestClient[Any, Any], cluster: str) -> None:
+    applied = await kcp.patch(f"{hpas(cluster, 'v1')}/web", data=orjson.dumps(v1_hpa("web", cpu=40)),
+                              params={"fieldManager": "me"},
+                              headers={**ADMIN, "Content-Type": "application/apply-patch+yaml"})
+    assert applied.status == 201, await applied.text()
+    patched = await kcp.patch(f"{hpas(cluster, 'v1')}/web", data=orjson.dumps({"spec": {
+        "targetCPUUtilizationPercentage": 45}}), headers={**ADMIN, "Content-Type": "application/strategic-merge-patch+json"})
+    body = await patched.json()
+    assert patched.status == 200, body
+    assert body["apiVersion"] == "autoscaling/v1" and body["spec"]["targetCPUUtilizationPercentage"] == 45
+    owners = [(m["manager"], m["operation"], m["apiVersion"]) for m in body["metadata"]["managedFields"]]
+    assert ("me", "Apply", "autoscaling/v1") in owners
+    v2 = await (await kcp.get(f"{hpas(cluster, 'v2')}/web", headers=ADMIN)).json()
+    assert v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 45
