@@ -21,6 +21,7 @@ from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.apimachinery.status import APIError, Cause
 from kcp_apiserver.endpoints import spdyupgrade
 from kcp_apiserver.endpoints.nonresource import version_info
+from kcp_apiserver.kubetypes import hpaversions
 from kcp_apiserver.kubetypes.defaults import qos_class
 from kcp_apiserver.kubetypes.fields import member, spec
 from kcp_apiserver.kubetypes.kinds import Defaulter, KubeType, kube_type
@@ -123,6 +124,7 @@ __all__ = [
     "field_at",
     "for_release",
     "format_label_selector",
+    "hpaversions",
     "human_duration",
     "json_copy",
     "kcp_server_config",

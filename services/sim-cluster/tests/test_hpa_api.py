@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kcp_sim_cluster.api import autoscaling, hpaversions, resource, resources
+from kcp_apiserver.embedding import hpaversions
+from kcp_sim_cluster.api import autoscaling, resource, resources
 
 PLURAL = "horizontalpodautoscalers"
 

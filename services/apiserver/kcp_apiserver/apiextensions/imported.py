@@ -12,15 +12,21 @@ custom resource gets. Two things differ from a built-in:
   decoder would refuse: an object with a value of the wrong type gets the schema's causes alone), and
   where kube's validation reports a field, the schema's causes on that field (or within it, or on the
   part that holds it) are dropped: the 422 a client reads is kube's.
+
+A type kube serves at more than one version (an HPA at autoscaling/v2 and v1) is imported at one; kcp
+serves the others too (`other_version_resources`), as kube does: the same objects, converted.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from kcp_apiserver.apiextensions.customtypeschema import CustomTypeSchema
 from kcp_apiserver.apimachinery.jsonvalues import json_copy
 from kcp_apiserver.apimachinery.status import Cause
-from kcp_apiserver.kubetypes.kinds import KubeType, kube_type
-from kcp_apiserver.registry.resource import Obj
+from kcp_apiserver.kubetypes.kinds import Converter, KubeType, OtherVersion, kube_type, other_versions
+from kcp_apiserver.registry import builtinschemas
+from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import Strategy
 from kcpcommon.kubetypes import is_imported_kube_type
 
@@ -105,3 +111,42 @@ def imported_kube_strategy(crd: Obj, version: str, schema: CustomTypeSchema) -> 
     spec = crd["spec"]
     rules = kube_type(spec["group"], version, spec["names"]["kind"])
     return ImportedKubeStrategy(rules, schema) if rules is not None else None
+
+
+def other_version_resources(crd: Obj, served: list[Resource]) -> list[Resource]:
+    """The versions kube also serves an imported type at, which its CRD does not: each one a resource over the
+    same storage, described by kube's own schema of that version (its OpenAPI, pruning, strategic merge), its
+    objects converted to the imported version's shape on the way in (so the imported version's defaults and
+    validation judge them, as kube judges every version on its internal type) and back on the way out."""
+    if not is_imported_kube_type(crd):
+        return []
+    versions = {res.version for res in served}
+    out = []
+    for res in served:
+        if res.storage_version not in ("", res.version):
+            continue  # only the stored version converts straight to and from the others
+        for other in other_versions(res.group, res.version, res.kind):
+            if other.version in versions:
+                continue
+            release = builtinschemas.newest_release()
+            definition = builtinschemas.definition_for(res.group, other.version, res.kind, release)
+            if definition is not None:
+                out.append(_other_version(res, other, definition, release))
+                versions.add(other.version)
+    return out
+
+
+def _other_version(res: Resource, other: OtherVersion, definition: str, release: str) -> Resource:
+    return dataclasses.replace(
+        res, version=other.version, definition=definition, release=release, schema=None, type_schema=None,
+        schema_digest="", storage_version=res.storage_version or res.version, deprecation_warning=None,
+        to_storage=other.to_imported, from_storage=other.from_imported,
+        columns=tuple(_read_as_imported(column, other.to_imported) for column in res.columns))
+
+
+def _read_as_imported(column: Column, to_imported: Converter) -> Column:
+    """The CRD's printer columns name the imported version's fields: a cell reads the object in that shape."""
+    def cell(obj: Obj) -> object:
+        return column.cell(to_imported(json_copy(obj)))
+
+    return dataclasses.replace(column, cell=cell)

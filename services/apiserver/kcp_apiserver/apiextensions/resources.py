@@ -17,7 +17,7 @@ import orjson
 
 from kcp_apiserver.apiextensions.celrules import compile_rules
 from kcp_apiserver.apiextensions.customtypeschema import CustomTypeSchema
-from kcp_apiserver.apiextensions.imported import imported_kube_strategy
+from kcp_apiserver.apiextensions.imported import imported_kube_strategy, other_version_resources
 from kcp_apiserver.registry.builtin.workloads import kube_columns
 from kcp_apiserver.registry.resource import Column, Obj, Resource
 from kcp_apiserver.registry.strategy import FunctionStrategy
@@ -145,7 +145,8 @@ def kube_patch_meta(crd: Obj) -> patchmeta.PatchMeta | None:
 
 
 def resources_for(crd: Obj) -> list[Resource]:
-    """One Resource per served version of an established CRD (accepted names are what is served).
+    """One Resource per served version of an established CRD (accepted names are what is served), and one
+    per version kube also serves an imported kube type at.
 
     An imported kube type publishes its schema with its patch strategies back on the fields, as kube's
     OpenAPI has them (kubectl apply reads them there to compute its patch)."""
@@ -180,4 +181,4 @@ def resources_for(crd: Obj) -> list[Resource]:
                             scale.get("labelSelectorPath", "")) if scale else None,
             list_kind_name=names.get("listKind") or f"{names['kind']}List",
         ))
-    return out
+    return out + other_version_resources(crd, out)  # after the CRD's own: discovery prefers the imported version

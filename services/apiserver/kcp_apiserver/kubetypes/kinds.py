@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kcp_apiserver.apimachinery.status import Cause
 from kcp_apiserver.kubetypes import apps, autoscaling, batch, core, defaults, networking, policy, scheduling
+from kcp_apiserver.kubetypes.hpaversions import to_v1, to_v2
 from kcp_apiserver.registry.builtinschemas import newest_release
 from kcp_apiserver.registry.resource import Obj
 
@@ -19,6 +20,7 @@ Defaulter = Callable[[Obj], None]
 Validator = Callable[[Obj], list[Cause]]
 UpdateValidator = Callable[[Obj, Obj], list[Cause]]
 GVK = tuple[str, str, str]
+Converter = Callable[[Obj], Obj]
 
 
 @dataclass(frozen=True)
@@ -73,3 +75,25 @@ def kube_types(minor: int) -> Mapping[GVK, KubeType]:
 def kube_type(group: str, version: str, kind: str, minor: int | None = None) -> KubeType | None:
     """kube's rules for a type, as of release 1.`minor` (the newest when None); None for a type without any."""
     return kube_types(newest_minor() if minor is None else minor).get((group, version, kind))
+
+
+@dataclass(frozen=True)
+class OtherVersion:
+    """Another version kube serves a type at, beside the one kcp imports: the same objects (one storage),
+    converted as kube converts them. `to_imported` takes an object of this version to the imported
+    version's shape (which is what is stored); `from_imported` the other way."""
+
+    version: str
+    to_imported: Converter
+    from_imported: Converter
+
+
+# kube's type as imported (the version physical clusters prefer) -> the other versions kube serves it at
+OTHER_VERSIONS: Mapping[GVK, tuple[OtherVersion, ...]] = {
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"): (OtherVersion("v1", to_v2, to_v1),),
+}
+
+
+def other_versions(group: str, version: str, kind: str) -> tuple[OtherVersion, ...]:
+    """The versions kube also serves an imported type at; () for a type served at one version only."""
+    return OTHER_VERSIONS.get((group, version, kind), ())

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_apiserver.embedding import AGE, NAME, Column, Obj, Resource, kube_resource
-from kcp_sim_cluster.api import hpaversions
+from kcp_apiserver.embedding import AGE, NAME, Column, Obj, Resource, hpaversions, kube_resource
 from kcp_sim_cluster.api.strategy import kube_strategy
 
 MAX_LISTED_METRICS = 2
