@@ -123,7 +123,10 @@ def test_the_pull_mode_syncer_runs_as_a_pod_and_syncs_a_deployment_of_real_conta
     up, down = Rest(pod_pull.kcp).at("pod-pull"), Rest(pod_pull.kube)  # type: ignore[arg-type]
     run_kubectl(pod_pull.kcp, "wait", "synctarget/kube", "--for", "condition=Ready", f"--timeout={int(PATIENCE)}s",
                 kubeconfig=kubeconfig, timeout=PATIENCE + 10)
-    assert condition(up, "kube", "SyncerReady")["reason"] == "SyncerInstalled"
+    # Ready follows the pod's heartbeat; SyncerReady follows the installed Deployment's available replicas, which
+    # kube's deployment controller may report a reconcile later
+    eventually(lambda: condition(up, "kube", "SyncerReady").get("reason") == "SyncerInstalled",
+               "the installed syncer Deployment available", timeout=PATIENCE)
     assert up.get(f"{ST_PATH}/kube")["status"]["capacity"]["pods"], "the real node's capacity"
     # the heartbeat comes from the installed Deployment's pod, a container of the image built from this checkout
     syncers = [p for ns in down.get("/api/v1/namespaces")["items"]
