@@ -21,7 +21,7 @@ from syncer_fixtures import eventually
 
 from kcp_process import KcpServer, free_port, kubectl_binary, run_kubectl
 
-USERS = {"team-a-token": ("team-a-lead", "team-a")}
+USERS = {"team-a-token": ("team-a-lead", "team-a"), "init-token": ("team-initializer", "initializers")}
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +85,21 @@ def test_an_initializer_holds_the_workspace_until_its_controller_lifts_it(kcp: K
     lc = get(kcp, child, "logicalcluster", "cluster")
     assert lc["spec"]["initializers"] == [initializer] and lc["status"]["initializers"] == [initializer]
     assert lc["metadata"]["annotations"]["internal.tenancy.kcp.io/type"] == initializer
-    # the type's initializing controller (the admin here) sets the workspace up, then lifts its initializer
-    kubectl(kcp, child, "create", "namespace", "team-tools")
-    kubectl(kcp, child, "patch", "logicalcluster", "cluster", "--subresource=status", "--type=merge",
+    # the type's initializing controller (its own identity) lifts its initializer once it may `initialize` the type
+    kubectl(kcp, child, "create", "namespace", "team-tools")  # what it set up (made by the admin here)
+    lift = ("patch", "logicalcluster", "cluster", "--subresource=status", "--type=merge",
             "-p", json.dumps({"status": {"initializers": []}}))
+    denied = kubectl(kcp, child, *lift, token="init-token", check=False)
+    assert denied.returncode == 1 and "Forbidden" in denied.stderr, denied.stderr
+    apply(kcp, parent, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                        "metadata": {"name": "initialize-team"},
+                        "rules": [{"apiGroups": ["tenancy.kcp.io"], "resources": ["workspacetypes"],
+                                   "resourceNames": ["team"], "verbs": ["initialize"]}]})
+    kubectl(kcp, parent, "create", "clusterrolebinding", "team-initializer", "--clusterrole=initialize-team",
+            "--user=team-initializer")
+    eventually(lambda: kubectl(kcp, child, *lift, token="init-token", check=False).returncode == 0,
+               "the initializer lifted by its controller")
+    assert kubectl(kcp, child, "get", "namespaces", token="init-token", check=False).returncode == 1  # only that
     ready = eventually(lambda: phase_is(kcp, parent, "alpha", "Ready"), "alpha Ready once lifted")
     assert ready["status"]["initializers"] == []
     assert get(kcp, child, "logicalcluster", "cluster")["status"]["phase"] == "Ready"

@@ -2,7 +2,12 @@
 Workspace made is allowed only if the user may `access` the non-resource URL `/` there (kcp's convention:
 a ClusterRole with nonResourceURLs ["/"] and verbs ["access"]; cluster-admin, which the creator is bound to,
 grants it). Logical clusters not made by a Workspace (`admin`, flat names) are not gated: they keep working
-as before. Which clusters are workspaces is followed from the LogicalClusters' shared informer."""
+as before. Which clusters are workspaces is followed from the LogicalClusters' shared informer.
+
+An initializer's controller lifts itself as kcp's do: while a workspace waits for initializer `<path>:<name>`,
+a user who may `initialize` the WorkspaceType `<name>` in `<path>` (verb `initialize` on `workspacetypes` of
+`tenancy.kcp.io`, named) may get, update and patch the workspace's LogicalCluster `cluster` and its status,
+without entering the workspace otherwise (kcp gives it that through its initializing virtual workspace)."""
 
 from __future__ import annotations
 
@@ -13,11 +18,21 @@ from kcp_apiserver.apimachinery.request import SYSTEM_MASTERS, RequestContext, R
 from kcp_apiserver.rbac.authorizer import Decision, RBACAuthorizer
 from kcp_apiserver.registry.informers import Informers
 from kcp_apiserver.registry.resource import Obj, Resource
-from kcp_apiserver.tenancy.types import LOGICAL_CLUSTER, OWNER_ANNOTATION, WORKSPACE, child_cluster
+from kcp_apiserver.tenancy.types import (
+    LOGICAL_CLUSTER,
+    LOGICAL_CLUSTER_NAME,
+    OWNER_ANNOTATION,
+    WORKSPACE,
+    WORKSPACE_TYPE,
+    child_cluster,
+)
 from kcpcommon.keys import cluster_of
 from kcpcommon.sharedcache import DeletedFinalStateUnknown, HandlerRegistration, deleted_object
 
 ACCESS_VERB = "access"
+INITIALIZE_VERB = "initialize"
+INITIALIZER_VERBS = frozenset({"get", "update", "patch"})
+DISCOVERY_PATHS = ("/api", "/openapi/", "/version")  # `/api...` covers /apis and a group's discovery
 
 
 class WorkspaceAccess:
@@ -26,13 +41,34 @@ class WorkspaceAccess:
     def __init__(self, rbac: RBACAuthorizer) -> None:
         self.rbac = rbac
         self.workspaces: set[str] = set()  # logical clusters a Workspace made (they hold a LogicalCluster)
+        self.initializers: dict[str, tuple[str, ...]] = {}  # such a cluster -> the initializers it waits for
 
     def may_enter(self, user: UserInfo, cluster: str) -> bool:
         if cluster not in self.workspaces or SYSTEM_MASTERS in user.groups:
             return True
         return self.rbac.allows(user, RequestInfo(cluster, "/", is_resource=False, verb=ACCESS_VERB))
 
+    def initializes(self, user: UserInfo, info: RequestInfo) -> bool:
+        """The request is an initializer's controller reading or lifting itself from the LogicalCluster (or
+        reading discovery there, as kubectl does first)."""
+        if info.is_resource:
+            if not (info.group == LOGICAL_CLUSTER.group and info.resource == LOGICAL_CLUSTER.plural
+                    and info.name == LOGICAL_CLUSTER_NAME and info.subresource in ("", "status")
+                    and info.verb in INITIALIZER_VERBS):
+                return False
+        elif info.verb != "get" or not info.path.startswith(DISCOVERY_PATHS):
+            return False
+        for initializer in self.initializers.get(info.cluster, ()):
+            path, _, name = initializer.rpartition(":")
+            if path and path != "system" and self.rbac.allows(user, RequestInfo(
+                    path, "", is_resource=True, verb=INITIALIZE_VERB, api_prefix="apis", group=WORKSPACE_TYPE.group,
+                    version=WORKSPACE_TYPE.version, resource=WORKSPACE_TYPE.plural, name=name)):
+                return True
+        return False
+
     async def authorize(self, ctx: RequestContext) -> Decision:
+        if ctx.cluster in self.initializers and self.initializes(ctx.user, ctx.info):
+            return Decision(True)
         if not self.may_enter(ctx.user, ctx.cluster):
             return Decision(False, f'access denied to workspace "{ctx.cluster}"')
         return self.rbac.decide(ctx.user, ctx.info)
@@ -75,7 +111,15 @@ class FollowWorkspaces:
             self._handler.remove()
 
     def _seen(self, lc: Obj) -> None:
-        self.access.workspaces.add(cluster_of(lc) or "")
+        cluster = cluster_of(lc) or ""
+        self.access.workspaces.add(cluster)
+        waiting = tuple(str(i) for i in (lc.get("status") or {}).get("initializers") or [])
+        if waiting:
+            self.access.initializers[cluster] = waiting
+        else:
+            self.access.initializers.pop(cluster, None)
 
     def _gone(self, lc: Obj | DeletedFinalStateUnknown) -> None:
-        self.access.workspaces.discard(cluster_of(deleted_object(lc)) or "")
+        cluster = cluster_of(deleted_object(lc)) or ""
+        self.access.workspaces.discard(cluster)
+        self.access.initializers.pop(cluster, None)
