@@ -16,6 +16,7 @@ from kcp_apiserver.tenancy.workspacetypes import (
     ancestors,
     limits_refusal,
     resolve,
+    spec_type,
 )
 
 
@@ -89,3 +90,9 @@ async def test_parents_and_children_limit_each_other_through_every_alias() -> No
         "workspace type root:leaf does not allow any child workspace")
     assert org.default_child() == TypeRef("root", "team")
     assert root.default_child() == UNIVERSAL_TYPE
+
+
+def test_a_workspace_s_spec_type_is_read_with_or_without_a_path() -> None:
+    assert spec_type({"spec": {"type": {"name": "team", "path": "root:org"}}}) == TypeRef("root:org", "team")
+    assert spec_type({"spec": {"type": {"name": "team"}}}) == TypeRef("", "team")
+    assert spec_type({"spec": {"type": {}}}) is None and spec_type({}) is None and spec_type(None) is None

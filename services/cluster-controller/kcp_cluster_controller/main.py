@@ -38,15 +38,11 @@ INSTALL_CLUSTER = "admin"
 log = structlog.get_logger(COMPONENT)
 
 
-def packaged_crd(file: str = "synctarget-crd.yaml") -> dict[str, Any]:
+def packaged_crd(file: str) -> dict[str, Any]:
     """A CRD shipped with the package (the same file `kubectl apply` takes)."""
     text = package_files.files("kcp_cluster_controller").joinpath(file).read_text()
     crd: dict[str, Any] = yaml.safe_load(text)
     return crd
-
-
-def synctarget_crd() -> dict[str, Any]:
-    return packaged_crd("synctarget-crd.yaml")
 
 
 CRD_FILES = ("synctarget-crd.yaml", "location-crd.yaml")

@@ -36,14 +36,21 @@ from kcp_apiserver.tenancy.types import (
     WORKSPACE,
     child_cluster,
 )
-from kcp_apiserver.tenancy.workspacetypes import Lookup, ResolvedType, UnresolvableType, resolve
+from kcp_apiserver.tenancy.workspacetypes import (
+    UNIVERSAL_TYPE,
+    Lookup,
+    ResolvedType,
+    UnresolvableType,
+    resolve,
+    spec_type,
+)
 from kcpcommon.controller import Result
 
 log = structlog.get_logger("workspaces")
 
 CLUSTER_ROLE_BINDING = next(r for r in RBAC_RESOURCES if r.kind == "ClusterRoleBinding")
 OWNER_BINDING = "workspace-admin"  # the creator's cluster-admin binding in the child (kcp: workspace-admin)
-DEFAULT_TYPE = {"name": "universal", "path": "root"}
+DEFAULT_TYPE = UNIVERSAL_TYPE.as_spec()  # what a Workspace made before WorkspaceTypes records
 BOUND = "Bound"  # an APIBinding's phase once its types are served (apis.types, a sibling package)
 WAIT_FOR_BINDINGS = 5.0  # seconds between looks at default APIBindings beside their changes' events
 WAIT_FOR_TYPE = 10.0  # seconds before a workspace whose type went missing is looked at again
@@ -90,9 +97,8 @@ class WorkspacePhases:
                     "False", "LogicalClusterExists", f'logical cluster "{child}" exists and belongs to no '
                     "workspace: delete its content or choose another name"))
                 return None  # never adopted: its creator would become admin of what others wrote
-            ref = spec.get("type") or DEFAULT_TYPE
             try:
-                resolved = await resolve(self.types, parent, str(ref.get("name")), str(ref.get("path") or ""))
+                resolved = await self._type_of(parent, ws)
             except UnresolvableType as exc:
                 await self._set_status(parent, ws, SCHEDULING, ready_condition("False", "WorkspaceTypeInvalid",
                                                                                 str(exc)))
@@ -110,7 +116,13 @@ class WorkspacePhases:
         left = list((lc.get("status") or {}).get("initializers") or [])
         wait: Result | None = None
         if APIBINDINGS_INITIALIZER in left:
-            if await self._default_bindings_bound(parent, ws, child):
+            try:
+                bound = await self._default_bindings_bound(parent, ws, child)
+            except UnresolvableType as exc:  # the type went after the workspace was scheduled
+                await self._set_status(parent, ws, INITIALIZING, ready_condition(
+                    "False", "WorkspaceTypeInvalid", str(exc)))
+                return Result(requeue_after=WAIT_FOR_TYPE)
+            if bound:
                 left.remove(APIBINDINGS_INITIALIZER)
                 lc = copy.deepcopy(lc)
                 lc["status"] = {**(lc.get("status") or {}), "initializers": left}
@@ -131,12 +143,10 @@ class WorkspacePhases:
 
     async def _default_bindings_bound(self, parent: str, ws: Obj, child: str) -> bool:
         """The type's defaultAPIBindings made in the child (named after their export); True once all are Bound."""
-        ref = (ws.get("spec") or {}).get("type") or DEFAULT_TYPE
-        resolved = await resolve(self.types, parent, str(ref.get("name")), str(ref.get("path") or ""))
         if self.api_binding is None:
             return True
         bound = True
-        for path, export in resolved.default_api_bindings():
+        for path, export in (await self._type_of(parent, ws)).default_api_bindings():
             try:
                 binding = await self.registry.get(self.api_binding, child, "", export)
             except st.APIError as exc:
@@ -150,6 +160,11 @@ class WorkspacePhases:
                 continue
             bound = bound and (binding.get("status") or {}).get("phase") == BOUND
         return bound
+
+    async def _type_of(self, parent: str, ws: Obj) -> ResolvedType:
+        """The Workspace's type (admission filled its path in) with every type it extends."""
+        ref = spec_type(ws) or UNIVERSAL_TYPE
+        return await resolve(self.types, parent, ref.name, ref.path)
 
     async def _taken(self, child: str, uid: str) -> bool:
         """The child's name is a logical cluster written before (a flat name) and not by this Workspace."""

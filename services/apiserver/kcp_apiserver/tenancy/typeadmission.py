@@ -11,7 +11,6 @@ from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestInfo
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
-from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.tenancy.types import WORKSPACE, WORKSPACE_TYPE
 from kcp_apiserver.tenancy.workspacetypes import (
     BUILTIN,
@@ -22,6 +21,7 @@ from kcp_apiserver.tenancy.workspacetypes import (
     UnresolvableType,
     limits_refusal,
     resolve,
+    spec_type,
 )
 
 USE_VERB = "use"
@@ -31,12 +31,6 @@ def use_request(ref: TypeRef) -> RequestInfo:
     """What `use` of a type is, as an authorizer sees it."""
     return RequestInfo(ref.path, "", is_resource=True, verb=USE_VERB, api_prefix="apis", group=WORKSPACE_TYPE.group,
                        version=WORKSPACE_TYPE.version, resource=WORKSPACE_TYPE.plural, name=ref.name)
-
-
-def _type_ref(ws: Obj | None) -> dict[str, str]:
-    spec = (ws or {}).get("spec")
-    ref = spec.get("type") if isinstance(spec, dict) else None
-    return {"name": str(ref.get("name") or ""), "path": str(ref.get("path") or "")} if isinstance(ref, dict) else {}
 
 
 class WorkspaceTypeAdmission:
@@ -55,16 +49,15 @@ class WorkspaceTypeAdmission:
         return await resolve(self.get_type, cluster, ref.name, ref.path)
 
     async def _resolve(self, attrs: Attributes) -> ResolvedType:
-        ref = _type_ref(attrs.obj)
+        ref = spec_type(attrs.obj)
         try:
-            if not ref.get("name"):
+            if ref is None:
                 parent = await self._parent(attrs.cluster)
-                default = parent.default_child()
-                if default is None:
+                ref = parent.default_child()
+                if ref is None:
                     raise UnresolvableType(f"spec.defaultChildWorkspaceType of workspace type {parent.ref} must "
                                            "be set, or the workspace given a type")
-                ref = default.as_spec()
-            return await resolve(self.get_type, attrs.cluster, ref["name"], ref.get("path", ""))
+            return await resolve(self.get_type, attrs.cluster, ref.name, ref.path)
         except UnresolvableType as exc:
             raise self._refused(attrs, str(exc)) from exc
 
@@ -83,8 +76,8 @@ class WorkspaceTypeAdmission:
         if attrs.resource.group_resource != WORKSPACE.group_resource or attrs.obj is None:
             return
         if attrs.operation == UPDATE:
-            old = _type_ref(attrs.old)
-            if old.get("name") and _type_ref(attrs.obj) != old:
+            old = spec_type(attrs.old)
+            if old is not None and spec_type(attrs.obj) != old:
                 raise self._refused(attrs, "spec.type is immutable")
             return
         if attrs.operation != CREATE:

@@ -53,6 +53,15 @@ class TypeRef:
         return {"name": self.name, "path": self.path}
 
 
+def spec_type(ws: Obj | None) -> TypeRef | None:
+    """A Workspace's `spec.type` (its path may be empty: resolved from the parent), None when it names none."""
+    spec = (ws or {}).get("spec")
+    ref = spec.get("type") if isinstance(spec, dict) else None
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return None
+    return TypeRef(str(ref.get("path") or ""), str(ref["name"]))
+
+
 ROOT_TYPE = TypeRef(ROOT, ROOT)
 UNIVERSAL_TYPE = TypeRef(ROOT, UNIVERSAL)
 BUILTIN: dict[TypeRef, Obj] = {
