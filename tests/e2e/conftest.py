@@ -7,7 +7,7 @@ import pytest
 from physical_fixtures import physical
 
 from kcp_fixtures import kcp, unique
-from kcp_process import KcpServer, kubectl_1_35
+from kcp_process import KcpServer, kubectl_1_32, kubectl_1_35
 
 # the fixtures shared with the libraries' suites, and the physical clusters' (sim, real kube), imported so that
 # pytest finds them
@@ -35,9 +35,15 @@ async def namespace(api, unique: str):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(params=["1.32", "1.35"])
 def kubectl_version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test once per supported kubectl: the one on PATH (1.32), then 1.35 (`make tools`, $KUBECTL_135).
+    """Runs a test once per supported kubectl: the machine's 1.32 (found on PATH even behind `make tools`' 1.35),
+    then 1.35 (`make tools`, $KUBECTL_135).
 
     `run_kubectl` and `kubectl_binary` honour $KUBECTL, which this sets for the test."""
     if request.param == "1.35":
         monkeypatch.setenv("KUBECTL", kubectl_1_35())
+    else:
+        older = kubectl_1_32()
+        if older is None:
+            pytest.skip("no kubectl older than 1.35 on PATH (the machine's 1.32) nor $KUBECTL_132")
+        monkeypatch.setenv("KUBECTL", older)
     return str(request.param)

@@ -61,6 +61,19 @@ def kubectl_binary() -> str:
     raise RuntimeError("kubectl not found: run `make tools`")
 
 
+def kubectl_1_32() -> str | None:
+    """kubectl 1.32 (no watch-list): $KUBECTL_132, else the first kubectl on PATH older than 1.35 (the machine's),
+    also when `make tools`' 1.35 comes first on PATH."""
+    candidates = [os.environ.get("KUBECTL_132")] + [str(Path(d) / "kubectl") for d in os.environ["PATH"].split(os.pathsep)]
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            version = json.loads(subprocess.run([candidate, "version", "--client", "-o", "json"], capture_output=True,
+                                                text=True, check=True).stdout)["clientVersion"]
+            if int(version["minor"].rstrip("+")) < 35:
+                return candidate
+    return None
+
+
 def kubectl_1_35() -> str:
     """kubectl 1.35 (watch-list on by default): $KUBECTL_135, or the copy `make tools` fetches."""
     for candidate in (os.environ.get("KUBECTL_135"), str(REPO / ".tools/bin/kubectl")):
