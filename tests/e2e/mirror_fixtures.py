@@ -35,6 +35,7 @@ class OneClusterFleet:
     kcp: KcpServer
     kubeconfig: Path  # logical cluster `tenant`
     controller: ClusterControllerProcess
+    east: KcpServer  # the physical cluster
 
 
 @contextmanager
@@ -58,7 +59,7 @@ def one_cluster_fleet(root: Path, workloads: str) -> Iterator[OneClusterFleet]:
         eventually(lambda: run_kubectl(kcp, "get", "statefulsets", kubeconfig=kubeconfig, check=False).returncode
                    == 0, "StatefulSets imported", timeout=90)
         run_kubectl(kcp, "apply", "-f", "-", kubeconfig=kubeconfig, input_text=workloads)
-        yield OneClusterFleet(kcp, kubeconfig, controller)
+        yield OneClusterFleet(kcp, kubeconfig, controller, east)
         assert controller.stop() == 0, controller.log_tail(60)
     finally:
         controller.stop()

@@ -57,6 +57,7 @@ class Setup:
     kcp: KcpServer
     kubeconfig: Path
     controller: ClusterControllerProcess
+    east: KcpServer
 
 
 def get(setup: Setup, *args: str) -> Any:
@@ -81,7 +82,7 @@ def controlled(setup: Setup, resource: str, app: str, count: int) -> list[dict[s
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     with one_cluster_fleet(tmp_path_factory.mktemp("owner-chain"), WORKLOADS) as fleet:
-        yield Setup(fleet.kcp, fleet.kubeconfig, fleet.controller)
+        yield Setup(fleet.kcp, fleet.kubeconfig, fleet.controller, fleet.east)
 
 
 def test_describe_through_kcp_follows_deployment_replicaset_pod(setup: Setup) -> None:
@@ -139,6 +140,26 @@ def test_a_pod_s_copy_is_bound_to_the_node_the_cluster_chose_and_never_made_agai
     assert len({uid for _, uid, _ in events}) == 1, events
 
 
+def test_a_binding_in_kcp_sets_the_node_and_scheduled_condition_in_one_answer(setup: Setup) -> None:
+    """kcp's Pod is a CRD imported from the cluster: the binding's `PodScheduled` condition (kube writes
+    `lastProbeTime: null`) is decoded as a CRD write is, not refused after the node was already set."""
+    pods = Rest(setup.kcp).at("tenant")
+    path = "/api/v1/namespaces/default/pods"
+    pods.create(path, {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "bind-me", "labels": {"workloads.kcp.io/cluster": "nowhere"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "bind-me"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-7"}}
+    status, answer = pods.request("POST", f"{path}/bind-me/binding", binding)
+    assert (status, answer.get("status")) == (201, "Success"), answer
+    pod = pods.get(f"{path}/bind-me")
+    assert pod["spec"]["nodeName"] == "node-7"
+    assert [(c["type"], c["status"]) for c in pod["status"]["conditions"]] == [("PodScheduled", "True")]
+    status, answer = pods.request("POST", f"{path}/bind-me/binding", binding)
+    assert (status, answer["reason"]) == (409, "Conflict"), answer
+    assert 'already assigned to node "node-7"' in answer["message"]
+
+
 def test_kcp_s_garbage_collector_leaves_mirrors_whose_owner_went_to_the_syncer(setup: Setup) -> None:
     """The Deployment goes from kcp while its syncer is down (its finalizer lifted by hand): the cluster still
     runs the pods, so their mirrors stay; once the syncer is back it removes the workload downstream and the
@@ -165,6 +186,26 @@ def test_kcp_s_garbage_collector_leaves_mirrors_whose_owner_went_to_the_syncer(s
     eventually(lambda: not mirrors(setup, "pods", "web") and not mirrors(setup, "replicasets", "web"),
                "the mirrors gone with the workload downstream", timeout=90)
     assert mirrors(setup, "pods", "db")  # the rest keeps running
+
+
+def test_a_deleted_deployment_s_replicaset_mirror_goes_with_its_owner_downstream(setup: Setup) -> None:
+    """A Deployment deleted through kcp (background): its ReplicaSet's mirror goes once the Deployment is gone
+    from the cluster, not only after the cluster's garbage collector removed the ReplicaSet (a finalizer holds
+    it here), as `kubectl get rs` on a cluster stops listing it within moments."""
+    run_kubectl(setup.kcp, "apply", "-f", "-", kubeconfig=setup.kubeconfig,
+                input_text=WORKLOADS.split("---")[0].replace("web", "held").replace("replicas: 2", "replicas: 1"))
+    eventually(lambda: controlled(setup, "replicasets", "held", 1), "held's ReplicaSet mirrored", timeout=90)
+    downstream = run_kubectl(setup.east, "get", "rs", "-A", "-l", "app=held", "-o", "json")
+    rs = json.loads(downstream.stdout)["items"][0]["metadata"]
+    where = ("-n", rs["namespace"], f"rs/{rs['name']}")
+    run_kubectl(setup.east, "patch", *where, "--type=merge", "-p", '{"metadata":{"finalizers":["example.io/hold"]}}')
+    try:
+        run_kubectl(setup.kcp, "delete", "deployment", "held--east", "--wait=false", kubeconfig=setup.kubeconfig)
+        eventually(lambda: not mirrors(setup, "replicasets", "held"), "held's ReplicaSet mirror gone", timeout=30)
+        held = json.loads(run_kubectl(setup.east, "get", *where, "-o", "json").stdout)
+        assert held["metadata"].get("deletionTimestamp"), "the cluster's garbage collector is at work on it"
+    finally:
+        run_kubectl(setup.east, "patch", *where, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
 
 
 def test_a_foreground_delete_through_kcp_finishes_with_mirrors_under_the_owner(setup: Setup) -> None:

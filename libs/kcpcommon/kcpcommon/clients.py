@@ -70,6 +70,7 @@ class BaseClientFactory(ABC):
     def __init__(self, configuration: Configuration, *, component: str, version: str,
                  qps: float = 50.0, burst: int = 100, request_timeout: float = 60.0) -> None:
         self.server = self._server_url((configuration.host or "").rstrip("/"))
+        self.version = version
         self.user_agent = f"{component}/{version}"
         self.request_timeout = request_timeout
         # every watch holds one connection for minutes (no HTTP/2 multiplexing as client-go has): a process
@@ -158,6 +159,13 @@ class ClientFactory(BaseClientFactory):
 
     def _url(self, cluster: str) -> str:
         return f"{self.server}/clusters/{_check_cluster(cluster)}"
+
+
+    def with_budget(self, *, component: str, qps: float, burst: int) -> ClientFactory:
+        """The same server and credentials with a rate budget and connections of its own: what a component
+        run inside this process (a push-mode syncer) would have as its own process. Close it after."""
+        return ClientFactory(copy.deepcopy(self._configuration), component=component, version=self.version,
+                             qps=qps, burst=burst, request_timeout=self.request_timeout)
 
 
 class KubeClientFactory(BaseClientFactory):

@@ -120,6 +120,22 @@ async def test_every_request_carries_the_user_agent_and_waits_for_a_token() -> N
     assert max(t for _, _, t in seen) - started >= 0.14
 
 
+async def test_a_factory_with_its_own_budget_is_not_throttled_by_the_one_it_came_from() -> None:
+    async with recording_server() as (url, seen):
+        configuration = Configuration(host=f"{url}/clusters/ignored")
+        async with ClientFactory(configuration, component="kcp-cluster-controller", version="1.2.3", qps=1,
+                                 burst=1) as controller:
+            await controller.dynamic("root").resource("v1", "configmaps", namespaced=True).get("x", namespace="ns")
+            async with controller.with_budget(component="kcp-syncer", qps=1000, burst=10) as syncer:
+                api = syncer.dynamic("root:a").resource("v1", "configmaps", namespaced=True)
+                started = asyncio.get_running_loop().time()
+                await asyncio.gather(*(api.get("x", namespace="ns") for _ in range(5)))
+                took = asyncio.get_running_loop().time() - started
+    assert {agent for _, agent, _ in seen} == {"kcp-cluster-controller/1.2.3", "kcp-syncer/1.2.3"}
+    assert [path for path, _, _ in seen][1:] == ["/clusters/root:a/api/v1/namespaces/ns/configmaps/x"] * 5
+    assert took < 1.0  # the controller's bucket (empty, 1 qps) would have spread them over 5 s
+
+
 async def test_a_plain_server_keeps_its_path_and_shares_throttling_and_user_agent() -> None:
     async with recording_server() as (url, seen):
         configuration = Configuration(host=f"{url}/k8s/clusters/c-1")  # e.g. a proxy's path to one cluster

@@ -42,12 +42,16 @@ from .names import (
     syncer_finalizer,
 )
 
-__all__ = ["ASSIGNMENT_LABEL", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_LOCATOR_ANNOTATION",
-           "SyncerOptions", "connect", "downstream_namespace", "keep_bodies_out_of_logs", "run_syncer",
+__all__ = ["ASSIGNMENT_LABEL", "BURST", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_LOCATOR_ANNOTATION",
+           "QPS", "SyncerOptions", "connect", "downstream_namespace", "keep_bodies_out_of_logs", "run_syncer",
            "syncer_finalizer"]
 
 COMPONENT = "kcp-syncer"
 VERSION = package_version("kcp-syncer-lib")  # in the User-Agent: kcp-syncer/<version>
+# a syncer's request budget to each side: one change costs one write on one side (an apply down, a status or
+# finalizer patch up), and the ceiling must sit above the 300 objects/s a syncer is expected to keep up with
+QPS = 1000.0
+BURST = 2000
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,8 @@ class SyncerOptions:
 
 
 async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,
-                  from_context: str | None = None, to_context: str | None = None, qps: float = 1000.0,
-                  burst: int = 2000) -> tuple[ClientFactory, KubeClientFactory]:
+                  from_context: str | None = None, to_context: str | None = None, qps: float = QPS,
+                  burst: int = BURST) -> tuple[ClientFactory, KubeClientFactory]:
     """Client factories for kcp and the physical cluster, from kubeconfig paths or text (close both after)."""
     upstream = await ClientFactory.load(from_kubeconfig, context=from_context, component=COMPONENT,
                                         version=VERSION, qps=qps, burst=burst)

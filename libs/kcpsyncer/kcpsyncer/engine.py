@@ -337,6 +337,8 @@ class Syncer:
             if resource == AUTOSCALERS:
                 self._autoscaler_moved(key, final, None)
         namespace = meta(final).get("namespace")
+        if namespace and resource in self.types:
+            self._requeue_dependents(self.types[resource].down.kind, str(namespace), str(meta(final).get("name") or ""))
         if namespace:  # its namespace may be empty now
             self.controller.enqueue(SyncKey("", "", str(namespace)))
 
@@ -401,10 +403,15 @@ class Syncer:
 
     def _owner_arrived(self, owner: UpsyncedType, namespace: str, name: str) -> None:
         """A mirror copy is in kcp: the mirrors it owns take their reference to it now, not on their retry."""
+        self._requeue_dependents(owner.down.kind, downstream_namespace(self.lc, namespace), name)
+
+    def _requeue_dependents(self, kind: str, down_namespace: str, name: str) -> None:
+        """Queue the mirrors of the cluster's objects that `kind` `name` owns: an owner that arrived gives them
+        their reference; a synced owner gone from the cluster ends their mirrors now (a ReplicaSet of a deleted
+        Deployment is garbage there), not when the cluster's garbage collector gets to them."""
         for dependents in self.upsynced.values():
-            for down in dependents.down_informer.indexer.by_index(NAMESPACE_INDEX,
-                                                                  downstream_namespace(self.lc, namespace)):
-                if any(isinstance(r, dict) and r.get("kind") == owner.down.kind and r.get("name") == name
+            for down in dependents.down_informer.indexer.by_index(NAMESPACE_INDEX, down_namespace):
+                if any(isinstance(r, dict) and r.get("kind") == kind and r.get("name") == name
                        for r in meta(down).get("ownerReferences") or ()):
                     key = upstream_key(dependents.name, down, self.lc)
                     if key is not None:

@@ -26,7 +26,11 @@ node binds the copy through kcp's pods/binding; another spec change, which kube'
 update, recreates the copy); once both caches have listed, a copy
 without its downstream pod is deleted. The one write that goes the other way is a user's delete of a copy
 while its pod still runs: the pod is deleted downstream (uid precondition), as `kubectl delete pod` would
-on the cluster, and its controller there makes the replacement, which comes up in turn.
+on the cluster, and its controller there makes the replacement, which comes up in turn. A copy deleted with
+`--cascade=orphan|foreground` deletes its object downstream with that policy as soon as the copy shows the
+delete, not once kcp's garbage collector has let it go. A ReplicaSet copy goes as soon as its synced owner
+is gone from the cluster (the ReplicaSet is garbage there), and a cluster's object that is going never gets
+a new copy.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from .names import (
     state_label,
 )
 from .objects import Obj, meta
+from .remove import propagation_of
 from .synced import SyncedType, SyncKey, TypeCaches, applied_key
 from .transform import contains, merge_patch, unmark_pod_template
 
@@ -227,6 +232,15 @@ class Upsync:
                 self.log.info("deleted downstream: its kcp copy was deleted", resource=typ.name,
                               namespace=key.namespace, name=key.name)
                 return True
+        if up is not None and meta(up).get("deletionTimestamp"):
+            # a user's delete that kcp's garbage collector finishes (`--cascade=orphan|foreground` put its
+            # finalizer on the copy): the cluster's object goes now, with that policy, as it would there. Waiting
+            # for the copy to go would let a ReplicaSet replace the pods the user deletes next.
+            if down is not None and not meta(down).get("deletionTimestamp"):
+                await self._delete(typ.down_resource, down_ns, down, propagation_policy=propagation_of(up))
+                self.log.info("deleted downstream: its kcp copy is being deleted", resource=typ.name,
+                              namespace=key.namespace, name=key.name, propagation=propagation_of(up))
+            return True
         owners = owners_of(down) if down is not None else Owners([])
         if down is not None and typ.name in OWNED_ONLY and not owners.controlled_by_synced:
             down = None  # not made by one of our workloads' controllers: not mirrored
@@ -251,6 +265,8 @@ class Upsync:
                 typ.removing.add(key)
                 await self._delete(typ.up_resource, key.namespace, up)
                 up = None
+        if up is None and meta(down).get("deletionTimestamp"):
+            return True  # going from the cluster (a user's delete of its copy, or its owner's): no new copy
         if up is None:
             try:
                 up = await typ.up_resource.create(want, namespace=key.namespace)
@@ -297,10 +313,15 @@ class Upsync:
         return True
 
     @staticmethod
-    async def _delete(resource: DynamicResource, namespace: str, obj: Obj) -> None:
+    async def _delete(resource: DynamicResource, namespace: str, obj: Obj, *,
+                      propagation_policy: str | None = None) -> None:
+        preconditions = {"uid": str(meta(obj).get("uid") or "")}
         try:
-            await resource.delete(str(meta(obj).get("name")), namespace=namespace,
-                                  preconditions={"uid": str(meta(obj).get("uid") or "")})
+            if propagation_policy:
+                await resource.delete(str(meta(obj).get("name")), namespace=namespace, preconditions=preconditions,
+                                      propagation_policy=propagation_policy)
+            else:
+                await resource.delete(str(meta(obj).get("name")), namespace=namespace, preconditions=preconditions)
         except APINotFoundError:
             pass
 

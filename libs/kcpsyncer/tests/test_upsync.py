@@ -175,6 +175,28 @@ async def test_a_user_s_delete_in_kcp_deletes_the_pod_downstream_only_that_pod()
     assert name == "web-1" and options == {"namespace": MAPPED, "preconditions": {"uid": "down-uid"}}
 
 
+async def test_a_copy_deleted_with_orphan_deletes_downstream_at_once_with_that_policy() -> None:
+    """kcp's garbage collector still holds the copy (its `orphan` finalizer): the cluster's object goes now."""
+    h = Harness()
+    copy = kcp_copy(downstream_pod())
+    copy["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=["orphan"])
+    h.caches([copy], [downstream_pod()])
+    assert await h.upsync.reconcile(h.typ, KEY)
+    assert h.down.verbs() == ["delete"] and h.up.calls == []
+    assert h.down.calls[0][2] == {"namespace": MAPPED, "preconditions": {"uid": "down-uid"},
+                                  "propagation_policy": "Orphan"}
+
+
+async def test_a_cluster_s_object_that_is_going_gets_no_new_copy() -> None:
+    """The user deleted the copy and the pod is terminating downstream: no copy is made again meanwhile."""
+    h = Harness()
+    going = downstream_pod()
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    h.caches([], [going])
+    assert await h.upsync.reconcile(h.typ, KEY)
+    assert h.up.calls == [] and h.down.calls == []
+
+
 def downstream_event(count: int = 1) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Event",
             "metadata": {"name": "web-1.abc", "namespace": MAPPED, "uid": "ev-uid", "resourceVersion": "4"},

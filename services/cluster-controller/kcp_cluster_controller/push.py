@@ -1,8 +1,9 @@
 """Push mode: each SyncTarget's syncer runs inside this process, supervised and restarted when it fails.
 
-The syncer reaches kcp through the controller's own client factory (it addresses its logical
-cluster itself) and the physical cluster through the SyncTarget's kubeconfig.
-"""
+The syncer reaches kcp with the controller's credentials (it addresses its logical cluster itself) and the
+physical cluster through the SyncTarget's kubeconfig, each with a request budget and connections of its own,
+as its own process would have: sharing the controller's budget throttled every syncer to 50 requests a second
+together, and a burst of deletes on one cluster held up the others."""
 
 from __future__ import annotations
 
@@ -75,14 +76,15 @@ class PushSyncers:
         await cancel_and_wait(*tasks)
 
     async def _supervise(self, key: ObjectKey, kubeconfig: str, resources: tuple[str, ...], state: _Running) -> None:
-        from kcpsyncer import SyncerOptions, run_syncer
+        from kcpsyncer import BURST, QPS, SyncerOptions, run_syncer
 
         delays = Backoff(initial=1.0, cap=30.0)
         while True:
-            try:
-                async with await KubeClientFactory.from_text(kubeconfig, name=key.name, component="kcp-syncer",
-                                                             version=VERSION) as downstream:
-                    options = SyncerOptions(upstream=self.kcp, downstream=downstream, sync_target=key.name,
+            try:  # each syncer has the request budget its own process would have, on both sides
+                async with self.kcp.with_budget(component="kcp-syncer", qps=QPS, burst=BURST) as upstream, \
+                        await KubeClientFactory.from_text(kubeconfig, name=key.name, component="kcp-syncer",
+                                                          version=VERSION, qps=QPS, burst=BURST) as downstream:
+                    options = SyncerOptions(upstream=upstream, downstream=downstream, sync_target=key.name,
                                             logical_cluster=key.cluster, resources=resources,
                                             heartbeat_interval=self.heartbeat_interval)
                     log.info("syncer starting", sync_target=key.name, cluster=key.cluster)

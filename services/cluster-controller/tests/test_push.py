@@ -36,10 +36,17 @@ async def test_a_failed_syncer_is_reported_then_restarted_with_backoff(monkeypat
     async def from_text(*_: Any, **__: Any) -> Any:
         return no_connection()
 
+    budgets: list[dict[str, Any]] = []
+
+    class Kcp:
+        def with_budget(self, **budget: Any) -> Any:
+            budgets.append(budget)
+            return no_connection()
+
     monkeypatch.setattr(kcpsyncer, "run_syncer", run_syncer)
     monkeypatch.setattr(KubeClientFactory, "from_text", from_text)
     changes: list[ObjectKey] = []
-    syncers = push.PushSyncers(None, heartbeat_interval=10.0, registry=CollectorRegistry(),  # type: ignore[arg-type]
+    syncers = push.PushSyncers(Kcp(), heartbeat_interval=10.0, registry=CollectorRegistry(),  # type: ignore[arg-type]
                                on_change=changes.append)
     syncers.ensure(KEY, "kubeconfig text", ("configmaps",))
     try:
@@ -52,6 +59,8 @@ async def test_a_failed_syncer_is_reported_then_restarted_with_backoff(monkeypat
             await running.wait()
         assert runs == ["east", "east"] and syncers.status(KEY) == (True, "")
         assert changes == [KEY, KEY]  # failed, then healthy again: both reported
+        # each run reaches kcp with a budget of its own, as a kcp-syncer process does, not the controller's
+        assert budgets == [{"component": "kcp-syncer", "qps": kcpsyncer.QPS, "burst": kcpsyncer.BURST}] * 2
         syncers.ensure(KEY, "kubeconfig text", ("configmaps",))  # the same configuration: left running
         assert len(runs) == 2
     finally:

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings
 
 from kcpcommon.settings import settings_config
-from kcpsyncer import DEFAULT_RESOURCES
+from kcpsyncer import BURST, DEFAULT_RESOURCES, QPS
 
 
 class SyncerSettings(BaseSettings):
@@ -32,10 +32,8 @@ class SyncerSettings(BaseSettings):
     health_port: int = Field(0, ge=0, le=65535, description="port of the /healthz, /readyz and /metrics server; "
                                                             "0: a free port, logged at start")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
-    # one change costs one write on one side (an apply down, a status or finalizer patch up): the
-    # ceiling must sit above the 300 objects/s a syncer is expected to keep up with
-    qps: float = Field(1000.0, ge=0, description="API requests per second to each side, sustained (0: unlimited)")
-    burst: int = Field(2000, ge=0, description="API requests allowed in a burst above qps")
+    qps: float = Field(QPS, ge=0, description="API requests per second to each side, sustained (0: unlimited)")
+    burst: int = Field(BURST, ge=0, description="API requests allowed in a burst above qps")
 
     @field_validator("resources")
     @classmethod

@@ -50,6 +50,8 @@ async def bind(call: ActionCall) -> ActionResult:
         conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
                            "lastTransitionTime": now_rfc3339()})
         status["conditions"] = conditions
+        if call.resource.is_custom and call.resource.type_schema is not None:
+            call.resource.type_schema.prune(pod)  # served as a CRD (kcp's imported Pod): the null decodes away
         return pod
 
     if not call.dry_run and bound:
