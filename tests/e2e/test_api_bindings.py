@@ -291,3 +291,54 @@ def test_deleting_a_binding_deletes_its_objects_and_its_type(kcp: KcpServer, etc
     kubectl(kcp, parent, "delete", "workspace", "neighbour", "--timeout=30s")  # its binding and widgets go with it
     assert not etcd_keys(etcd, f"/registry/example.io/widgets:{identity}/{neighbour}/")
     assert not etcd_keys(etcd, f"/registry/apis.kcp.io/apibindings/{neighbour}/")
+
+
+def test_an_export_s_new_schema_reaches_every_binding_unless_it_would_break_one(kcp: KcpServer,
+                                                                                 parent: str) -> None:
+    """Schema evolution: a compatible schema (a new field) is rolled out to both consumers, and their widgets
+    keep the new field; an incompatible one (`color` dropped) leaves each on what it had, saying why on the
+    binding, and the export names both consumers it would break. Their widgets stay whole."""
+    provider = create_workspace(kcp, parent, "provider")
+    provide(kcp, provider)
+    consumers = [create_workspace(kcp, parent, n) for n in ("first", "second")]
+    for consumer in consumers:
+        bind(kcp, consumer, provider)
+        kubectl(kcp, consumer, "create", "-f", "-", input_text=widget("w", color="red"))
+
+    v2 = widget_schema("v2.widgets.example.io", extra={"shape": {"type": "string"}})
+    kubectl(kcp, provider, "apply", "-f", "-", input_text=json.dumps(v2))
+    kubectl(kcp, provider, "apply", "-f", "-", input_text=json.dumps(export("widgets", "v2.widgets.example.io")))
+    for consumer in consumers:
+        kubectl(kcp, consumer, "wait", "apibinding/widgets", "--timeout=20s",
+                "--for=jsonpath={.status.boundResources[0].schema.name}=v2.widgets.example.io")
+        kubectl(kcp, consumer, "patch", "widget", "w", "--type=merge", "-p", '{"spec":{"shape":"round"}}')
+        assert kubectl(kcp, consumer, "get", "widget", "w", "-o", "jsonpath={.spec.shape}").stdout == "round"
+        up_to_date = kubectl(kcp, consumer, "get", "apibinding", "widgets", "-o",
+                             "jsonpath={.status.conditions[?(@.type=='BindingUpToDate')].status}").stdout
+        assert up_to_date == "True"
+
+    v3 = widget_schema("v3.widgets.example.io", extra={"shape": {"type": "string"}})
+    del v3["spec"]["versions"][0]["schema"]["properties"]["spec"]["properties"]["color"]
+    v3["spec"]["versions"][0]["schema"]["properties"]["spec"]["x-kubernetes-validations"] = []
+    kubectl(kcp, provider, "apply", "-f", "-", input_text=json.dumps(v3))
+    kubectl(kcp, provider, "apply", "-f", "-", input_text=json.dumps(export("widgets", "v3.widgets.example.io")))
+    kubectl(kcp, provider, "wait", "apiexport/widgets", "--timeout=20s",
+            "--for=jsonpath={.status.conditions[?(@.type=='BindingsUpToDate')].status}=False")
+    condition = json.loads(kubectl(kcp, provider, "get", "apiexport", "widgets", "-o",
+                                   "jsonpath={.status.conditions[?(@.type=='BindingsUpToDate')]}").stdout)
+    assert condition["reason"] == "IncompatibleSchema"
+    assert condition["message"].startswith(f"2 consumer(s) keep their schema, the latest would break them: "
+                                           f"{consumers[0]}, {consumers[1]}; ")
+    assert "v1: field .spec.color is removed" in condition["message"]
+    for consumer in consumers:
+        found = json.loads(kubectl(kcp, consumer, "get", "apibinding", "widgets", "-o", "json").stdout)
+        assert found["status"]["boundResources"][0]["schema"]["name"] == "v2.widgets.example.io"
+        held = next(c for c in found["status"]["conditions"] if c["type"] == "BindingUpToDate")
+        assert (held["status"], held["reason"]) == ("False", "IncompatibleSchema")
+        assert held["message"] == ('widgets.example.io stays on APIResourceSchema "v2.widgets.example.io": '
+                                   '"v3.widgets.example.io" would break it (v1: field .spec.color is removed)')
+        assert kubectl(kcp, consumer, "get", "widget", "w", "-o", "jsonpath={.spec.color}").stdout == "red"
+
+    kubectl(kcp, provider, "apply", "-f", "-", input_text=json.dumps(export("widgets", "v2.widgets.example.io")))
+    kubectl(kcp, provider, "wait", "apiexport/widgets", "--timeout=20s",  # back on v2: nobody is held back
+            "--for=jsonpath={.status.conditions[?(@.type=='BindingsUpToDate')].status}=True")

@@ -1,9 +1,11 @@
 """Shared APIs decided without a server: what a binding gets (bound, or Ready=False with the reason), the
 schemas' validation and storage by identity, and the admission that refuses binding without `bind` and a CRD
-of a bound type."""
+of a bound type, and schema evolution (which new schema may replace a bound one; a binding that moves to it or
+stays, saying why; the export's condition naming the consumers held back)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -12,7 +14,9 @@ from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, UserInfo
 from kcp_apiserver.apis.admission import BindPermission, BoundCRDs, TerminatingBindings
+from kcp_apiserver.apis.evolution import incompatibilities
 from kcp_apiserver.apis.reconcile_binding import Bind, NotReady, decide, wanted_status
+from kcp_apiserver.apis.reconcile_export import bindings_condition
 from kcp_apiserver.apis.schemas import bound_resources, schema_causes
 from kcp_apiserver.apis.serving import BoundAPIs
 from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, identity_hash
@@ -68,7 +72,7 @@ def test_a_binding_to_a_ready_export_binds_each_schema_with_the_exports_identity
                                                     "identityHash": IDENTITY}}])
     status = wanted_status({}, outcome)
     assert status["phase"] == "Bound" and status["apiExportClusterName"] == "provider"
-    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True")]
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "True"), ("BindingUpToDate", "True")]
     assert wanted_status(status, outcome) == status  # nothing moves when nothing changed
 
 
@@ -190,3 +194,97 @@ async def test_a_type_whose_binding_is_being_deleted_takes_no_new_objects() -> N
         await plugin.validate(attrs)
     assert (refused.value.code, refused.value.message) == (
         405, 'create not allowed while APIBinding "widgets" is being deleted')
+
+
+
+def evolved(change: Any = None, name: str = "v2.widgets.example.io", **props: Any) -> dict[str, Any]:
+    """`schema()` renamed as its next revision, with `props` in its spec and `change` applied to it."""
+    new = schema(**props)
+    new["metadata"] = {"name": name, "uid": "schema-uid-2"}
+    if change is not None:
+        change(new["spec"])
+    return new
+
+
+def spec_of(version: dict[str, Any]) -> dict[str, Any]:
+    return version["schema"]["properties"]["spec"]
+
+
+def two_versions(spec: dict[str, Any]) -> None:
+    spec["versions"].append({**copy.deepcopy(spec["versions"][0]), "name": "v2", "storage": False})
+
+
+@pytest.mark.parametrize(("case", "new"), [
+    ("a new field", evolved(color={"type": "string"}, size={"type": "integer"})),
+    ("a new version", evolved(two_versions, color={"type": "string"})),
+    ("a field kept open", evolved(lambda s: spec_of(s["versions"][0]).update({"x-kubernetes-preserve-unknown-fields": True}))),
+])
+def test_adding_is_compatible(case: str, new: dict[str, Any]) -> None:
+    assert incompatibilities(schema(color={"type": "string"}), new) == []
+
+
+@pytest.mark.parametrize(("case", "change", "problem"), [
+    ("version gone", lambda s: s["versions"][0].update(name="v2"), "version v1 is no longer served"),
+    ("version unserved", lambda s: s["versions"][0].update(served=False), "version v1 is no longer served"),
+    ("field removed", lambda s: spec_of(s["versions"][0])["properties"].pop("color"),
+     "v1: field .spec.color is removed"),
+    ("field retyped", lambda s: spec_of(s["versions"][0])["properties"].update(color={"type": "integer"}),
+     "v1: field .spec.color changes type from string to integer"),
+    ("field required", lambda s: spec_of(s["versions"][0]).update(required=["color"]),
+     "v1: field .spec.color becomes required"),
+    ("kind", lambda s: s["names"].update(kind="Gadget"), "kind changes from Widget to Gadget"),
+    ("scope", lambda s: s.update(scope="Cluster"), "scope changes from Namespaced to Cluster"),
+])
+def test_what_breaks_a_consumer_is_named(case: str, change: Any, problem: str) -> None:
+    assert incompatibilities(schema(color={"type": "string"}), evolved(change, color={"type": "string"})) == [problem]
+
+
+def bound_on_v1() -> dict[str, Any]:
+    """A binding Bound to the export's first schema."""
+    bound = binding()
+    outcome = decide("consumer", bound, Lookups(schemas=[schema(color={"type": "string"})]), BUILTINS)
+    bound["status"] = wanted_status({}, outcome)
+    return bound
+
+
+def test_a_compatible_schema_is_rolled_out_to_a_bound_binding() -> None:
+    lookups = Lookups(schemas=[schema(color={"type": "string"}), evolved(color={"type": "string"},
+                                                                          size={"type": "integer"})])
+    lookups.exports[("provider", "widgets")]["spec"]["latestResourceSchemas"] = ["v2.widgets.example.io"]
+    outcome = decide("consumer", bound_on_v1(), lookups, BUILTINS)
+    assert isinstance(outcome, Bind) and outcome.held == []
+    assert [b["schema"]["name"] for b in outcome.bound_resources] == ["v2.widgets.example.io"]
+
+
+def test_an_incompatible_schema_leaves_the_binding_on_its_schema_and_says_why() -> None:
+    lookups = Lookups(schemas=[schema(color={"type": "string"}), evolved()])  # v2 drops spec.color
+    lookups.exports[("provider", "widgets")]["spec"]["latestResourceSchemas"] = ["v2.widgets.example.io"]
+    bound = bound_on_v1()
+    outcome = decide("consumer", bound, lookups, BUILTINS)
+    assert isinstance(outcome, Bind)
+    assert outcome.bound_resources == bound["status"]["boundResources"]  # v1, with the export's identity
+    assert outcome.bound_resources[0]["schema"]["identityHash"] == IDENTITY
+    assert outcome.held == ['widgets.example.io stays on APIResourceSchema "v1.widgets.example.io": '
+                            '"v2.widgets.example.io" would break it (v1: field .spec.color is removed)']
+    status = wanted_status(bound["status"], outcome)
+    up_to_date = next(c for c in status["conditions"] if c["type"] == "BindingUpToDate")
+    assert (up_to_date["status"], up_to_date["reason"]) == ("False", "IncompatibleSchema")
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True"
+
+
+def test_a_type_the_export_stops_offering_stays_bound() -> None:
+    lookups = Lookups(schemas=[schema(color={"type": "string"})])
+    lookups.exports[("provider", "widgets")]["spec"]["latestResourceSchemas"] = []
+    bound = bound_on_v1()
+    outcome = decide("consumer", bound, lookups, BUILTINS)
+    assert isinstance(outcome, Bind) and outcome.bound_resources == bound["status"]["boundResources"]
+    assert outcome.held == ["widgets.example.io stays bound: the export no longer offers it"]
+
+
+def test_the_export_names_the_consumers_held_back() -> None:
+    assert bindings_condition({})[:2] == ("True", "SchemasUpToDate")
+    held = {f"root:team-{i:02}": "widgets.example.io stays on ..." for i in range(12)}
+    status, reason, message = bindings_condition(held)
+    assert (status, reason) == ("False", "IncompatibleSchema")
+    assert message.startswith("12 consumer(s) keep their schema, the latest would break them: root:team-00, ")
+    assert "root:team-09 and 2 more; widgets.example.io stays on ..." in message

@@ -18,7 +18,7 @@ from kcp_apiserver.apis.reconcile_binding import Bind, decide, wanted_status
 from kcp_apiserver.apis.reconcile_deletion import delete_bound_objects, drop_finalizer
 from kcp_apiserver.apis.reconcile_export import reconcile_export
 from kcp_apiserver.apis.serving import BoundAPIs, GroupResource
-from kcp_apiserver.apis.types import API_BINDING, API_EXPORT, API_RESOURCE_SCHEMA, FINALIZER
+from kcp_apiserver.apis.types import API_BINDING, API_EXPORT, API_RESOURCE_SCHEMA, FINALIZER, export_reference
 from kcp_apiserver.registry.informers import Informers, WatchCacheInformer, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
@@ -49,6 +49,10 @@ class APIBindingController:
         # what this leader bound, before its own status writes come back through the informer
         self.claims: dict[str, dict[GroupResource, str]] = {}
         self.waiting: dict[str, set[ObjectKey]] = {}  # logical cluster -> bindings a change there may help
+        # export -> consumer -> why it stays on an older schema (this leader's decisions; the export's status)
+        self.held: dict[ObjectKey, dict[str, str]] = {}
+        self._held_by: dict[ObjectKey, ObjectKey] = {}  # binding -> the export it is held back on
+        self._latest: dict[ObjectKey, tuple[str, ...]] = {}  # export -> its latestResourceSchemas, as last seen
         self._informers: dict[str, WatchCacheInformer] = {}
         self._handlers: list[HandlerRegistration] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -73,8 +77,16 @@ class APIBindingController:
     # -- events ---------------------------------------------------------------------------------
 
     def _export_seen(self, export: Obj, deleted: bool) -> None:
+        key = ObjectKey(cluster_of(export) or "", "", export["metadata"]["name"])
         if not deleted:
-            self.exports.enqueue(ObjectKey(cluster_of(export) or "", "", export["metadata"]["name"]))
+            self.exports.enqueue(key)
+        latest = tuple((export.get("spec") or {}).get("latestResourceSchemas") or ())
+        if deleted:
+            self._latest.pop(key, None)
+        elif self._latest.setdefault(key, latest) != latest:  # evolved: every binding moves to it, or is held
+            self._latest[key] = latest
+            for consumer, name in self.bound.by_export.get((key.cluster, key.name), {}).items():
+                self.bindings.enqueue(ObjectKey(consumer, "", name))
         self._wake_on(export, deleted)
 
     def _binding_seen(self, binding: Obj, deleted: bool) -> None:
@@ -115,13 +127,30 @@ class APIBindingController:
         claims = self.claims.get(key.cluster, {})
         for group_resource in [gr for gr, owner in claims.items() if owner == key.name]:
             del claims[group_resource]
+        self._hold(key, None, None)
+
+    def _hold(self, key: ObjectKey, export: ObjectKey | None, why: str | None) -> None:
+        """Note whether binding `key` stays on an older schema of `export`; the export's status follows."""
+        before = self._held_by.pop(key, None)
+        if before is not None and (before != export or why is None):
+            consumers = self.held.get(before, {})
+            consumers.pop(key.cluster, None)
+            if not consumers:
+                self.held.pop(before, None)
+            self.exports.enqueue(before)
+        if export is not None and why is not None:
+            self._held_by[key] = export
+            consumers = self.held.setdefault(export, {})
+            if consumers.get(key.cluster) != why:
+                consumers[key.cluster] = why
+                self.exports.enqueue(export)
 
     # -- reconcile ------------------------------------------------------------------------------
 
     async def _reconcile_export(self, key: ObjectKey) -> Result | None:
         export = self.export(key.cluster, key.name)
         if export is not None:
-            await reconcile_export(self.registry, key.cluster, export)
+            await reconcile_export(self.registry, key.cluster, export, dict(self.held.get(key, {})))
         return None
 
     async def _reconcile_binding(self, key: ObjectKey) -> Result | None:
@@ -140,13 +169,15 @@ class APIBindingController:
             claims = self.claims.setdefault(key.cluster, {})
             for bound in outcome.bound_resources:
                 claims[(bound["group"], bound["resource"])] = key.name
+            export = ObjectKey(outcome.provider, "", export_reference(binding, key.cluster)[1])
+            self._hold(key, export, "; ".join(outcome.held) or None)
         status = wanted_status(binding.get("status"), outcome)
         if status != binding.get("status"):
             binding["status"] = status
             await self.registry.update(API_BINDING, key.cluster, "", key.name, binding, subresource="status",
                                        ctx=system_context(key.cluster))
-            log.info("apibinding", cluster=key.cluster, name=key.name, phase=status["phase"],
-                     reason=status["conditions"][-1]["reason"])
+            ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+            log.info("apibinding", cluster=key.cluster, name=key.name, phase=status["phase"], reason=ready["reason"])
         if isinstance(outcome, Bind):
             return None
         self.waiting.setdefault(outcome.waits_for, set()).add(key)
