@@ -171,3 +171,52 @@ def test_the_provider_reads_and_writes_its_consumers_widgets_through_the_export_
                     f'"apiexports/content" in API group "apis.kcp.io"') in denied["message"], denied
         refused = view(kcp, provider, first, "get", "widgets", "-n", "default", token=token, check=False)
         assert refused.returncode == 1 and "Forbidden" in refused.stderr, refused.stderr
+
+
+def test_the_provider_reaches_a_claimed_resource_only_where_the_consumer_accepted_the_claim(kcp: KcpServer,
+                                                                                             parent: str) -> None:
+    """Permission claims: the export claims ConfigMaps; `first` accepts, `second` rejects. Through the view the
+    controller lists, reads and writes `first`'s ConfigMaps only; when `first` rejects the claim they leave."""
+    provider = create_workspace(kcp, parent, "provider")
+    provide(kcp, provider)
+    apply(kcp, provider, {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": "widgets"},
+                          "spec": {"latestResourceSchemas": ["v1.widgets.example.io"],
+                                   "permissionClaims": [{"group": "", "resource": "configmaps", "all": True}]}})
+    grant_content(kcp, provider, "widget-controller")
+    first, second = (create_workspace(kcp, parent, n) for n in ("first", "second"))
+    for consumer, state in ((first, "Accepted"), (second, "Rejected")):
+        apply(kcp, consumer, {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+                              "metadata": {"name": "widgets"},
+                              "spec": {"reference": {"export": {"path": provider, "name": "widgets"}},
+                                       "permissionClaims": [{"group": "", "resource": "configmaps", "all": True,
+                                                             "state": state}]}})
+        kubectl(kcp, consumer, "wait", "apibinding/widgets", "--timeout=20s",
+                "--for=jsonpath={.status.conditions[?(@.type=='PermissionClaimsApplied')].status}=True")
+        kubectl(kcp, consumer, "create", "configmap", "settings", "--from-literal=owner=" + consumer)
+    applied = kubectl(kcp, first, "get", "apibinding", "widgets", "-o",
+                      "jsonpath={.status.appliedPermissionClaims[*].resource}").stdout
+    assert applied == "configmaps"
+
+    def claimed() -> list[str]:
+        items = json.loads(view(kcp, provider, "*", "get", "configmaps", "-A", "-o", "json").stdout)["items"]
+        return sorted(i["metadata"]["annotations"][CLUSTER_ANNOTATION] for i in items
+                      if i["metadata"]["name"] == "settings")
+
+    assert claimed() == [first]
+    assert view(kcp, provider, first, "get", "configmap", "settings", "-o", "jsonpath={.data.owner}").stdout == first
+    refused = view(kcp, provider, second, "get", "configmap", "settings", check=False)
+    assert refused.returncode == 1 and "NotFound" in refused.stderr, refused.stderr
+    view(kcp, provider, first, "create", "configmap", "from-provider", "--from-literal=by=controller")
+    assert kubectl(kcp, first, "get", "configmap", "from-provider", "-o", "jsonpath={.data.by}").stdout == "controller"
+    assert view(kcp, provider, first, "get", "secrets", check=False).returncode == 1  # not claimed: not in reach
+    code, resources = direct(kcp, provider, first, "/api/v1")
+    assert code == 200 and "configmaps" in [r["name"] for r in resources["resources"]]
+
+    apply(kcp, first, {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "widgets"},
+                       "spec": {"reference": {"export": {"path": provider, "name": "widgets"}},
+                                "permissionClaims": [{"group": "", "resource": "configmaps", "all": True,
+                                                      "state": "Rejected"}]}})
+    kubectl(kcp, first, "wait", "apibinding/widgets", "--timeout=20s",
+            "--for=jsonpath={.status.conditions[?(@.type=='PermissionClaimsApplied')].message}=accepted: none")
+    refused = view(kcp, provider, first, "get", "configmap", "settings", check=False)
+    assert refused.returncode == 1 and "NotFound" in refused.stderr, refused.stderr

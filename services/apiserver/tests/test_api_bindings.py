@@ -288,3 +288,38 @@ def test_the_export_names_the_consumers_held_back() -> None:
     assert (status, reason) == ("False", "IncompatibleSchema")
     assert message.startswith("12 consumer(s) keep their schema, the latest would break them: root:team-00, ")
     assert "root:team-09 and 2 more; widgets.example.io stays on ..." in message
+
+
+def claim(resource: str, state: str | None = None, group: str = "") -> dict[str, Any]:
+    return {"group": group, "resource": resource, "all": True, **({"state": state} if state else {})}
+
+
+@pytest.mark.parametrize(("answers", "applied", "condition"), [
+    ([claim("configmaps", "Accepted"), claim("secrets", "Rejected")], ["configmaps"],
+     ("True", "ClaimsApplied", "accepted: configmaps")),
+    ([claim("configmaps", "Accepted")], ["configmaps"],
+     ("False", "ClaimsPending", "accept or reject in spec.permissionClaims: secrets")),
+    ([], [], ("False", "ClaimsPending", "accept or reject in spec.permissionClaims: configmaps, secrets")),
+    ([claim("configmaps", "Rejected"), claim("secrets", "Rejected"), claim("widgets", "Accepted", "example.io")], [],
+     ("True", "ClaimsApplied", "accepted: none; ignored, the export does not claim them: widgets.example.io")),
+])
+def test_a_binding_applies_the_export_s_claims_it_accepted(answers: list[dict[str, Any]], applied: list[str],
+                                                          condition: tuple[str, str, str]) -> None:
+    lookups = Lookups()
+    lookups.exports[("provider", "widgets")]["spec"]["permissionClaims"] = [claim("configmaps"), claim("secrets")]
+    asking = binding()
+    asking["spec"]["permissionClaims"] = answers
+    outcome = decide("consumer", asking, lookups, BUILTINS)
+    assert isinstance(outcome, Bind)
+    status = wanted_status({}, outcome)
+    assert [c["resource"] for c in status["exportPermissionClaims"]] == ["configmaps", "secrets"]
+    assert [c["resource"] for c in status.get("appliedPermissionClaims", [])] == applied
+    found = next(c for c in status["conditions"] if c["type"] == "PermissionClaimsApplied")
+    assert (found["status"], found["reason"], found["message"]) == condition
+    assert next(c for c in status["conditions"] if c["type"] == "Ready")["status"] == "True"  # bound regardless
+
+
+def test_a_binding_of_an_export_without_claims_has_no_claims_condition() -> None:
+    status = wanted_status({}, decide("consumer", binding(), Lookups(), BUILTINS))
+    assert "exportPermissionClaims" not in status and "appliedPermissionClaims" not in status
+    assert "PermissionClaimsApplied" not in [c["type"] for c in status["conditions"]]

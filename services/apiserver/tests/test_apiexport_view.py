@@ -79,6 +79,13 @@ def bound(cluster: str, provider: str = "provider", identity: str = IDENTITY, ph
                  "schema": {"name": "v1.widgets.example.io", "identityHash": identity}}]}}
 
 
+def claiming(cluster: str, *claims: tuple[str, str]) -> dict[str, Any]:
+    """A Bound binding of `cluster` that accepted these (group, resource) claims of the export."""
+    binding = bound(cluster)
+    binding["status"]["appliedPermissionClaims"] = [{"group": g, "resource": r, "all": True} for g, r in claims]
+    return binding
+
+
 def widget(cluster: str) -> dict[str, Any]:
     return {"metadata": {"name": "w", "namespace": "default", "annotations": {"kcp.io/cluster": cluster}}}
 
@@ -137,7 +144,7 @@ def test_lists_and_watches_show_the_current_consumers_objects_only(apis: BoundAP
     views = ExportViews(apis)
     apis._observe(bound("first"), False)
     apis._observe(bound("second"), False)
-    shown = views.shows("provider", "widgets")
+    shown = views.shows("provider", "widgets", views.resources("provider", "widgets")[0])
     assert [shown(widget(c)) for c in ("first", "second", "third")] == [True, True, False]
     apis._observe(bound("second"), True)  # unbound while a watch runs: its objects leave the view at once
     assert [shown(widget(c)) for c in ("first", "second")] == [True, False]
@@ -180,3 +187,22 @@ def test_the_view_is_authorized_by_the_exports_content_in_the_provider() -> None
     plain = view_context("list")
     plain.export = None
     assert judged(plain) is plain  # any other request is judged as itself
+
+
+def test_a_claimed_resource_is_served_for_the_consumers_that_accepted_the_claim_only(apis: BoundAPIs) -> None:
+    views = ExportViews(apis)
+    apis._observe(claiming("first", ("", "configmaps")), False)
+    apis._observe(bound("second"), False)  # bound, but accepted no claim
+    configmaps = views.resource("provider", "widgets", "first", "", "v1", "configmaps")
+    assert configmaps is not None and (configmaps.plural, configmaps.identity) == ("configmaps", "")
+    assert views.resource("provider", "widgets", "second", "", "v1", "configmaps") is None
+    assert views.resource("provider", "widgets", "first", "", "v1", "secrets") is None  # not claimed: not in reach
+    assert views.resource("provider", "widgets", "*", "", "v1", "configmaps") is configmaps
+    assert [(r.group, r.plural) for r in views.resources("provider", "widgets")] == [
+        ("example.io", "widgets"), ("", "configmaps")]  # discovery lists the claimed resource after the export's
+    shown = views.shows("provider", "widgets", configmaps)
+    assert [shown(widget(c)) for c in ("first", "second", "third")] == [True, False, False]
+    apis._observe(bound("first"), False)  # the claim rejected later: its objects leave the view at once
+    assert shown(widget("first")) is False
+    assert views.resource("provider", "widgets", "*", "", "v1", "configmaps") is None
+

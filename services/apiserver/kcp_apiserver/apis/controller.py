@@ -52,7 +52,7 @@ class APIBindingController:
         # export -> consumer -> why it stays on an older schema (this leader's decisions; the export's status)
         self.held: dict[ObjectKey, dict[str, str]] = {}
         self._held_by: dict[ObjectKey, ObjectKey] = {}  # binding -> the export it is held back on
-        self._latest: dict[ObjectKey, tuple[str, ...]] = {}  # export -> its latestResourceSchemas, as last seen
+        self._latest: dict[ObjectKey, tuple[str, str]] = {}  # export -> its latest schemas and claims, last seen
         self._informers: dict[str, WatchCacheInformer] = {}
         self._handlers: list[HandlerRegistration] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -80,10 +80,11 @@ class APIBindingController:
         key = ObjectKey(cluster_of(export) or "", "", export["metadata"]["name"])
         if not deleted:
             self.exports.enqueue(key)
-        latest = tuple((export.get("spec") or {}).get("latestResourceSchemas") or ())
+        spec = export.get("spec") or {}
+        latest = (repr(spec.get("latestResourceSchemas")), repr(spec.get("permissionClaims")))
         if deleted:
             self._latest.pop(key, None)
-        elif self._latest.setdefault(key, latest) != latest:  # evolved: every binding moves to it, or is held
+        elif self._latest.setdefault(key, latest) != latest:  # evolved: every binding follows, or is held
             self._latest[key] = latest
             for consumer, name in self.bound.by_export.get((key.cluster, key.name), {}).items():
                 self.bindings.enqueue(ObjectKey(consumer, "", name))

@@ -1,5 +1,6 @@
 """What an APIExport's virtual workspace (`/services/apiexport/<provider>/<export>/clusters/<consumer>/...`) shows
-its provider: the export's types, and of them only the objects of consumers whose binding to the export is Bound.
+its provider: the export's types, and of them only the objects of consumers whose binding to the export is Bound;
+and the resources the export claims (claims.py), of them only the objects of consumers that accepted the claim.
 
 Who may use it is kcp's rule: the caller needs the request's verb on `apiexports/content` of `apis.kcp.io`, with
 the export's name as resource name, in the provider's logical cluster. What it serves is read from the bindings
@@ -64,12 +65,19 @@ class ExportViews:
         return set(self.bound.by_export.get((provider, export), ()))
 
     def resources(self, provider: str, export: str) -> list[Resource]:
-        """The export's types, one descriptor per group/version/resource (what discovery lists)."""
+        """The export's types, one descriptor per group/version/resource (what discovery lists), then the claimed
+        resources some consumer accepted."""
         found: dict[tuple[str, str, str], Resource] = {}
         for key in sorted(self.bound.by_export.get((provider, export), {}).items()):
             for res in self.bound.served.get(key, ()):
                 found.setdefault((res.group, res.version, res.plural), res)
-        return list(found.values()) or self.declared(provider, export)
+        own = list(found.values()) or self.declared(provider, export)
+        claimed: dict[tuple[str, str, str], Resource] = {}
+        for consumer, accepted in sorted(self.bound.permitted.get((provider, export), {}).items()):
+            for res in self.bound.catalog.for_cluster(consumer):
+                if (res.group, res.plural, res.identity) in accepted:
+                    claimed.setdefault((res.group, res.version, res.plural), res)
+        return own + [res for gvr, res in claimed.items() if gvr not in found] if claimed else own
 
     def resource(self, provider: str, export: str, cluster: str, group: str, version: str,
                  plural: str) -> Resource | None:
@@ -81,15 +89,34 @@ class ExportViews:
             for res in self.bound.served.get(key, ()):
                 if (res.group, res.version, res.plural) == (group, version, plural):
                     return res
-        if cluster != WILDCARD or self.bound.by_export.get((provider, export)):
-            return None
+        claimed = self._claimed(provider, export, cluster, group, version, plural)
+        if claimed is not None or cluster != WILDCARD or self.bound.by_export.get((provider, export)):
+            return claimed
         return next((res for res in self.declared(provider, export)
                      if (res.group, res.version, res.plural) == (group, version, plural)), None)
 
-    def shows(self, provider: str, export: str) -> Callable[[Obj], bool]:
-        """Which listed and watched objects the view shows: those of the export's current consumers."""
-        key = (provider, export)
+    def _claimed(self, provider: str, export: str, cluster: str, group: str, version: str,
+                 plural: str) -> Resource | None:
+        """A claimed resource as a consumer that accepted the claim serves it (`*`: any such consumer)."""
+        permitted = self.bound.permitted.get((provider, export), {})
+        holders = sorted(permitted) if cluster == WILDCARD else [cluster] if cluster in permitted else []
+        for consumer in holders:
+            res = self.bound.catalog.lookup(consumer, group, version, plural)
+            if res is not None and (res.group, res.plural, res.identity) in permitted[consumer]:
+                return res
+        return None
 
-        def shown(obj: Obj) -> bool:
-            return (cluster_of(obj) or "") in self.bound.by_export.get(key, {})
-        return shown
+    def shows(self, provider: str, export: str, res: Resource) -> Callable[[Obj], bool]:
+        """Which listed and watched objects of `res` the view shows: of the export's own types, those of its
+        current consumers; of a claimed resource, those of the consumers that accepted the claim now."""
+        key = (provider, export)
+        identity = ((self.bound.export(provider, export) or {}).get("status") or {}).get("identityHash")
+        if res.identity and res.identity == identity:
+            def consumer(obj: Obj) -> bool:
+                return (cluster_of(obj) or "") in self.bound.by_export.get(key, {})
+            return consumer
+        claim = (res.group, res.plural, res.identity)
+
+        def accepted(obj: Obj) -> bool:
+            return claim in self.bound.permitted.get(key, {}).get(cluster_of(obj) or "", ())
+        return accepted

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kcp_apiserver.apiextensions.servable import Unservable
+from kcp_apiserver.apis.claims import CLAIMS_CONDITION, Claims, decide_claims
 from kcp_apiserver.apis.evolution import incompatibilities
 from kcp_apiserver.apis.schemas import bound_resources
 from kcp_apiserver.apis.types import BINDING, BOUND, export_reference
@@ -51,6 +52,7 @@ class Bind:
     provider: str  # the export's logical cluster
     bound_resources: list[Obj] = field(default_factory=list)
     held: list[str] = field(default_factory=list)  # why some stay on the schema they had (evolution.py)
+    claims: Claims = field(default_factory=Claims)  # the export's permission claims, as the binding answers them
 
 
 def decide(cluster: str, binding: Obj, lookups: Lookups, builtins: Iterable[Resource]) -> NotReady | Bind:
@@ -102,7 +104,7 @@ def decide(cluster: str, binding: Obj, lookups: Lookups, builtins: Iterable[Reso
         held.append(f"{resource}.{group} stays bound: the export no longer offers it" if group else
                     f"{resource} stays bound: the export no longer offers it")
         bound.append(was)
-    return Bind(provider, bound, held)
+    return Bind(provider, bound, held, decide_claims(export, binding))
 
 
 def wanted_status(current: Any, outcome: NotReady | Bind) -> Obj:
@@ -115,6 +117,17 @@ def wanted_status(current: Any, outcome: NotReady | Bind) -> Obj:
         up_to_date = ("False", INCOMPATIBLE_SCHEMA, "; ".join(outcome.held)) if outcome.held else \
             ("True", UP_TO_DATE, "every bound type follows the export's latest schema")
         status["conditions"] = with_condition(status["conditions"], UP_TO_DATE_CONDITION, *up_to_date)
+        claims = outcome.claims.condition()
+        for name, value in (("exportPermissionClaims", outcome.claims.claimed),
+                            ("appliedPermissionClaims", outcome.claims.applied)):
+            if value:
+                status[name] = value
+            else:
+                status.pop(name, None)
+        if claims is not None:
+            status["conditions"] = with_condition(status["conditions"], CLAIMS_CONDITION, *claims)
+        else:
+            status["conditions"] = [c for c in status["conditions"] if c.get("type") != CLAIMS_CONDITION]
         return status
     if status.get("phase") != BOUND:
         status["phase"] = BINDING

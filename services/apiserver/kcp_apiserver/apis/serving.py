@@ -11,8 +11,9 @@ from typing import Any, cast
 import structlog
 
 from kcp_apiserver.apiextensions.servable import Unservable
+from kcp_apiserver.apis.claims import applied_claims
 from kcp_apiserver.apis.schemas import bound_resources
-from kcp_apiserver.apis.types import API_BINDING, API_EXPORT, API_RESOURCE_SCHEMA, BOUND, export_reference
+from kcp_apiserver.apis.types import API_BINDING, API_EXPORT, API_RESOURCE_SCHEMA, BOUND, ClaimKey, export_reference
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.informers import Informers, WatchCacheInformer, add_observer
 from kcp_apiserver.registry.resource import Obj, Resource
@@ -48,6 +49,8 @@ class BoundAPIs:
         # (provider cluster, export) -> consumer cluster -> its Bound binding (one a cluster: a group/resource is
         # bound once per cluster)
         self.by_export: dict[Key, dict[str, str]] = {}
+        # (provider cluster, export) -> consumer cluster -> the permission claims its Bound binding accepted
+        self.permitted: dict[Key, dict[str, frozenset[ClaimKey]]] = {}
         self._exports: dict[Key, Key] = {}  # a Bound binding -> (provider cluster, export) it bound
         self._waiting: dict[Key, set[Key]] = {}  # a schema not seen yet -> the bindings that bound it
         self._schemas: WatchCacheInformer | None = None
@@ -124,6 +127,9 @@ class BoundAPIs:
         export = (str(status.get("apiExportClusterName") or ""), export_reference(binding, cluster)[1])
         self._exports[key] = export
         self.by_export.setdefault(export, {})[cluster] = name
+        accepted = applied_claims(binding)
+        if accepted:
+            self.permitted.setdefault(export, {})[cluster] = accepted
 
     def _unindex(self, key: Key) -> None:
         export = self._exports.pop(key, None)
@@ -132,6 +138,10 @@ class BoundAPIs:
         consumers = self.by_export.get(export, {})
         if consumers.get(key[0]) == key[1]:
             del consumers[key[0]]
+            permitted = self.permitted.get(export, {})
+            permitted.pop(key[0], None)
+            if not permitted:
+                self.permitted.pop(export, None)
         if not consumers:
             self.by_export.pop(export, None)
 

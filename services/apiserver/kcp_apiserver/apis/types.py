@@ -41,8 +41,16 @@ SCHEMA_CRD = declared_crd(GROUP, "APIResourceSchema", "apiresourceschemas", obje
 SCHEMA_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] = [
     "group", "names", "scope", "versions"]
 
+# a provider's claim on a resource of its consumers (kcp's PermissionClaim): a built-in's group and resource, or
+# another export's type named by that export's identity; `all` (every object) is the only selection kcp offers
+_CLAIM: dict[str, Any] = {"type": "object", "required": ["resource"], "properties": {
+    "group": STRING, "resource": STRING, "identityHash": STRING, "all": {"type": "boolean"}}}
+_ACCEPTABLE_CLAIM: dict[str, Any] = {"type": "object", "required": ["resource", "state"], "properties": {
+    **_CLAIM["properties"], "state": {"type": "string", "enum": ["Accepted", "Rejected"]}}}
+CLAIM_ACCEPTED = "Accepted"
+
 EXPORT_CRD = declared_crd(GROUP, "APIExport", "apiexports", object_schema(
-    {"latestResourceSchemas": _STRINGS},
+    {"latestResourceSchemas": _STRINGS, "permissionClaims": {"type": "array", "items": _CLAIM}},
     {"identityHash": STRING, "conditions": CONDITIONS}),
     [{"name": "Identity", "type": "string", "jsonPath": ".status.identityHash", "priority": 1,
       "description": "The identity of the export's objects in storage"}, _AGE], [])
@@ -52,9 +60,12 @@ _BOUND_RESOURCE: dict[str, Any] = {"type": "object", "properties": {
     "schema": {"type": "object", "properties": {"name": STRING, "UID": STRING, "identityHash": STRING}}}}
 BINDING_CRD = declared_crd(GROUP, "APIBinding", "apibindings", object_schema(
     {"reference": {"type": "object", "required": ["export"], "properties": {"export": {
-        "type": "object", "required": ["name"], "properties": {"path": STRING, "name": STRING}}}}},
+        "type": "object", "required": ["name"], "properties": {"path": STRING, "name": STRING}}}},
+     "permissionClaims": {"type": "array", "items": _ACCEPTABLE_CLAIM}},
     {"phase": STRING, "apiExportClusterName": STRING, "conditions": CONDITIONS,
-     "boundResources": {"type": "array", "items": _BOUND_RESOURCE}}),
+     "boundResources": {"type": "array", "items": _BOUND_RESOURCE},
+     "exportPermissionClaims": {"type": "array", "items": _CLAIM},
+     "appliedPermissionClaims": {"type": "array", "items": _CLAIM}}),
     [{"name": "Export", "type": "string", "jsonPath": ".spec.reference.export.name",
       "description": "The APIExport bound"},
      {"name": "Path", "type": "string", "jsonPath": ".spec.reference.export.path",
@@ -69,7 +80,7 @@ BINDING_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["s
 
 def _validate_schema(obj: Obj, old: Obj | None) -> list[Cause]:
     """The declared shape first; then kube's CRD rules. The spec is fixed once written, as in kcp: bindings
-    serve it (a new version of a type is a new schema; rolling it out is schema evolution, not done yet)."""
+    serve it (a new version of a type is a new schema, which the export rolls out: evolution.py)."""
     causes: list[Cause] = _SCHEMA.strategy.validate(obj)
     if old is not None and old.get("spec") != obj.get("spec"):
         causes.append(forbidden("spec", "an APIResourceSchema's spec is immutable; publish a new schema instead"))
@@ -100,6 +111,13 @@ def export_reference(binding: Obj, cluster: str) -> tuple[str, str]:
     """(logical cluster, name) of the export a binding in `cluster` asks for; without a path, its own."""
     export = ((binding.get("spec") or {}).get("reference") or {}).get("export") or {}
     return str(export.get("path") or cluster), str(export.get("name") or "")
+
+
+ClaimKey = tuple[str, str, str]  # (group, resource, identityHash): what a permission claim is about
+
+
+def claim_key(claim: Any) -> ClaimKey:
+    return (str(claim.get("group") or ""), str(claim.get("resource") or ""), str(claim.get("identityHash") or ""))
 
 
 def identity_hash(cluster: str, name: str, uid: str) -> str:

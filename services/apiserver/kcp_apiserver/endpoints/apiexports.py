@@ -3,7 +3,7 @@
 The request was parsed as if it named the consumer's logical cluster (`clusters/<consumer or *>/...`) and
 authorized against the export's content (filters); here the resource is the export's own type (so its identity's
 storage), never the catalog's pick, and lists and watches across consumers show only the export's current
-consumers' objects. Everything else is the ordinary handlers': no second list or watch."""
+consumers' objects (of a claimed resource, only those of the consumers that accepted the claim). Everything else is the ordinary handlers': no second list or watch."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class ExportContent(Protocol):
     def resource(self, provider: str, export: str, cluster: str, group: str, version: str,
                  plural: str) -> Resource | None: ...
 
-    def shows(self, provider: str, export: str) -> Callable[[Obj], bool]: ...
+    def shows(self, provider: str, export: str, res: Resource) -> Callable[[Obj], bool]: ...
 
 
 def not_found() -> st.APIError:
@@ -58,5 +58,5 @@ class ExportViewHandlers:
         return await self.resources.serve(request, info, res, self._endpoints(export))
 
     def _endpoints(self, export: ExportRef) -> Endpoints:
-        shown = self.views.shows(export.cluster, export.name)
-        return replace(self.resources.endpoints, visibility=lambda _res, _ctx: shown)
+        return replace(self.resources.endpoints,
+                       visibility=lambda res, _ctx: self.views.shows(export.cluster, export.name, res))
