@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,6 +200,25 @@ def test_two_providers_widgets_are_stored_apart_by_the_exports_identity(kcp: Kcp
     assert etcd_keys(etcd, f"/registry/example.io/widgets:{second_identity}/{consumer_two}/") == [
         f"/registry/example.io/widgets:{second_identity}/{consumer_two}/default/w"]
     assert not etcd_keys(etcd, "/registry/example.io/widgets/")  # nothing outside an identity
+    # across clusters, each export's widgets are named by its identity (kcp's `widgets:<identityHash>`)
+    for identity, consumer, shape in ((first_identity, consumer_one, None), (second_identity, consumer_two, "round")):
+        code, listed = across(kcp, f"/apis/example.io/v1/widgets:{identity}")
+        assert code == 200, listed
+        assert [(w["metadata"]["annotations"]["kcp.io/cluster"], w["spec"].get("shape")) for w in listed["items"]
+                if w["metadata"]["annotations"]["kcp.io/cluster"] in (consumer_one, consumer_two)] == [
+            (consumer, shape)]
+    assert across(kcp, f"/apis/example.io/v1/widgets:{'0' * 64}")[0] == 404  # no export of that identity
+    assert across(kcp, f"/api/v1/configmaps:{first_identity}")[0] == 404  # a built-in has no identity
+
+
+def across(kcp: KcpServer, path: str) -> tuple[int, Any]:
+    """A GET across every logical cluster (`/clusters/*`) with the admin token: code and decoded answer."""
+    request = urllib.request.Request(f"{kcp.url}/clusters/*{path}", headers={"Authorization": f"Bearer {kcp.token}"})
+    try:
+        with urllib.request.urlopen(request, context=kcp.ssl_context(), timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
 
 
 def test_a_workspace_binds_one_group_resource_once_and_no_crd_may_take_it(kcp: KcpServer, parent: str) -> None:

@@ -323,3 +323,29 @@ def test_a_binding_of_an_export_without_claims_has_no_claims_condition() -> None
     status = wanted_status({}, decide("consumer", binding(), Lookups(), BUILTINS))
     assert "exportPermissionClaims" not in status and "appliedPermissionClaims" not in status
     assert "PermissionClaimsApplied" not in [c["type"] for c in status["conditions"]]
+
+
+def test_across_clusters_a_bound_type_is_named_by_its_export_s_identity() -> None:
+    """kcp's `<resource>:<identityHash>` under `/clusters/*`: one export's type, never another's or a CRD's."""
+    from kcp_apiserver.filters.requestinfo import parse
+
+    info = parse("GET", f"/clusters/*/apis/example.io/v1/widgets:{IDENTITY}", watch_param=False)
+    assert (info.resource, info.identity, info.verb) == ("widgets", IDENTITY, "list")
+    assert parse("GET", "/clusters/a/apis/example.io/v1/widgets:x", watch_param=False).identity == ""  # `*` only
+    other = identity_hash("elsewhere", "widgets", "uid-2")
+    catalog = Catalog(BUILTINS)
+    (crd,) = bound_resources(schema(), "", BUILTINS)
+    (first,) = bound_resources(schema(), IDENTITY, BUILTINS)
+    (second,) = bound_resources(schema(), other, BUILTINS)
+    catalog.set_crd("a", "widgets.example.io", [crd])
+    catalog.set_crd("b", "apibinding:w", [first])
+    catalog.set_crd("c", "apibinding:w", [second])
+    assert catalog.lookup("*", "example.io", "v1", "widgets", IDENTITY) is first
+    assert catalog.lookup("*", "example.io", "v1", "widgets", other) is second
+    assert catalog.lookup("*", "example.io", "v1", "widgets") is crd  # no identity: the CRDs' type
+    assert catalog.lookup("*", "example.io", "v1", "widgets", "0" * 64) is None
+    assert catalog.lookup("*", "", "v1", "configmaps", IDENTITY) is None
+    catalog.remove_crd("a", "widgets.example.io")
+    assert catalog.lookup("*", "example.io", "v1", "widgets") in (first, second)  # no CRD left: a bound one
+    catalog.remove_crd("b", "apibinding:w")
+    assert catalog.lookup("*", "example.io", "v1", "widgets", IDENTITY) is None

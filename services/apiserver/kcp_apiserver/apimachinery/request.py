@@ -59,6 +59,7 @@ class RequestInfo:
     resource: str = ""
     name: str = ""
     subresource: str = ""
+    identity: str = ""  # across clusters (`*`), the export identity a bound type is named with (`widgets:<hash>`)
 
     @property
     def wildcard(self) -> bool:

@@ -40,7 +40,7 @@ class ResourceHandlers:
         self.answers = answers or {}  # (group, plural): create-only resources that are answered, not stored
 
     async def handle(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:
-        res = self.endpoints.catalog.lookup(info.cluster, info.group, info.version, info.resource)
+        res = self.endpoints.catalog.lookup(info.cluster, info.group, info.version, info.resource, info.identity)
         if res is None:
             raise st.APIError(404, "NotFound", "the server could not find the requested resource")
         return await self.serve(request, info, res, self.endpoints)

@@ -78,11 +78,13 @@ def _parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
     resource = rest[0] if rest else ""
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
+    identity = ""
+    if cluster == "*" and ":" in resource:  # kcp's `<resource>:<identityHash>`: one export's type across clusters
+        resource, identity = resource.split(":", 1)
     if not verb:
         verb = _verb(method, bool(name), watch_param)
-    elif name:
-        pass
-    return RequestInfo(cluster, path, True, verb, prefix, group, version, namespace, resource, name, subresource)
+    return RequestInfo(cluster, path, True, verb, prefix, group, version, namespace, resource, name, subresource,
+                       identity)
 
 
 def _verb(method: str, has_name: bool, watch: bool) -> str:

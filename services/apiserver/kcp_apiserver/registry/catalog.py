@@ -26,18 +26,27 @@ class Catalog:
         self._index: dict[GVR, Resource] = {(r.group, r.version, r.plural): r for r in self.builtins}
         self._custom: dict[str, dict[GVR, Resource]] = {}  # cluster -> served custom resources
         self._by_crd: dict[tuple[str, str], list[GVR]] = {}  # (cluster, CRD name) -> what it serves
-        self._clusters_serving: dict[GVR, set[str]] = {}  # for `*`: which clusters serve a resource
+        # for `*`: which clusters serve a resource, per identity ("" for a CRD's, an export's for a bound type)
+        self._clusters_serving: dict[tuple[GVR, str], set[str]] = {}
 
-    def lookup(self, cluster: str, group: str, version: str, plural: str) -> Resource | None:
+    def lookup(self, cluster: str, group: str, version: str, plural: str, identity: str = "") -> Resource | None:
+        """The resource a request names. Across clusters (`*`) a type bound from an export is one export's
+        (`identity`, kcp's `<plural>:<identityHash>`); without one, the CRDs' type is preferred."""
         gvr = (group, version, plural)
         found = self._index.get(gvr)
         if found is not None:
-            return found
+            return None if identity else found
         if cluster == "*":
-            clusters = self._clusters_serving.get(gvr)
+            clusters = self._clusters_serving.get((gvr, identity))
+            if not clusters and not identity:  # no CRD serves it: a bound type, the first identity's
+                clusters = next((c for _, c in self._by_identity(gvr)), None)
             return self._custom[min(clusters)][gvr] if clusters else None
         custom = self._custom.get(cluster)
         return custom.get(gvr) if custom else None
+
+    def _by_identity(self, gvr: GVR) -> list[tuple[str, set[str]]]:
+        """The identities `gvr` is served under across clusters, and where, in a stable order."""
+        return sorted((key[1], clusters) for key, clusters in self._clusters_serving.items() if key[0] == gvr)
 
     def in_cluster(self, res: Resource, cluster: str) -> Resource:
         """The resource as one logical cluster serves it, for objects read across clusters (`*`).
@@ -54,8 +63,9 @@ class Catalog:
 
     def for_cluster(self, cluster: str) -> list[Resource]:
         if cluster == "*":  # one descriptor per resource, the same one `lookup` picks
-            return list(self.builtins) + [self._custom[min(c)][gvr]
-                                          for gvr, c in sorted(self._clusters_serving.items()) if c]
+            gvrs = sorted({gvr for gvr, _ in self._clusters_serving})
+            found = [self.lookup("*", *gvr) for gvr in gvrs]
+            return list(self.builtins) + [res for res in found if res is not None]
         custom = self._custom.get(cluster)
         return list(self.builtins) + list(custom.values()) if custom else list(self.builtins)
 
@@ -69,20 +79,21 @@ class Catalog:
                 res = dataclasses.replace(res, actions=(*res.actions, *extra))
             custom[gvr] = res
             served.append(gvr)
-            self._clusters_serving.setdefault(gvr, set()).add(cluster)
+            self._clusters_serving.setdefault((gvr, res.identity), set()).add(cluster)
         self._by_crd[(cluster, crd_name)] = served
 
     def remove_crd(self, cluster: str, crd_name: str) -> None:
         for gvr in self._by_crd.pop((cluster, crd_name), []):
             custom = self._custom.get(cluster, {})
-            custom.pop(gvr, None)
+            res = custom.pop(gvr, None)
             if not custom:
                 self._custom.pop(cluster, None)
-            serving = self._clusters_serving.get(gvr)
+            key = (gvr, res.identity if res is not None else "")
+            serving = self._clusters_serving.get(key)
             if serving is not None:
                 serving.discard(cluster)
                 if not serving:
-                    del self._clusters_serving[gvr]
+                    del self._clusters_serving[key]
 
     def has_crd(self, cluster: str, crd_name: str) -> bool:
         return (cluster, crd_name) in self._by_crd
