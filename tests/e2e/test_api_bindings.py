@@ -6,6 +6,7 @@ stored apart by identity; deleting a binding deletes its objects."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import urllib.error
@@ -363,3 +364,29 @@ def test_an_export_s_new_schema_reaches_every_binding_unless_it_would_break_one(
     kubectl(kcp, provider, "apply", "-f", "-", input_text=json.dumps(export("widgets", "v2.widgets.example.io")))
     kubectl(kcp, provider, "wait", "apiexport/widgets", "--timeout=20s",  # back on v2: nobody is held back
             "--for=jsonpath={.status.conditions[?(@.type=='BindingsUpToDate')].status}=True")
+
+
+def test_two_exports_given_one_identity_secret_share_an_identity(kcp: KcpServer, parent: str) -> None:
+    """kcp's `spec.identity.secretRef`: the identity is the sha256 of the Secret's `key`; an export naming a
+    Secret that is not there says so and gets its identity once the Secret comes."""
+    one, two = create_workspace(kcp, parent, "one"), create_workspace(kcp, parent, "two")
+    key = "a shared identity key"
+    for cluster in (one, two):
+        kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps(widget_schema()))
+    kubectl(kcp, one, "create", "secret", "generic", "widgets-identity", f"--from-literal=key={key}")
+    with_secret = export("widgets", "v1.widgets.example.io")
+    with_secret["spec"]["identity"] = {"secretRef": {"namespace": "default", "name": "widgets-identity"}}
+    for cluster in (one, two):
+        kubectl(kcp, cluster, "apply", "-f", "-", input_text=json.dumps(with_secret))
+    kubectl(kcp, one, "wait", "apiexport/widgets", "--for=condition=IdentityValid", "--timeout=20s")
+    expected = hashlib.sha256(key.encode()).hexdigest()
+    assert kubectl(kcp, one, "get", "apiexport", "widgets", "-o", "jsonpath={.status.identityHash}").stdout == expected
+    kubectl(kcp, two, "wait", "apiexport/widgets", "--for=condition=IdentityValid=False", "--timeout=20s")
+    missing = json.loads(kubectl(kcp, two, "get", "apiexport", "widgets", "-o",
+                                 "jsonpath={.status.conditions[?(@.type=='IdentityValid')]}").stdout)
+    assert missing["reason"] == "IdentityNotFound"
+    assert missing["message"] == ('Secret "default/widgets-identity" named by spec.identity.secretRef does not '
+                                  'exist')
+    kubectl(kcp, two, "create", "secret", "generic", "widgets-identity", f"--from-literal=key={key}")
+    kubectl(kcp, two, "wait", "apiexport/widgets", "--for=condition=IdentityValid", "--timeout=30s")
+    assert kubectl(kcp, two, "get", "apiexport", "widgets", "-o", "jsonpath={.status.identityHash}").stdout == expected

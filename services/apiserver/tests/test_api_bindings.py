@@ -6,6 +6,7 @@ stays, saying why; the export's condition naming the consumers held back)."""
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, User
 from kcp_apiserver.apis.admission import BindPermission, BoundCRDs, TerminatingBindings
 from kcp_apiserver.apis.evolution import incompatibilities
 from kcp_apiserver.apis.reconcile_binding import Bind, NotReady, decide, wanted_status
-from kcp_apiserver.apis.reconcile_export import bindings_condition
+from kcp_apiserver.apis.reconcile_export import bindings_condition, wanted_identity
 from kcp_apiserver.apis.schemas import bound_resources, schema_causes
 from kcp_apiserver.apis.serving import BoundAPIs
 from kcp_apiserver.apis.types import API_BINDING, API_RESOURCE_SCHEMA, identity_hash
@@ -349,3 +350,22 @@ def test_across_clusters_a_bound_type_is_named_by_its_export_s_identity() -> Non
     assert catalog.lookup("*", "example.io", "v1", "widgets") in (first, second)  # no CRD left: a bound one
     catalog.remove_crd("b", "apibinding:w")
     assert catalog.lookup("*", "example.io", "v1", "widgets", IDENTITY) is None
+
+
+@pytest.mark.parametrize(("secret", "identity", "reason"), [
+    ({"data": {"key": "c2hhcmVk"}}, hashlib.sha256(b"shared").hexdigest(), "IdentityValid"),
+    (None, None, "IdentityNotFound"),
+    ({"data": {"other": "c2hhcmVk"}}, None, "IdentityInvalid"),
+    ({"data": {"key": "not base64!"}}, None, "IdentityInvalid"),
+])
+async def test_an_export_s_identity_is_the_hash_of_its_secret_s_key(secret: dict[str, Any] | None,
+                                                                    identity: str | None, reason: str) -> None:
+    async def read(cluster: str, namespace: str, name: str) -> dict[str, Any] | None:
+        assert (cluster, namespace, name) == ("provider", "ops", "widgets-identity")
+        return secret
+
+    export = {"metadata": {"name": "widgets", "uid": "uid-1"},
+              "spec": {"identity": {"secretRef": {"namespace": "ops", "name": "widgets-identity"}}}}
+    assert (await wanted_identity("provider", export, read))[:2] == (identity, reason)
+    del export["spec"]["identity"]  # no reference: the export's own
+    assert (await wanted_identity("provider", export, read))[:2] == (IDENTITY, "IdentityValid")

@@ -13,6 +13,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.apiextensions.crd import CRD
+from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import system_context
 from kcp_apiserver.apis.reconcile_binding import Bind, decide, wanted_status
 from kcp_apiserver.apis.reconcile_deletion import delete_bound_objects, drop_finalizer
@@ -42,6 +43,7 @@ class APIBindingController:
         self.registry = registry
         self.bound = bound
         self.builtins = tuple(builtins)
+        self._secrets = next(r for r in self.builtins if (r.group, r.plural) == ("", "secrets"))
         self.exports: Controller[ObjectKey] = Controller("apiexport", self._reconcile_export, registry=metrics,
                                                          component="kcp_apiserver")
         self.bindings: Controller[ObjectKey] = Controller("apibinding", self._reconcile_binding, registry=metrics,
@@ -150,9 +152,18 @@ class APIBindingController:
 
     async def _reconcile_export(self, key: ObjectKey) -> Result | None:
         export = self.export(key.cluster, key.name)
-        if export is not None:
-            await reconcile_export(self.registry, key.cluster, export, dict(self.held.get(key, {})))
+        if export is not None and not await reconcile_export(self.registry, key.cluster, export,
+                                                             dict(self.held.get(key, {})), self._secret):
+            return Result(requeue_after=RETRY_SECONDS)  # its identity Secret may come
         return None
+
+    async def _secret(self, cluster: str, namespace: str, name: str) -> Obj | None:
+        try:
+            return await self.registry.get(self._secrets, cluster, namespace, name)
+        except st.APIError as exc:
+            if exc.code == 404:
+                return None
+            raise
 
     async def _reconcile_binding(self, key: ObjectKey) -> Result | None:
         binding = self._get(API_BINDING, key.cluster, key.name)

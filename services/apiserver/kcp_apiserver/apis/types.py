@@ -50,7 +50,10 @@ _ACCEPTABLE_CLAIM: dict[str, Any] = {"type": "object", "required": ["resource", 
 CLAIM_ACCEPTED = "Accepted"
 
 EXPORT_CRD = declared_crd(GROUP, "APIExport", "apiexports", object_schema(
-    {"latestResourceSchemas": _STRINGS, "permissionClaims": {"type": "array", "items": _CLAIM}},
+    {"latestResourceSchemas": _STRINGS, "permissionClaims": {"type": "array", "items": _CLAIM},
+     "identity": {"type": "object", "properties": {"secretRef": {"type": "object", "required": ["name"],
+                                                                  "properties": {"namespace": STRING,
+                                                                                 "name": STRING}}}}},
     {"identityHash": STRING, "conditions": CONDITIONS}),
     [{"name": "Identity", "type": "string", "jsonPath": ".status.identityHash", "priority": 1,
       "description": "The identity of the export's objects in storage"}, _AGE], [])
@@ -121,7 +124,6 @@ def claim_key(claim: Any) -> ClaimKey:
 
 
 def identity_hash(cluster: str, name: str, uid: str) -> str:
-    """An export's identity: fixed for the export's life, new when it is made again. kcp hashes a secret key
-    kept beside the export, which lets another export share the identity; none shares one here yet, so the
-    export's own uid serves."""
+    """An export's identity without `spec.identity.secretRef`: fixed for the export's life, new when it is made
+    again (kcp generates a random key in a Secret; the export's own uid serves as that key here)."""
     return hashlib.sha256(f"{cluster}/{name}/{uid}".encode()).hexdigest()
