@@ -28,6 +28,7 @@ from kcpcommon.store import Indexer
 
 from . import VERSION
 from . import conditions as cond
+from .exports import Merged
 from .imports import Importer, Verdict
 from .negotiation import describe
 from .physical import ImportedType, SchemaCache, node_resources, read_type
@@ -71,7 +72,7 @@ class _Downstream:
 
 
 class SyncTargetReconciler:
-    def __init__(self, kcp: ClientFactory, cache: Indexer, syncers: SyncerRunner, *, heartbeat_interval: float,
+    def __init__(self, kcp: ClientFactory, cache: Indexer | Merged, syncers: SyncerRunner, *, heartbeat_interval: float,
                  heartbeat_threshold: float, discovery_interval: float, clock: Clock | None = None,
                  wall: Callable[[], datetime] = lambda: datetime.now(UTC),
                  enqueue: Callable[[ObjectKey], None] = lambda key: None) -> None:

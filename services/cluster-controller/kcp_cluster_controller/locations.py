@@ -20,6 +20,7 @@ from kcpcommon.labelselector import selector_matches
 from kcpcommon.store import CLUSTER_INDEX, Indexer
 
 from . import conditions as cond
+from .exports import Merged
 from .physical import sum_resources
 
 log = structlog.get_logger("kcp-cluster-controller.locations")
@@ -58,7 +59,7 @@ def location_status(location: Obj, targets: Iterable[Obj], now: datetime) -> dic
 
 
 class LocationReconciler:
-    def __init__(self, kcp: ClientFactory, locations: Indexer, targets: Indexer,
+    def __init__(self, kcp: ClientFactory, locations: Indexer | Merged, targets: Indexer | Merged,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.kcp = kcp
         self.locations = locations

@@ -1,5 +1,5 @@
-"""`kcp-cluster-controller`: install the SyncTarget and Location CRDs, watch SyncTargets and Locations
-everywhere, reconcile them."""
+"""`kcp-cluster-controller`: install the SyncTarget and Location CRDs (and, with --api-export-workspace, export
+the same APIs from there), watch SyncTargets and Locations everywhere, reconcile them."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from kcpcommon.workqueue import WorkQueue
 
 from . import VERSION
 from .controller import API_VERSION, PLURAL, SyncerRunner, SyncTargetReconciler
+from .exports import EXPORTS, Merged, publish
 from .locations import API_VERSION as LOCATION_API_VERSION
 from .locations import PLURAL as LOCATIONS
 from .locations import LocationReconciler
@@ -83,8 +84,21 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
         await install_crd(kcp, file=file)
     queue: WorkQueue[ObjectKey] = WorkQueue("synctargets", rate_limiter=ItemExponentialFailureRateLimiter(
         0.5, settings.heartbeat_interval))
+    identities: dict[str, str] = {}
+    if settings.api_export_workspace:
+        identities = await publish(kcp, settings.api_export_workspace,
+                                   {name: packaged_crd(file) for name, file in EXPORTS.items()})
     factory = SharedInformerFactory(kcp)
-    informer = factory.informer(cluster=WILDCARD_CLUSTER, api_version=API_VERSION, plural=PLURAL, namespaced=False)
+
+    def informers(api_version: str, plural: str, export: str) -> list[Any]:
+        """The type's objects in every workspace: the CRDs', and the export's (`<plural>:<identity>`) if any."""
+        found = [factory.informer(cluster=WILDCARD_CLUSTER, api_version=api_version, plural=plural, namespaced=False)]
+        if export in identities:
+            found.append(factory.informer(cluster=WILDCARD_CLUSTER, api_version=api_version,
+                                          plural=f"{plural}:{identities[export]}", namespaced=False))
+        return found
+
+    targets = informers(API_VERSION, PLURAL, "workload.kcp.io")
     push = PushSyncers(kcp, heartbeat_interval=settings.heartbeat_interval, registry=registry, on_change=queue.add)
     mode: SyncerRunner = PushMode(push) if settings.syncer_mode == "push" else NoneMode()
     pull = None
@@ -92,7 +106,8 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
         from .pull import PullMode
 
         mode = pull = PullMode(kcp, settings)
-    reconciler = SyncTargetReconciler(kcp, informer.indexer, mode,
+    target_cache = Merged(*(i.indexer for i in targets))
+    reconciler = SyncTargetReconciler(kcp, target_cache, mode,
                                       heartbeat_interval=settings.heartbeat_interval,
                                       heartbeat_threshold=settings.heartbeat_threshold,
                                       discovery_interval=settings.discovery_interval, enqueue=queue.add)
@@ -104,9 +119,8 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
         if owns(key.cluster, settings.shard_index, settings.shards):
             controller.enqueue(key)
 
-    location_informer = factory.informer(cluster=WILDCARD_CLUSTER, api_version=LOCATION_API_VERSION,
-                                         plural=LOCATIONS, namespaced=False)
-    locations = LocationReconciler(kcp, location_informer.indexer, informer.indexer)
+    location_informers = informers(LOCATION_API_VERSION, LOCATIONS, "scheduling.kcp.io")
+    locations = LocationReconciler(kcp, Merged(*(i.indexer for i in location_informers)), target_cache)
     location_controller = Controller("locations", locations.reconcile, workers=2, registry=registry,
                                      component=COMPONENT)
 
@@ -122,20 +136,20 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
             for key in locations.keys_in(cluster):  # its Locations count it anew
                 location_controller.enqueue(key)
 
-    informer.add_handler(on_add=target_changed, on_update=lambda old, new: target_changed(new),
+    for each in targets:
+        each.add_handler(on_add=target_changed, on_update=lambda old, new: target_changed(new),
                          on_delete=target_changed, name="synctargets")
-    location_informer.add_handler(on_add=enqueue_location, on_update=lambda old, new: enqueue_location(new),
-                                  name="locations")
-    health.add_readiness_check("informers", lambda: informer.synced_or_unserved
-                               and location_informer.synced_or_unserved)
+    for each in location_informers:
+        each.add_handler(on_add=enqueue_location, on_update=lambda old, new: enqueue_location(new), name="locations")
+    health.add_readiness_check("informers", lambda: all(i.synced_or_unserved for i in (*targets, *location_informers)))
     factory.start()
     log.info("watching SyncTargets and Locations in every logical cluster", syncer_mode=settings.syncer_mode,
-             shard=settings.shard_index, shards=settings.shards)
+             shard=settings.shard_index, shards=settings.shards, exported_from=settings.api_export_workspace or None)
     try:
         await asyncio.gather(
-            controller.start(wait_for=[lambda: informer.has_synced]),
-            location_controller.start(wait_for=[lambda: informer.has_synced,
-                                                lambda: location_informer.synced_or_unserved]))
+            controller.start(wait_for=[lambda: all(i.has_synced for i in targets)]),
+            location_controller.start(wait_for=[lambda: all(i.has_synced for i in targets),
+                                                lambda: all(i.synced_or_unserved for i in location_informers)]))
     finally:
         await push.stop_all()
         if pull is not None:

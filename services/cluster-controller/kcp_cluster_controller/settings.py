@@ -26,3 +26,7 @@ class ClusterControllerSettings(ShardedDaemonSettings):
     syncer_image: str = Field("kcp-syncer:latest", description="image of the syncer Deployment (pull mode)")
     syncer_kcp_server: str = Field("", description="kcp's URL as the physical cluster reaches it (pull mode); "
                                                    "empty: the URL of --kubeconfig")
+    api_export_workspace: str = Field("", description="also export kcp's SyncTarget and Location APIs from this "
+                                                      "workspace (APIExports workload.kcp.io and scheduling.kcp.io) "
+                                                      "and reconcile the objects of every workspace that binds them; "
+                                                      "empty: CRDs only")
