@@ -81,3 +81,57 @@ def test_a_workspace_that_binds_kcp_s_apis_runs_workloads_without_their_crds(env
         "spec": {"resource": {"group": "workload.kcp.io", "version": "v1alpha1", "resource": "synctargets"},
                  "instanceSelector": {"matchLabels": {"region": "eu"}}}}))
     kubectl(env, env.team, "wait", "location/eu", "--for=jsonpath={.status.availableInstances}=1", "--timeout=30s")
+
+
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: IMAGE, ports: [{containerPort: 80}]}]
+"""
+
+
+def test_a_compute_workspace_shares_its_workload_apis_with_kube_s_semantics(env: Env) -> None:
+    """The compute workspace's `kubernetes` export offers the types its SyncTargets import; a team binds it and
+    serves Deployments as kube does (defaults, strategic merge patch, validation) with no CRD of its own."""
+    crd = Path(__file__).parents[2] / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+    kubectl(env, env.compute, "apply", "-f", str(crd))
+    eventually(lambda: run_kubectl(env.kcp, "get", "synctargets", kubeconfig=env.compute, check=False).returncode
+               == 0, "SyncTargets served in the compute workspace")
+    kubectl(env, env.compute, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget", "metadata": {"name": "shared"},
+        "spec": {"kubeconfig": env.sim.kubeconfig.read_text()}}))
+    kubectl(env, env.compute, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport", "metadata": {"name": "kubernetes"}, "spec": {}}))
+    offered = eventually(lambda: kubectl(env, env.compute, "get", "apiexport", "kubernetes", "-o",
+                                         "jsonpath={.spec.latestResourceSchemas}", check=False),
+                         "the export offers the imported types", timeout=90)
+    assert ".deployments.apps" in offered and ".services.core" in offered
+    consumer = cluster_kubeconfig(env.kcp, "consumer-of-kubernetes", "consumer")
+    kubectl(env, consumer, "apply", "-f", "-", input_text=json.dumps({
+        "apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "kubernetes"},
+        "spec": {"reference": {"export": {"path": COMPUTE, "name": "kubernetes"}}}}))
+    kubectl(env, consumer, "wait", "apibinding/kubernetes", "--for=condition=Ready", "--timeout=30s")
+    assert "NotFound" in run_kubectl(env.kcp, "get", "crd", "deployments.apps", kubeconfig=consumer,
+                                     check=False).stderr
+    kubectl(env, consumer, "apply", "-f", "-", input_text=DEPLOYMENT.replace("IMAGE", "nginx:1.26"))
+    kubectl(env, consumer, "apply", "-f", "-", input_text=DEPLOYMENT.replace("IMAGE", "nginx:1.27"))  # a patch
+    kubectl(env, consumer, "set", "env", "deployment/web", "MODE=shared")  # strategic merge patch, not 415
+    stored = json.loads(kubectl(env, consumer, "get", "deployment", "web", "-o", "json"))
+    assert stored["spec"]["strategy"] == {"type": "RollingUpdate",
+                                          "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    assert stored["spec"]["revisionHistoryLimit"] == 10  # kube's defaults
+    (container,) = stored["spec"]["template"]["spec"]["containers"]
+    assert (container["image"], container["env"]) == ("nginx:1.27", [{"name": "MODE", "value": "shared"}])
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    refused = run_kubectl(env.kcp, "scale", "deployment", "web", "--replicas=-1", kubeconfig=consumer, check=False)
+    assert refused.returncode == 1
+    refused = run_kubectl(env.kcp, "patch", "deployment", "web", "-p", '{"spec":{"replicas":-1}}',
+                          kubeconfig=consumer, check=False)
+    assert 'The Deployment "web" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0' \
+        in refused.stderr, refused.stderr

@@ -33,6 +33,7 @@ from .imports import Importer, Verdict
 from .negotiation import describe
 from .physical import ImportedType, SchemaCache, node_resources, read_type
 from .teardown import release_upstream, remove_downstream
+from .workloadexport import offer_imported_types
 
 log = structlog.get_logger("kcp-cluster-controller")
 
@@ -131,6 +132,7 @@ class SyncTargetReconciler:
             await self._write(key, st, cond.not_ready(cond.UNREACHABLE, f"cannot reach the cluster: {exc}"), now)
             raise Unreachable(str(exc)) from exc
         imported = await self._import(key, downstream, resources)
+        await offer_imported_types(self.kcp, key.cluster)
         syncer = await self.syncers.ensure(key, st, downstream.factory, resources)
         beat, fresh_for = cond.heartbeat(parse_time(status.get("lastSyncerHeartbeatTime")), now,
                                          self.heartbeat_threshold)

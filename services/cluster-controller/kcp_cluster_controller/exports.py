@@ -26,16 +26,26 @@ APIS = "apis.kcp.io/v1alpha1"
 EXPORTS = {"workload.kcp.io": "synctarget-crd.yaml", "scheduling.kcp.io": "location-crd.yaml"}
 
 
+DROPPED_METADATA = frozenset({"kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration"})
+
+
 def schema_from_crd(crd: dict[str, Any]) -> dict[str, Any]:
-    """The APIResourceSchema serving what `crd` serves (kcp's `<prefix>.<plural>.<group>` name)."""
+    """The APIResourceSchema serving what `crd` serves (kcp's `<prefix>.<plural>.<group>` name). Its labels and
+    annotations go along: an imported kube type's (the imported label, its patch strategies) make kcp serve the
+    bound type as kube serves it."""
     spec = crd["spec"]
     versions = [{**{k: v for k, v in version.items() if k != "schema"},
                  "schema": (version.get("schema") or {}).get("openAPIV3Schema") or {}}
                 for version in spec["versions"]]
     body = {"group": spec["group"], "names": spec["names"], "scope": spec["scope"], "versions": versions}
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
+    meta = crd.get("metadata") or {}
+    kept = {part: {k: v for k, v in (meta.get(part) or {}).items() if k not in DROPPED_METADATA}
+            for part in ("labels", "annotations")}
+    kept = {part: values for part, values in kept.items() if values}
+    digest = hashlib.sha256(json.dumps([body, kept], sort_keys=True).encode()).hexdigest()[:10]
     return {"apiVersion": APIS, "kind": "APIResourceSchema",
-            "metadata": {"name": f"v{digest}.{spec['names']['plural']}.{spec['group']}"}, "spec": body}
+            "metadata": {"name": f"v{digest}.{spec['names']['plural']}.{spec['group'] or 'core'}", **kept},
+            "spec": body}
 
 
 async def publish(kcp: ClientFactory, workspace: str, crds: dict[str, dict[str, Any]]) -> dict[str, str]:

@@ -23,7 +23,12 @@ def schema_as_crd(schema: Obj) -> Obj:
     if isinstance(names.get("kind"), str):  # kube's CRD defaults
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", f"{names['kind']}List")
-    return {"metadata": {"name": f"{names.get('plural')}.{spec.get('group')}"},
+    meta = schema.get("metadata") or {}
+    # its labels and annotations stay: a schema the cluster controller made of an imported kube type (the
+    # imported label, its patch strategies) serves that type with kube's semantics, as the CRD does
+    kept = {k: dict(meta[k]) for k in ("labels", "annotations") if isinstance(meta.get(k), dict)}
+    # kcp's (and this project's import's) name for a core-group type is `<plural>.core`
+    return {"metadata": {"name": f"{names.get('plural')}.{spec.get('group') or 'core'}", **kept},
             "spec": {**spec, "names": names, "versions": versions}, "status": {"acceptedNames": names}}
 
 
