@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 import urllib.error
 import urllib.request
 import uuid
@@ -19,7 +18,15 @@ from typing import Any
 import pytest
 from syncer_fixtures import eventually
 
-from kcp_process import KcpServer, free_port, run_kubectl
+from kcp_process import (
+    KcpServer,
+    OutputLines,
+    free_port,
+    kubectl_binary,
+    kubectl_following,
+    run_kubectl,
+    stop_process,
+)
 
 CONTROLLER, NOSY = "initializer-token", "nosy-token"
 USERS = {CONTROLLER: ("team-initializer", "initializers"), NOSY: ("nosy", "others")}
@@ -67,31 +74,13 @@ def direct(kcp: KcpServer, path: str, token: str) -> tuple[int, Any]:
         return exc.code, json.loads(exc.read())
 
 
-class Watch:
-    """A watch through the view, its events (type, logical cluster) read on a thread."""
-
-    def __init__(self, kcp: KcpServer, initializer: str) -> None:
-        request = urllib.request.Request(
-            f"{kcp.url}/services/initializingworkspaces/{initializer}/clusters/*{LOGICAL_CLUSTERS}?watch=true",
-            headers={"Authorization": f"Bearer {CONTROLLER}"})
-        self.response = urllib.request.urlopen(request, context=kcp.ssl_context(), timeout=60)
-        self.events: list[tuple[str, str]] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        try:
-            for line in self.response:
-                event = json.loads(line)
-                self.events.append((event["type"], event["object"]["metadata"]["annotations"][CLUSTER_ANNOTATION]))
-        except (OSError, ValueError):
-            return  # closed by the test
-
-    def wait_for(self, event: tuple[str, str]) -> None:
-        eventually(lambda: event in self.events, f"the watch says {event}")
-
-    def close(self) -> None:
-        self.response.close()
+def watch(kcp: KcpServer, initializer: str) -> tuple[subprocess.Popen[str], OutputLines]:
+    """`kubectl get logicalclusters -w` through the view: one line per event, `<TYPE> <logical cluster>`."""
+    return kubectl_following(
+        kubectl_binary(), kcp.kubeconfig, "--server",
+        f"{kcp.url}/services/initializingworkspaces/{initializer}/clusters/*", "--token", CONTROLLER,
+        "get", "logicalclusters", "-w", "--output-watch-events",
+        "-o", "jsonpath={.type} {.object.metadata.annotations.kcp\\.io/cluster}{\"\\n\"}")
 
 
 def waiting(kcp: KcpServer, initializer: str) -> list[str]:
@@ -133,13 +122,13 @@ def test_an_initializer_s_controller_sets_up_and_lifts_a_workspace_through_the_v
     eventually(lambda: view(kcp, initializer, "*", "get", "logicalclusters", check=False).returncode == 0,
                "the controller may use its view once its grant is followed")
     assert waiting(kcp, initializer) == []
-    watch = Watch(kcp, initializer)
+    watcher, events = watch(kcp, initializer)
     try:
         workspace(kcp, parent, "alpha", "team")
         workspace(kcp, parent, "beta", "other")  # waits for another initializer: never in this view
         workspace(kcp, parent, "plain", "universal")  # no initializer: Ready at once
         child = f"{parent}:alpha"
-        watch.wait_for(("ADDED", child))
+        events.wait_for(f"ADDED {child}")
         eventually(lambda: phase(kcp, parent, "beta") == "Initializing" and phase(kcp, parent, "plain") == "Ready",
                    "beta waits for its own initializer, plain is Ready")
         assert waiting(kcp, initializer) == [child]
@@ -151,6 +140,9 @@ def test_an_initializer_s_controller_sets_up_and_lifts_a_workspace_through_the_v
         assert denied.returncode == 1 and "Forbidden" in denied.stderr, denied.stderr
         view(kcp, initializer, child, "create", "namespace", "team-tools")
         view(kcp, initializer, child, "create", "configmap", "settings", "-n", "team-tools", "--from-literal=k=v")
+        # RBAC too: granting `admin` passes the escalation check only with the owner's rights, not the controller's
+        view(kcp, initializer, child, "create", "rolebinding", "tools-admin", "--clusterrole=admin",
+             "--user=team-lead", "-n", "team-tools")
         assert "namespace/team-tools" in view(kcp, initializer, child, "get", "namespaces", "-o", "name").stdout
         assert phase(kcp, parent, "alpha") == "Initializing"
 
@@ -171,10 +163,11 @@ def test_an_initializer_s_controller_sets_up_and_lifts_a_workspace_through_the_v
         # the controller lifts its initializer through the view: the workspace becomes Ready, the watch says DELETED
         view(kcp, initializer, child, "patch", "logicalcluster", "cluster", "--subresource=status", "--type=merge",
              "-p", json.dumps({"status": {"initializers": []}}))
-        watch.wait_for(("DELETED", child))
+        events.wait_for(f"DELETED {child}")
         kubectl(kcp, parent, "wait", "workspace/alpha", "--for=jsonpath={.status.phase}=Ready", "--timeout=30s")
+        assert not any(f"{parent}:beta" in line or f"{parent}:plain" in line for line in events.lines), events.lines
     finally:
-        watch.close()
+        stop_process(watcher)
     assert waiting(kcp, initializer) == []
     code, answer = direct(kcp, f"/services/initializingworkspaces/{initializer}/clusters/{child}/api/v1/namespaces",
                           CONTROLLER)
@@ -185,6 +178,8 @@ def test_an_initializer_s_controller_sets_up_and_lifts_a_workspace_through_the_v
     # what it set up is the workspace's own
     assert kubectl(kcp, child, "get", "configmap", "settings", "-n", "team-tools",
                    "-o", "jsonpath={.data.k}").stdout == "v"
+    assert kubectl(kcp, child, "get", "rolebinding", "tools-admin", "-n", "team-tools",
+                   "-o", "jsonpath={.subjects[0].name}").stdout == "team-lead"
 
 
 def test_an_unknown_initializer_or_a_malformed_view_url_is_not_found(kcp: KcpServer, parent: str) -> None:
