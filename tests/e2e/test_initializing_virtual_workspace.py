@@ -160,9 +160,17 @@ def test_an_initializer_s_controller_sets_up_and_lifts_a_workspace_through_the_v
                               CONTROLLER)
         assert (code, answer["reason"]) == (403, "Forbidden"), answer
 
+        # of the LogicalCluster the view only lifts its own initializer (kcp's rule), whatever the owner may do
+        lift = ("patch", "logicalcluster", "cluster", "--subresource=status", "--type=merge", "-p")
+        added = view(kcp, initializer, child, *lift, json.dumps({"status": {"initializers": [initializer, "x:y"]}}),
+                     check=False)
+        assert added.returncode == 1 and f'only removing the "{initializer}" initializer' in added.stderr, added.stderr
+        deleted = view(kcp, initializer, child, "delete", "logicalcluster", "cluster", check=False)
+        assert deleted.returncode == 1 and "MethodNotAllowed" in deleted.stderr, deleted.stderr
+        assert phase(kcp, parent, "alpha") == "Initializing"
+
         # the controller lifts its initializer through the view: the workspace becomes Ready, the watch says DELETED
-        view(kcp, initializer, child, "patch", "logicalcluster", "cluster", "--subresource=status", "--type=merge",
-             "-p", json.dumps({"status": {"initializers": []}}))
+        view(kcp, initializer, child, *lift, json.dumps({"status": {"initializers": []}}))
         events.wait_for(f"DELETED {child}")
         kubectl(kcp, parent, "wait", "workspace/alpha", "--for=jsonpath={.status.phase}=Ready", "--timeout=30s")
         assert not any(f"{parent}:beta" in line or f"{parent}:plain" in line for line in events.lines), events.lines

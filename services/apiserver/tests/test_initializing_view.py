@@ -15,10 +15,12 @@ from kcp_apiserver.filters.authorization import forbidden_message, judged
 from kcp_apiserver.filters.requestinfo import parse, split_initializing
 from kcp_apiserver.rbac.authorizer import RBACAuthorizer
 from kcp_apiserver.rbac.policy import PolicyIndex
+from kcp_apiserver.registry.admission import DELETE, UPDATE, Attributes
+from kcp_apiserver.registry.builtin import NAMESPACE
 from kcp_apiserver.registry.resource import Obj
 from kcp_apiserver.tenancy.access import WorkspaceAccess, initialize_request
-from kcp_apiserver.tenancy.initializing import InitializingViews, owner_of, waits_for
-from kcp_apiserver.tenancy.types import OWNER_ANNOTATION
+from kcp_apiserver.tenancy.initializing import InitializerLift, InitializingViews, owner_of, waits_for
+from kcp_apiserver.tenancy.types import LOGICAL_CLUSTER, OWNER_ANNOTATION
 
 BOB = UserInfo("bob", groups=("system:authenticated",))
 
@@ -121,3 +123,33 @@ async def test_the_view_is_authorized_by_initialize_on_the_workspace_type_only()
     with pytest.raises(st.APIError) as exc:  # the server's own initializers have no view
         judged(view_context("/clusters/root:org:a/api", "system:apibindings"))
     assert exc.value.code == 404
+
+
+def lift(before: list[str], after: list[str] | None, initializer: str = "root:team", operation: str = UPDATE,
+         subresource: str = "status", resource: Any = LOGICAL_CLUSTER) -> Attributes:
+    ctx = view_context("/clusters/root:a/apis/core.kcp.io/v1alpha1/logicalclusters/cluster/status", initializer,
+                       verb="PATCH")
+    return Attributes(ctx, resource, operation, "", "cluster", None if after is None else lc("Initializing", after),
+                      lc("Initializing", before), subresource)
+
+
+async def test_through_the_view_the_logical_cluster_s_status_only_loses_the_view_s_initializer() -> None:
+    check = InitializerLift()
+    await check.validate(lift(["root:team"], []))
+    await check.validate(lift(["root:x", "root:team", "root:y"], ["root:x", "root:y"]))
+    for before, after in ((["root:team"], ["root:team"]),  # nothing lifted
+                          (["root:x", "root:team"], []),  # another initializer lifted too
+                          (["root:x"], []),  # not the view's own
+                          (["root:team"], ["root:other"])):  # one added
+        with pytest.raises(st.APIError) as exc:
+            await check.validate(lift(before, after))
+        assert exc.value.code == 422 and 'only removing the "root:team" initializer' in exc.value.message
+    for attrs in (lift(["root:team"], [], subresource=""),  # the object itself: only read
+                  lift(["root:team"], None, operation=DELETE, subresource="")):
+        with pytest.raises(st.APIError) as exc:
+            await check.validate(attrs)
+        assert exc.value.code == 405
+    await check.validate(lift(["root:team"], [], operation=DELETE, subresource="", resource=NAMESPACE))  # not LCs
+    plain = lift(["root:x", "root:team"], [])
+    plain.ctx.initializer = ""  # not through the view: RBAC and tenancy.access decide
+    await check.validate(plain)

@@ -4,7 +4,8 @@ initializer's controller: the LogicalClusters still Initializing that name the i
 owner, whom the workspace controller made cluster-admin there before the workspace was Initializing).
 
 Who may use it is tenancy.access's rule (`initialize` on the WorkspaceType). Reads go to the registry, so a
-LogicalCluster the controller just listed is found waiting, and one just lifted is found lifted."""
+LogicalCluster the controller just listed is found waiting, and one just lifted is found lifted. Of the
+LogicalCluster itself the view only reads, and writes its status to lift the initializer (kcp's rule)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Callable
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import UserInfo
+from kcp_apiserver.registry.admission import UPDATE, Attributes
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcp_apiserver.tenancy.access import initialize_request
@@ -72,3 +74,27 @@ class InitializingViews:
 
     def shows(self, initializer: str) -> Callable[[Obj], bool]:
         return lambda lc: waits_for(lc, initializer)
+
+
+class InitializerLift:
+    """Admission: through an initializing view the LogicalCluster is read, and its status written only to take
+    the view's initializer out of `status.initializers` (405 for any other write, 422 for another change to the
+    list), as kcp's view allows; the owner's rights apply to everything else in the cluster."""
+
+    async def validate(self, attrs: Attributes) -> None:
+        initializer = attrs.ctx.initializer
+        if not initializer or attrs.resource.group_resource != LOGICAL_CLUSTER.group_resource:
+            return
+        if attrs.operation != UPDATE or attrs.subresource != "status":
+            raise st.method_not_allowed("through the initializing virtual workspace a LogicalCluster is only read, "
+                                        "and its status written to remove the initializer")
+        before = _initializers(attrs.old)
+        after = _initializers(attrs.obj)
+        if initializer not in before or after != [i for i in before if i != initializer]:
+            raise st.invalid(LOGICAL_CLUSTER.kind, attrs.name, [st.Cause(
+                "FieldValueInvalid", f'only removing the "{initializer}" initializer is supported',
+                "status.initializers")], LOGICAL_CLUSTER.group)
+
+
+def _initializers(lc: Obj | None) -> list[str]:
+    return [str(i) for i in ((lc or {}).get("status") or {}).get("initializers") or []]
