@@ -88,6 +88,7 @@ class RequestContext:
     impersonator: UserInfo | None = None  # who authenticated, when `user` is an identity it impersonates
     deadline: float | None = None  # the event loop's time at which --request-timeout ends it (None: no limit)
     export: ExportRef | None = None  # came through this export's virtual workspace (info names the consumer)
+    initializer: str = ""  # came through this initializer's (`<path>:<name>`) initializing virtual workspace
 
     @property
     def cluster(self) -> str:

@@ -13,6 +13,7 @@ from kcp_apiserver.apis.exportview import content_request
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.rbac.authorizer import Decision
+from kcp_apiserver.tenancy.access import initialize_request
 
 __all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
 
@@ -51,7 +52,13 @@ def forbidden_message(ctx: RequestContext, reason: str = "") -> str:
 def judged(ctx: RequestContext) -> RequestContext:
     """What the authorizer is asked about: the request itself, or, through an APIExport's virtual workspace,
     its verb on the export's content in the provider's logical cluster (kcp's rule; the consumers' own RBAC is
-    not consulted, as kcp's view reaches them with an identity of its own)."""
+    not consulted, as kcp's view reaches them with an identity of its own); through an initializing virtual
+    workspace, `initialize` on the initializer's WorkspaceType (the workspace's owner acts inside it)."""
+    if ctx.initializer:
+        request = initialize_request(ctx.initializer)
+        if request is None:
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        return replace(ctx, info=request)
     if ctx.export is None:
         return ctx
     return replace(ctx, info=content_request(ctx.export.cluster, ctx.export.name, ctx.info.verb or "get"))

@@ -17,6 +17,7 @@ NAMESPACE_SUBRESOURCES = {"status", "finalize"}
 # opening these streams is a create, as the SPDY POST always was
 WEBSOCKET_CREATES = frozenset({"exec", "attach", "portforward"})
 APIEXPORT_PREFIX = "/services/apiexport/"  # kcp's virtual workspace of an export's provider
+INITIALIZING_PREFIX = "/services/initializingworkspaces/"  # kcp's virtual workspace of an initializer's controller
 
 
 def split_cluster(path: str) -> tuple[str, str]:
@@ -41,6 +42,24 @@ def split_apiexport(path: str) -> tuple[ExportRef | None, str]:
         raise st.APIError(404, "NotFound", "the server could not find the requested resource")
     check_cluster_name(provider)
     return ExportRef(provider, export), "/" + rest
+
+
+def split_initializing(path: str) -> tuple[str, str]:
+    """`/services/initializingworkspaces/<path>:<name>/clusters/<cluster or *>/rest` -> (the initializer
+    `<path>:<name>`, `/clusters/<cluster or *>/rest`); any other path is returned as it is with no initializer.
+    Under the prefix, anything but that shape is 404, as kcp's virtual workspace answers."""
+    if not path.startswith(INITIALIZING_PREFIX):
+        return "", path
+    initializer, _, rest = path[len(INITIALIZING_PREFIX):].partition("/")
+    type_path, _, name = initializer.rpartition(":")
+    cluster = rest[len("clusters/"):].partition("/")[0] if rest.startswith("clusters/") else ""
+    if not type_path or not name or type_path == "*" or not cluster:
+        raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+    try:
+        check_cluster_name(type_path)
+    except st.APIError:
+        raise st.APIError(404, "NotFound", "the server could not find the requested resource") from None
+    return initializer, "/" + rest
 
 
 def parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
@@ -109,9 +128,11 @@ async def request_info(request: web.Request, handler: Handler) -> web.StreamResp
     """Route to a logical cluster and parse kube's RequestInfo; start the request's context."""
     watch = request.query.get("watch", "") in ("1", "true", "True")
     export, path = split_apiexport(request.path)
+    initializer, path = split_initializing(path)
     info = parse(request.method, path, watch)
     if (info.verb == "get" and info.resource == "pods" and not info.group and info.subresource in WEBSOCKET_CREATES
             and request.headers.get("Upgrade", "").lower() == "websocket"):
         info = replace(info, verb="create")
-    request[CONTEXT] = RequestContext(info, user_agent=request.headers.get("User-Agent", ""), export=export)
+    request[CONTEXT] = RequestContext(info, user_agent=request.headers.get("User-Agent", ""), export=export,
+                                      initializer=initializer)
     return await handler(request)

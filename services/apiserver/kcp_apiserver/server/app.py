@@ -14,6 +14,7 @@ from kcp_apiserver.apimachinery.request import RequestContext
 from kcp_apiserver.endpoints.apiexports import ExportViewHandlers
 from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
+from kcp_apiserver.endpoints.initializing import InitializingViewHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters.audit import AuditLog, add_audit_id_header, audit
@@ -73,6 +74,7 @@ class APIServer:
         self.registry: Registry | None = None
         self.handlers: ResourceHandlers | None = None
         self.export_views: ExportViewHandlers | None = None
+        self.initializing_views: InitializingViewHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
                                                 is_ready=lambda: self.ready, live_checks=config.live_checks,
@@ -112,6 +114,9 @@ class APIServer:
                                          visibility=config.visibility)
         if config.export_views is not None:
             self.export_views = ExportViewHandlers(self.handlers, self.non_resource, config.export_views(parts))
+        if config.initializing_views is not None:
+            self.initializing_views = InitializingViewHandlers(self.handlers, self.non_resource,
+                                                               config.initializing_views(parts))
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         backoff = Backoff(initial=STARTUP_RETRY_MIN, cap=STARTUP_RETRY_MAX)
@@ -187,9 +192,16 @@ class APIServer:
         info = ctx.info
         if ctx.export is not None and self.export_views is None:
             raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        if ctx.initializer:
+            if self.initializing_views is None:
+                raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+            if not info.wildcard:  # one logical cluster: the ordinary handlers, as its owner
+                await self.initializing_views.enter(ctx)
         if not info.is_resource:
             if self.export_views is not None and ctx.export is not None:
                 return await self.export_views.handle(request, ctx)
+            if self.initializing_views is not None and ctx.initializer and info.wildcard:
+                return await self.initializing_views.handle_wildcard(request, ctx)
             return await self.non_resource.handle(request, info)
         if request.method not in RESOURCE_METHODS:  # TRACE, OPTIONS, ...: kube's router has no route for them
             raise st.method_not_allowed()
@@ -205,5 +217,7 @@ class APIServer:
         """A resource request: the catalog's, or through an APIExport's virtual workspace."""
         if ctx.export is not None and self.export_views is not None:
             return await self.export_views.handle(request, ctx)
+        if ctx.initializer and ctx.info.wildcard and self.initializing_views is not None:
+            return await self.initializing_views.handle_wildcard(request, ctx)
         assert self.handlers is not None
         return await self.handlers.handle(request, ctx.info)

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from kcp_apiserver.endpoints.apiexports import ExportContent
 from kcp_apiserver.endpoints.base import Visibility, WatchSettings
+from kcp_apiserver.endpoints.initializing import InitializingContent
 from kcp_apiserver.endpoints.reviews import Answer
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
@@ -86,3 +87,6 @@ class ServerConfig:
     version: Mapping[str, str] | None = None  # what /version answers (None: kcp's own)
     # APIExports' virtual workspaces (`/services/apiexport/...`), built once admission is (None: not served)
     export_views: Callable[[ServerParts], ExportContent] | None = None
+    # initializers' virtual workspaces (`/services/initializingworkspaces/...`), built once admission is (None: not
+    # served)
+    initializing_views: Callable[[ServerParts], InitializingContent] | None = None

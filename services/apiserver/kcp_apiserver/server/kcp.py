@@ -46,6 +46,7 @@ from kcp_apiserver.storage.etcd_client import TLSFiles
 from kcp_apiserver.tenancy.access import FollowWorkspaces, WorkspaceAccess
 from kcp_apiserver.tenancy.admission import WorkspaceOwner
 from kcp_apiserver.tenancy.controller import WorkspaceController
+from kcp_apiserver.tenancy.initializing import InitializerLift, InitializingViews
 from kcp_apiserver.tenancy.typeadmission import WorkspaceTypeAdmission
 from kcp_apiserver.tenancy.typelookup import cluster_type_lookup, type_lookup
 from kcp_apiserver.tenancy.types import RESOURCES as TENANCY
@@ -147,6 +148,18 @@ def workspace_types(authorizer: RBACAuthorizer) -> AdmissionFactory:
             return parts.registry
         return WorkspaceTypeAdmission(type_lookup(registry), cluster_type_lookup(registry), authorizer)
     return build
+
+
+async def initializer_lift(parts: ServerParts) -> InitializerLift:
+    return InitializerLift()
+
+
+def initializing_views(parts: ServerParts) -> InitializingViews:
+    """The initializers' virtual workspaces; who may use one is WorkspaceAccess's `initialize` check."""
+    def registry() -> Registry:
+        assert parts.registry is not None, "the registry is built right after admission"
+        return parts.registry
+    return InitializingViews(registry, type_lookup(registry))
 
 
 def serviceaccounts_controller(parts: ServerParts) -> Runnable:
@@ -270,7 +283,8 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                         ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation, service_ips, workspace_owner, workspace_types(authorizer), *apis_admission],
+                   no_escalation, service_ips, workspace_owner, workspace_types(authorizer), initializer_lift,
+                   *apis_admission],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
                      garbage_collector, aggregate_cluster_roles, workspace_controller(external_url), binding_controller,
@@ -284,4 +298,5 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         etcd_tls=etcd_tls,
         live_checks=live_checks or {},
         export_views=export_views,
+        initializing_views=initializing_views,
     )

@@ -7,7 +7,8 @@ as before. Which clusters are workspaces is followed from the LogicalClusters' s
 An initializer's controller lifts itself as kcp's do: while a workspace waits for initializer `<path>:<name>`,
 a user who may `initialize` the WorkspaceType `<name>` in `<path>` (verb `initialize` on `workspacetypes` of
 `tenancy.kcp.io`, named) may get, update and patch the workspace's LogicalCluster `cluster` and its status,
-without entering the workspace otherwise (kcp gives it that through its initializing virtual workspace)."""
+without entering the workspace otherwise; through the initializing virtual workspace
+(`/services/initializingworkspaces/<path>:<name>/...`) that same check is the only one made."""
 
 from __future__ import annotations
 
@@ -33,6 +34,17 @@ ACCESS_VERB = "access"
 INITIALIZE_VERB = "initialize"
 INITIALIZER_VERBS = frozenset({"get", "update", "patch"})
 DISCOVERY_PATHS = ("/api", "/openapi/", "/version")  # `/api...` covers /apis and a group's discovery
+SYSTEM_INITIALIZERS = "system"  # `system:apibindings`...: the server's own initializers, no type's
+
+
+def initialize_request(initializer: str) -> RequestInfo | None:
+    """What acting as initializer `<path>:<name>` is, as the authorizer sees it: verb `initialize` on the
+    WorkspaceType `<name>` in `<path>` (None: no type's initializer, such as the server's `system:` ones)."""
+    path, _, name = initializer.rpartition(":")
+    if not path or not name or path == SYSTEM_INITIALIZERS:
+        return None
+    return RequestInfo(path, "", is_resource=True, verb=INITIALIZE_VERB, api_prefix="apis", group=WORKSPACE_TYPE.group,
+                       version=WORKSPACE_TYPE.version, resource=WORKSPACE_TYPE.plural, name=name)
 
 
 class WorkspaceAccess:
@@ -58,15 +70,17 @@ class WorkspaceAccess:
                 return False
         elif info.verb != "get" or not info.path.startswith(DISCOVERY_PATHS):
             return False
-        for initializer in self.initializers.get(info.cluster, ()):
-            path, _, name = initializer.rpartition(":")
-            if path and path != "system" and self.rbac.allows(user, RequestInfo(
-                    path, "", is_resource=True, verb=INITIALIZE_VERB, api_prefix="apis", group=WORKSPACE_TYPE.group,
-                    version=WORKSPACE_TYPE.version, resource=WORKSPACE_TYPE.plural, name=name)):
-                return True
-        return False
+        return any(self.may_initialize(user, initializer) for initializer in self.initializers.get(info.cluster, ()))
+
+    def may_initialize(self, user: UserInfo, initializer: str) -> bool:
+        """The user may act as initializer `<path>:<name>`: it holds `initialize` on that WorkspaceType (never
+        on the server's own `system:` initializers)."""
+        request = initialize_request(initializer)
+        return request is not None and self.rbac.allows(user, request)
 
     async def authorize(self, ctx: RequestContext) -> Decision:
+        if ctx.initializer:  # through the initializing virtual workspace: its one check (filters.authorization)
+            return Decision(self.may_initialize(ctx.user, ctx.initializer))
         if ctx.cluster in self.initializers and self.initializes(ctx.user, ctx.info):
             return Decision(True)
         if not self.may_enter(ctx.user, ctx.cluster):
