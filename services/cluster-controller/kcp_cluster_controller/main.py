@@ -141,14 +141,19 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
                          on_delete=target_changed, name="synctargets")
     for each in location_informers:
         each.add_handler(on_add=enqueue_location, on_update=lambda old, new: enqueue_location(new), name="locations")
+    def targets_synced() -> bool:
+        """The CRDs' SyncTargets listed (installed in admin, so always served); an export's may be served nowhere
+        until a workspace binds it."""
+        return targets[0].has_synced and all(i.synced_or_unserved for i in targets[1:])
+
     health.add_readiness_check("informers", lambda: all(i.synced_or_unserved for i in (*targets, *location_informers)))
     factory.start()
     log.info("watching SyncTargets and Locations in every logical cluster", syncer_mode=settings.syncer_mode,
              shard=settings.shard_index, shards=settings.shards, exported_from=settings.api_export_workspace or None)
     try:
         await asyncio.gather(
-            controller.start(wait_for=[lambda: all(i.has_synced for i in targets)]),
-            location_controller.start(wait_for=[lambda: all(i.has_synced for i in targets),
+            controller.start(wait_for=[targets_synced]),
+            location_controller.start(wait_for=[targets_synced,
                                                 lambda: all(i.synced_or_unserved for i in location_informers)]))
     finally:
         await push.stop_all()
