@@ -9,8 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 import yaml
 from test_process_lifecycle import ExternalEtcd
 
-from kcp_process import KcpServer, free_port, kubectl_1_35, kubectl_at, run_kubectl
+from kcp_process import KcpServer, free_port, kubectl_1_35, kubectl_at, run_kubectl, token_auth
 
 USERS = {"team-b-token": ("team-b-lead", "team-b")}
 
@@ -69,9 +67,7 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExternalEtcd]:
 @pytest.fixture(scope="module")
 def kcp(tmp_path_factory: pytest.TempPathFactory, etcd: ExternalEtcd) -> Iterator[KcpServer]:
     root = tmp_path_factory.mktemp("kcp-api-bindings")
-    tokens = root / "tokens.csv"
-    tokens.write_text("".join(f'{token},{user},uid-{user},"{groups}"\n' for token, (user, groups) in USERS.items()))
-    server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens), "--etcd-servers", etcd.url])
+    server = KcpServer(root, free_port(), [*token_auth(root, USERS), "--etcd-servers", etcd.url])
     server.start()
     yield server
     assert server.stop() == 0, server.log_tail()
@@ -203,23 +199,13 @@ def test_two_providers_widgets_are_stored_apart_by_the_exports_identity(kcp: Kcp
     assert not etcd_keys(etcd, "/registry/example.io/widgets/")  # nothing outside an identity
     # across clusters, each export's widgets are named by its identity (kcp's `widgets:<identityHash>`)
     for identity, consumer, shape in ((first_identity, consumer_one, None), (second_identity, consumer_two, "round")):
-        code, listed = across(kcp, f"/apis/example.io/v1/widgets:{identity}")
+        code, listed = kcp.get_json(f"/clusters/*/apis/example.io/v1/widgets:{identity}")
         assert code == 200, listed
         assert [(w["metadata"]["annotations"]["kcp.io/cluster"], w["spec"].get("shape")) for w in listed["items"]
                 if w["metadata"]["annotations"]["kcp.io/cluster"] in (consumer_one, consumer_two)] == [
             (consumer, shape)]
-    assert across(kcp, f"/apis/example.io/v1/widgets:{'0' * 64}")[0] == 404  # no export of that identity
-    assert across(kcp, f"/api/v1/configmaps:{first_identity}")[0] == 404  # a built-in has no identity
-
-
-def across(kcp: KcpServer, path: str) -> tuple[int, Any]:
-    """A GET across every logical cluster (`/clusters/*`) with the admin token: code and decoded answer."""
-    request = urllib.request.Request(f"{kcp.url}/clusters/*{path}", headers={"Authorization": f"Bearer {kcp.token}"})
-    try:
-        with urllib.request.urlopen(request, context=kcp.ssl_context(), timeout=30) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    assert kcp.get_json(f"/clusters/*/apis/example.io/v1/widgets:{'0' * 64}")[0] == 404  # no such identity
+    assert kcp.get_json(f"/clusters/*/api/v1/configmaps:{first_identity}")[0] == 404  # a built-in has none
 
 
 def test_a_workspace_binds_one_group_resource_once_and_no_crd_may_take_it(kcp: KcpServer, parent: str) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +16,15 @@ from typing import Any
 import pytest
 from test_api_bindings import bind, create_workspace, kubectl, provide, widget
 
-from kcp_process import KcpServer, free_port, kubectl_1_35, kubectl_following, run_kubectl, stop_process
+from kcp_process import (
+    KcpServer,
+    free_port,
+    kubectl_1_35,
+    kubectl_following,
+    run_kubectl,
+    stop_process,
+    token_auth,
+)
 
 CONTROLLER, NOSY, CONSUMER_ADMIN = "widget-controller-token", "nosy-token", "first-admin-token"
 USERS = {CONTROLLER: ("widget-controller", "widget-ops"), NOSY: ("nosy", "others"),
@@ -29,9 +35,7 @@ CLUSTER_ANNOTATION = "kcp.io/cluster"
 @pytest.fixture(scope="module")
 def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     root = tmp_path_factory.mktemp("kcp-apiexport-vw")
-    tokens = root / "tokens.csv"
-    tokens.write_text("".join(f'{token},{user},uid-{user},"{groups}"\n' for token, (user, groups) in USERS.items()))
-    server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens)])
+    server = KcpServer(root, free_port(), token_auth(root, USERS))
     server.start()
     yield server
     assert server.stop() == 0, server.log_tail()
@@ -76,15 +80,8 @@ def view(kcp: KcpServer, provider: str, consumer: str, *args: str, token: str = 
 
 
 def direct(kcp: KcpServer, provider: str, consumer: str, path: str, token: str = CONTROLLER) -> tuple[int, Any]:
-    """A GET below the view's URL with the test's own client (kubectl 1.32 and 1.35 place a --raw path
-    differently against a server URL that has a path): the status code and the decoded answer."""
-    request = urllib.request.Request(f"{kcp.url}/services/apiexport/{provider}/widgets/clusters/{consumer}{path}",
-                                     headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, context=kcp.ssl_context(), timeout=30) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    """A GET below the view's URL with the test's own client: the status code and the decoded answer."""
+    return kcp.get_json(f"/services/apiexport/{provider}/widgets/clusters/{consumer}{path}", token)
 
 
 def listed(kcp: KcpServer, provider: str) -> list[tuple[str, str]]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +24,7 @@ from kcp_process import (
     kubectl_following,
     run_kubectl,
     stop_process,
+    token_auth,
 )
 
 CONTROLLER, NOSY = "initializer-token", "nosy-token"
@@ -37,9 +36,7 @@ LOGICAL_CLUSTERS = "/apis/core.kcp.io/v1alpha1/logicalclusters"
 @pytest.fixture(scope="module")
 def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     root = tmp_path_factory.mktemp("kcp-initializing-vw")
-    tokens = root / "tokens.csv"
-    tokens.write_text("".join(f'{token},{user},uid-{user},"{groups}"\n' for token, (user, groups) in USERS.items()))
-    server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens)])
+    server = KcpServer(root, free_port(), token_auth(root, USERS))
     server.start()
     yield server
     assert server.stop() == 0, server.log_tail()
@@ -66,12 +63,7 @@ def view(kcp: KcpServer, initializer: str, cluster: str, *args: str, token: str 
 
 def direct(kcp: KcpServer, path: str, token: str) -> tuple[int, Any]:
     """A GET with the test's own client: the status code and the decoded answer."""
-    request = urllib.request.Request(f"{kcp.url}{path}", headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, context=kcp.ssl_context(), timeout=30) as answer:
-            return answer.status, json.loads(answer.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    return kcp.get_json(path, token)
 
 
 def watch(kcp: KcpServer, initializer: str) -> tuple[subprocess.Popen[str], OutputLines]:

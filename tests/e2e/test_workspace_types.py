@@ -19,7 +19,7 @@ import pytest
 import yaml
 from syncer_fixtures import eventually
 
-from kcp_process import KcpServer, free_port, kubectl_binary, run_kubectl
+from kcp_process import KcpServer, free_port, kubectl_binary, run_kubectl, token_auth
 
 USERS = {"team-a-token": ("team-a-lead", "team-a"), "init-token": ("team-initializer", "initializers")}
 
@@ -27,9 +27,7 @@ USERS = {"team-a-token": ("team-a-lead", "team-a"), "init-token": ("team-initial
 @pytest.fixture(scope="module")
 def kcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KcpServer]:
     root = tmp_path_factory.mktemp("kcp-workspace-types")
-    tokens = root / "tokens.csv"
-    tokens.write_text("".join(f'{token},{user},uid-{user},"{groups}"\n' for token, (user, groups) in USERS.items()))
-    server = KcpServer(root, free_port(), ["--token-auth-file", str(tokens)])
+    server = KcpServer(root, free_port(), token_auth(root, USERS))
     server.start()
     yield server
     assert server.stop() == 0, server.log_tail()
