@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from kcpcommon.backoff import Backoff
 from kcpcommon.controller import Controller, Result
-from kcpcommon.errors import APIClientError, APIConflictError
+from kcpcommon.errors import APIClientError, APIConflictError, APINotFoundError
 from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import ObjectKey
@@ -48,7 +48,7 @@ from .names import (
 from .namespaces import DownstreamNamespaces, downstream_origin
 from .objects import Obj, deleting, meta
 from .pernamespace import PerNamespaceInformer, readable_cluster_wide
-from .remove import Removal, absent_upstream
+from .remove import Removal, absent_upstream, propagation_of
 from .synced import SyncedType, SyncKey, applied_key
 from .transform import keep_scale_owners
 from .tunnel import Tunnel
@@ -395,7 +395,7 @@ class Syncer:
             self._hold_until_synced(typ, key)
             return None
         try:
-            complete = await self.upsync.reconcile(typ, key, self._kcp_owners)
+            complete = await self.upsync.reconcile(typ, key, self._kcp_owners, self._release_going_owners)
         except APIConflictError:
             self.metrics.error("Conflict")
             return Result(requeue_after=CONFLICT_RETRY)
@@ -416,6 +416,52 @@ class Syncer:
                     key = upstream_key(dependents.name, down, self.lc)
                     if key is not None:
                         self.controller.enqueue(SyncKey(queue_resource(dependents.name), key.namespace, key.name))
+
+    async def _release_going_owners(self, down: Obj) -> None:
+        """Before a pod goes from the cluster for a user's delete of its copy, its controller goes first when the
+        user is deleting that controller too, in kcp (`kubectl delete rs,pods --all`): a user's ReplicaSet synced
+        down, or the copy of one a synced Deployment made. Else the ReplicaSet, still there, would replace the
+        pod in between. With the delete's policy, as the kcp object shows it."""
+        namespace = str(meta(down).get("namespace") or "")
+        for ref in meta(down).get("ownerReferences") or ():
+            if not isinstance(ref, dict) or not ref.get("controller"):
+                continue
+            for typ in self.types.values():  # a user's own ReplicaSet, synced down: its kcp object shows the delete
+                if typ.down.kind != ref.get("kind"):
+                    continue
+                owner = typ.down_informer.indexer.get(ObjectKey(self.target, namespace, str(ref.get("name") or "")))
+                applied = applied_key(typ.name, owner, self.lc) if owner is not None else None
+                if owner is None or applied is None or meta(owner).get("deletionTimestamp") \
+                        or meta(owner).get("uid") != ref.get("uid"):
+                    continue
+                up = typ.upstream(ObjectKey(self.lc, applied.namespace, applied.name))
+                if up is not None and deleting(up):
+                    await self._delete_down(typ.down_resource, owner, propagation_of(up))
+            for owners in self.upsynced.values():
+                if owners.down.kind != ref.get("kind"):
+                    continue
+                owner = owners.down_informer.indexer.get(ObjectKey(self.target, namespace, str(ref.get("name") or "")))
+                if owner is None or meta(owner).get("deletionTimestamp") or meta(owner).get("uid") != ref.get("uid"):
+                    continue
+                key = upstream_key(owners.name, owner, self.lc)
+                if key is None:
+                    continue
+                copy = owners.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
+                going = copy is not None and meta(copy).get("deletionTimestamp")
+                if going or SyncKey(queue_resource(owners.name), key.namespace, key.name) in owners.deleted_by_user:
+                    await self.upsync.delete_downstream(owners, owner,
+                                                        propagation_policy=propagation_of(copy) if copy else None)
+
+    async def _delete_down(self, resource: Any, down: Obj, policy: str | None) -> None:
+        """Delete that very object of the cluster (uid precondition), with `policy`."""
+        try:
+            await resource.delete(str(meta(down).get("name")), namespace=str(meta(down).get("namespace") or ""),
+                                  preconditions={"uid": str(meta(down).get("uid") or "")},
+                                  propagation_policy=policy)
+        except APINotFoundError:
+            return
+        self._log.info("deleted downstream before a pod it controls: its kcp object is being deleted",
+                       name=meta(down).get("name"), propagation=policy)
 
     def _kcp_owners(self, down: Obj) -> Owners:
         """A downstream object's ownerReferences pointed at kcp's objects of the chain (see upsync.py)."""

@@ -36,7 +36,7 @@ a new copy.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,14 +220,18 @@ class Upsync:
         else:
             typ.deleted_by_user.add(key)
 
-    async def reconcile(self, typ: UpsyncedType, key: SyncKey, owners_of: OwnerLookup = lambda _: Owners([])) -> bool:
-        """Mirror one object; False when an owner is not in kcp yet (its reference is added on a retry)."""
+    async def reconcile(self, typ: UpsyncedType, key: SyncKey, owners_of: OwnerLookup = lambda _: Owners([]),
+                        before_user_delete: Callable[[Obj], Awaitable[None]] | None = None) -> bool:
+        """Mirror one object; False when an owner is not in kcp yet (its reference is added on a retry).
+        `before_user_delete` runs before a user's delete of a copy is carried down (its owners' turn first)."""
         down_ns = downstream_namespace(self.lc, key.namespace)
         down = typ.down_informer.indexer.get(ObjectKey(self.target, down_ns, key.name))
         up = typ.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
         if key in typ.deleted_by_user:
             typ.deleted_by_user.discard(key)
             if up is None and down is not None and not meta(down).get("deletionTimestamp"):
+                if before_user_delete is not None:
+                    await before_user_delete(down)
                 await self._delete(typ.down_resource, down_ns, down)
                 self.log.info("deleted downstream: its kcp copy was deleted", resource=typ.name,
                               namespace=key.namespace, name=key.name)
@@ -311,6 +315,13 @@ class Upsync:
             return True
         self.metrics.synced(UP, EVENTS)
         return True
+
+    async def delete_downstream(self, typ: UpsyncedType, down: Obj, *, propagation_policy: str | None = None) -> None:
+        """Delete the cluster's object of a mirrored type (that very one: uid precondition)."""
+        await self._delete(typ.down_resource, str(meta(down).get("namespace") or ""), down,
+                           propagation_policy=propagation_policy)
+        self.log.info("deleted downstream: its kcp copy is being deleted", resource=typ.name,
+                      name=meta(down).get("name"), propagation=propagation_policy)
 
     @staticmethod
     async def _delete(resource: DynamicResource, namespace: str, obj: Obj, *,

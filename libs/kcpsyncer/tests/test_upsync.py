@@ -451,3 +451,17 @@ def test_a_deployment_s_replicaset_is_not_taken_for_an_object_the_down_path_appl
     assert applied_key("replicasets.apps", downstream_rs(), LC) is None
     assert applied_key("replicasets.apps", downstream_rs("web--east"), LC) == SyncKey(
         "replicasets.apps", "default", "web--east")
+
+
+async def test_a_user_s_delete_lets_the_pod_s_owners_go_first() -> None:
+    """The engine's hook runs before the pod is deleted downstream (a ReplicaSet being deleted too goes first)."""
+    h = Harness()
+    h.caches([], [downstream_pod()])
+    h.upsync.upstream_deleted(h.typ, KEY)
+    seen: list[tuple[str, list[str]]] = []
+
+    async def before(down: dict[str, Any]) -> None:
+        seen.append((down["metadata"]["name"], h.down.verbs()))
+
+    await h.upsync.reconcile(h.typ, KEY, before_user_delete=before)
+    assert seen == [("web-1", [])] and h.down.verbs() == ["delete"]
