@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,3 +201,35 @@ def test_kubectl_ws_creates_enters_and_walks_the_tree(kcp: KcpServer, parent: st
     missing = subprocess.run([kubectl_binary(), "ws", "use", "nowhere"], capture_output=True, text=True,
                              env={**os.environ, **env})
     assert missing.returncode == 1 and f'workspace "{parent}:nowhere" not found' in missing.stderr
+
+
+def test_a_workspace_with_a_thousand_objects_goes_whole_its_children_first(kcp: KcpServer, etcd: ExternalEtcd,
+                                                                          parent: str) -> None:
+    """Issue 24's acceptance: 1,000 ConfigMaps in 10 namespaces and a nested workspace; deleting the workspace
+    finishes, its nested workspace's LogicalCluster goes before its own, and etcd holds no key of either."""
+    create_ready(kcp, parent, "big")
+    big = f"{parent}:big"
+    create_ready(kcp, big, "inner")
+    kubectl(kcp, f"{big}:inner", "create", "configmap", "inside", "-n", "default")
+    for n in range(10):
+        kubectl(kcp, big, "create", "namespace", f"ns-{n}")
+        kubectl(kcp, big, "apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}", "namespace": f"ns-{n}"},
+             "data": {"n": str(i)}} for i in range(100)]}))
+
+    def keys_of(cluster: str) -> list[str]:
+        return [k for k in etcd_keys(etcd) if k.endswith(f"/{cluster}") or f"/{cluster}/" in k]
+
+    assert len([k for k in keys_of(big) if "/configmaps/" in k]) >= 1000
+    code, listed = kcp.get_json("/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters")
+    assert code == 200, listed
+    since = listed["metadata"]["resourceVersion"]
+    kubectl(kcp, parent, "delete", "workspace", "big", "--timeout=120s")
+    assert keys_of(big) == [] and keys_of(f"{big}:inner") == []
+    watch = urllib.request.Request(
+        f"{kcp.url}/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters?watch=1&resourceVersion={since}"
+        "&timeoutSeconds=2", headers={"Authorization": f"Bearer {kcp.token}"})
+    with urllib.request.urlopen(watch, context=kcp.ssl_context(), timeout=30) as answer:
+        events = [json.loads(line) for line in answer.read().decode().splitlines()]
+    gone = [e["object"]["metadata"]["annotations"]["kcp.io/cluster"] for e in events if e["type"] == "DELETED"]
+    assert gone.index(f"{big}:inner") < gone.index(big), gone
