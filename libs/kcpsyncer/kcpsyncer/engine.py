@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from kcpcommon.backoff import Backoff
 from kcpcommon.controller import Controller, Result
-from kcpcommon.errors import APIClientError, APIConflictError, APINotFoundError
+from kcpcommon.errors import APIClientError, APIConflictError
 from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import ObjectKey
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("kcpsyncer")
 
+GOING_FIRST = "the user is deleting it in kcp, and a pod it controls next"
 CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first
 
 
@@ -436,7 +437,8 @@ class Syncer:
                     continue
                 up = typ.upstream(ObjectKey(self.lc, applied.namespace, applied.name))
                 if up is not None and deleting(up):
-                    await self._delete_down(typ.down_resource, owner, propagation_of(up))
+                    await self.upsync.delete_downstream(typ.down_resource, owner, propagation_policy=propagation_of(up),
+                                                        why=GOING_FIRST)
             for owners in self.upsynced.values():
                 if owners.down.kind != ref.get("kind"):
                     continue
@@ -449,19 +451,8 @@ class Syncer:
                 copy = owners.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
                 going = copy is not None and meta(copy).get("deletionTimestamp")
                 if going or SyncKey(queue_resource(owners.name), key.namespace, key.name) in owners.deleted_by_user:
-                    await self.upsync.delete_downstream(owners, owner,
+                    await self.upsync.delete_downstream(owners.down_resource, owner, why=GOING_FIRST,
                                                         propagation_policy=propagation_of(copy) if copy else None)
-
-    async def _delete_down(self, resource: Any, down: Obj, policy: str | None) -> None:
-        """Delete that very object of the cluster (uid precondition), with `policy`."""
-        try:
-            await resource.delete(str(meta(down).get("name")), namespace=str(meta(down).get("namespace") or ""),
-                                  preconditions={"uid": str(meta(down).get("uid") or "")},
-                                  propagation_policy=policy)
-        except APINotFoundError:
-            return
-        self._log.info("deleted downstream before a pod it controls: its kcp object is being deleted",
-                       name=meta(down).get("name"), propagation=policy)
 
     def _kcp_owners(self, down: Obj) -> Owners:
         """A downstream object's ownerReferences pointed at kcp's objects of the chain (see upsync.py)."""

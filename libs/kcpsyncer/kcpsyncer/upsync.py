@@ -316,12 +316,12 @@ class Upsync:
         self.metrics.synced(UP, EVENTS)
         return True
 
-    async def delete_downstream(self, typ: UpsyncedType, down: Obj, *, propagation_policy: str | None = None) -> None:
-        """Delete the cluster's object of a mirrored type (that very one: uid precondition)."""
-        await self._delete(typ.down_resource, str(meta(down).get("namespace") or ""), down,
+    async def delete_downstream(self, resource: DynamicResource, down: Obj, *, propagation_policy: str | None,
+                                why: str) -> None:
+        """Delete a cluster's object (that very one: uid precondition), saying why in the log."""
+        await self._delete(resource, str(meta(down).get("namespace") or ""), down,
                            propagation_policy=propagation_policy)
-        self.log.info("deleted downstream: its kcp copy is being deleted", resource=typ.name,
-                      name=meta(down).get("name"), propagation=propagation_policy)
+        self.log.info(f"deleted downstream: {why}", name=meta(down).get("name"), propagation=propagation_policy)
 
     @staticmethod
     async def _delete(resource: DynamicResource, namespace: str, obj: Obj, *,
