@@ -14,7 +14,7 @@ from typing import Protocol
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.request import ExportRef, RequestContext
+from kcp_apiserver.apimachinery.request import ExportRef, RequestContext, RequestInfo
 from kcp_apiserver.endpoints.base import Endpoints
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
@@ -38,6 +38,15 @@ def not_found() -> st.APIError:
     return st.APIError(404, "NotFound", "the server could not find the requested resource")
 
 
+def view_discovery(non_resource: NonResourceHandlers, request: web.Request, info: RequestInfo,
+                   resources: list[Resource]) -> web.StreamResponse:
+    """A virtual workspace's discovery (`/api`, `/apis...`, `/openapi...`) of only `resources`; 404 elsewhere."""
+    parts = [p for p in info.path.strip("/").split("/") if p]
+    if not parts or parts[0] not in DISCOVERY_ROOTS:
+        raise not_found()
+    return non_resource.discovery(request, info, resources)
+
+
 class ExportViewHandlers:
     def __init__(self, resources: ResourceHandlers, non_resource: NonResourceHandlers, views: ExportContent) -> None:
         self.resources = resources
@@ -48,10 +57,7 @@ class ExportViewHandlers:
         export, info = ctx.export, ctx.info
         assert export is not None
         if not info.is_resource:
-            parts = [p for p in info.path.strip("/").split("/") if p]
-            if not parts or parts[0] not in DISCOVERY_ROOTS:
-                raise not_found()
-            return self.non_resource.discovery(request, info, self.views.resources(export.cluster, export.name))
+            return view_discovery(self.non_resource, request, info, self.views.resources(export.cluster, export.name))
         res = self.views.resource(export.cluster, export.name, info.cluster, info.group, info.version, info.resource)
         if res is None:  # not the export's type, or a logical cluster that has not bound the export
             raise not_found()

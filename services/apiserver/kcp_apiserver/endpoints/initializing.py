@@ -18,11 +18,10 @@ from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, UserInfo
+from kcp_apiserver.endpoints.apiexports import not_found, view_discovery
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
 from kcp_apiserver.registry.resource import Obj, Resource
-
-DISCOVERY_ROOTS = frozenset({"api", "apis", "openapi"})
 
 
 class InitializingContent(Protocol):
@@ -36,10 +35,6 @@ class InitializingContent(Protocol):
     async def owner(self, cluster: str, initializer: str) -> UserInfo | None: ...
 
     def shows(self, initializer: str) -> Callable[[Obj], bool]: ...
-
-
-def not_found() -> st.APIError:
-    return st.APIError(404, "NotFound", "the server could not find the requested resource")
 
 
 class InitializingViewHandlers:
@@ -65,10 +60,7 @@ class InitializingViewHandlers:
             raise not_found()
         info, res = ctx.info, self.views.resource
         if not info.is_resource:
-            parts = [p for p in info.path.strip("/").split("/") if p]
-            if not parts or parts[0] not in DISCOVERY_ROOTS:
-                raise not_found()
-            return self.non_resource.discovery(request, info, [res])
+            return view_discovery(self.non_resource, request, info, [res])
         if (info.group, info.version, info.resource) != (res.group, res.version, res.plural):
             raise not_found()
         shown = self.views.shows(ctx.initializer)
