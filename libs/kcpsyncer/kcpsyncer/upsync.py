@@ -236,14 +236,15 @@ class Upsync:
                 self.log.info("deleted downstream: its kcp copy was deleted", resource=typ.name,
                               namespace=key.namespace, name=key.name)
                 return True
-        if up is not None and meta(up).get("deletionTimestamp"):
+        if up is not None and meta(up).get("deletionTimestamp") and down is not None \
+                and not meta(down).get("deletionTimestamp"):
             # a user's delete that kcp's garbage collector finishes (`--cascade=orphan|foreground` put its
             # finalizer on the copy): the cluster's object goes now, with that policy, as it would there. Waiting
-            # for the copy to go would let a ReplicaSet replace the pods the user deletes next.
-            if down is not None and not meta(down).get("deletionTimestamp"):
-                await self._delete(typ.down_resource, down_ns, down, propagation_policy=propagation_of(up))
-                self.log.info("deleted downstream: its kcp copy is being deleted", resource=typ.name,
-                              namespace=key.namespace, name=key.name, propagation=propagation_of(up))
+            # for the copy to go would let a ReplicaSet replace the pods the user deletes next. (Once the
+            # cluster's object is going or gone, the copy follows it as any other.)
+            await self._delete(typ.down_resource, down_ns, down, propagation_policy=propagation_of(up))
+            self.log.info("deleted downstream: its kcp copy is being deleted", resource=typ.name,
+                          namespace=key.namespace, name=key.name, propagation=propagation_of(up))
             return True
         owners = owners_of(down) if down is not None else Owners([])
         if down is not None and typ.name in OWNED_ONLY and not owners.controlled_by_synced:

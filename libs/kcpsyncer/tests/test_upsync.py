@@ -465,3 +465,13 @@ async def test_a_user_s_delete_lets_the_pod_s_owners_go_first() -> None:
 
     await h.upsync.reconcile(h.typ, KEY, before_user_delete=before)
     assert seen == [("web-1", [])] and h.down.verbs() == ["delete"]
+
+
+async def test_a_copy_being_deleted_goes_once_the_cluster_s_object_is_gone() -> None:
+    """A copy held by a finalizer or a grace period while its pod went downstream is deleted, not left behind."""
+    h = Harness()
+    copy = kcp_copy(downstream_pod())
+    copy["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    h.caches([copy], [])
+    assert await h.upsync.reconcile(h.typ, KEY)
+    assert h.up.verbs() == ["delete"] and h.down.calls == []
