@@ -53,7 +53,11 @@ KUBE_JUNIT_REPORT_DIR="${WORK}/junit" source "${KUBE_ROOT}/test/cmd/legacy-scrip
 # What kube's setup() and runTests() prepare, without starting or building anything: the field names
 # and create_and_use_new_namespace are taken from runTests' own text
 KUBE_TEMP="${WORK}/temp"; mkdir -p "${KUBE_TEMP}"; HOME="${WORK}/home"
-kube::util::ensure-gnu-sed
+# kube's ensure-gnu-sed (grep -q over `sed --help`) said "Failed to find GNU sed" once in CI, with GNU sed
+# there; the same check made directly, saying what sed answered if it ever fails again
+sed_version=$(LANG=C sed --version 2>&1 || true)
+[[ "${sed_version}" == *GNU* ]] || { echo "run.sh: GNU sed is needed; sed --version said: ${sed_version}" >&2; exit 2; }
+SED=sed
 CONTEXT=$(kubectl config current-context)
 SERVER=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
 kube_flags=( '-s' "${SERVER}" )
