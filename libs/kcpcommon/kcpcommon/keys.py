@@ -13,6 +13,7 @@ segment). So decoding splits at the first `|`, then at the first `/`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,32 @@ STATE_UPSYNC = "Upsync"
 def is_upsynced(labels: Mapping[str, Any] | None) -> bool:
     """Whether an object with these labels is a syncer's mirror copy of a downstream object."""
     return any(str(k).startswith(STATE_LABEL_PREFIX) and v == STATE_UPSYNC for k, v in (labels or {}).items())
+
+
+# on a Namespace of a workspace that a Placement puts on a SyncTarget of another (compute) workspace:
+# `placed.workload.kcp.io/<sync_target_key(compute workspace, target)>: Placed` (beside the assignment label,
+# which names the target). The syncer of that target finds the workspaces it serves by this label, across
+# every workspace; the key names the target in its workspace, as a target's name alone does not.
+PLACED_LABEL_PREFIX = "placed.workload.kcp.io/"
+PLACED = "Placed"
+
+
+def sync_target_key(workspace: str, name: str) -> str:
+    """A SyncTarget's key across workspaces (kcp's `ToSyncTargetKey`): 20 base-36 characters, a valid label
+    name, stable across restarts and processes."""
+    number = int.from_bytes(hashlib.sha256(f"synctarget\x00{workspace}\x00{name}".encode()).digest(), "big")
+    out = []
+    for _ in range(20):
+        number, digit = divmod(number, 36)
+        out.append("0123456789abcdefghijklmnopqrstuvwxyz"[digit])
+    return "".join(out)
+
+
+def placed_label(workspace: str, name: str) -> str:
+    """The Namespace label that places it on SyncTarget `name` of `workspace`."""
+    return PLACED_LABEL_PREFIX + sync_target_key(workspace, name)
+
+
 WILDCARD_CLUSTER = "*"
 
 
