@@ -23,7 +23,8 @@ from kcpcommon.store import Indexer
 log = structlog.get_logger("kcp-cluster-controller.exports")
 
 APIS = "apis.kcp.io/v1alpha1"
-EXPORTS = {"workload.kcp.io": "synctarget-crd.yaml", "scheduling.kcp.io": "location-crd.yaml"}
+EXPORTS = {"workload.kcp.io": ("synctarget-crd.yaml",),
+           "scheduling.kcp.io": ("location-crd.yaml", "placement-crd.yaml")}
 
 
 DROPPED_METADATA = frozenset({"kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration"})
@@ -48,23 +49,24 @@ def schema_from_crd(crd: dict[str, Any]) -> dict[str, Any]:
             "spec": body}
 
 
-async def publish(kcp: ClientFactory, workspace: str, crds: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """Make (or bring up to date) each export of `crds` (export name -> CRD) in `workspace`; its identity once
-    the server gave it one. Retried until kcp answers."""
+async def publish(kcp: ClientFactory, workspace: str, crds: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Make (or bring up to date) each export of `crds` (export name -> its CRDs) in `workspace`; its identity
+    once the server gave it one. Retried until kcp answers."""
     client = kcp.dynamic(workspace)
     schemas = client.resource(APIS, "apiresourceschemas", namespaced=False)
     exports = client.resource(APIS, "apiexports", namespaced=False)
     backoff = Backoff(initial=0.5, cap=10.0)
     identities: dict[str, str] = {}
-    for name, crd in crds.items():
-        schema = schema_from_crd(crd)
+    for name, exported in crds.items():
+        made = [schema_from_crd(crd) for crd in exported]
         while name not in identities:
             try:
-                try:
-                    await schemas.create(schema)
-                except APIAlreadyExistsError:
-                    pass  # named after its spec: the same
-                wanted = {"latestResourceSchemas": [schema["metadata"]["name"]]}
+                for schema in made:
+                    try:
+                        await schemas.create(schema)
+                    except APIAlreadyExistsError:
+                        pass  # named after its spec: the same
+                wanted = {"latestResourceSchemas": [schema["metadata"]["name"] for schema in made]}
                 try:
                     export = await exports.create({"apiVersion": APIS, "kind": "APIExport",
                                                    "metadata": {"name": name}, "spec": wanted})
@@ -75,7 +77,7 @@ async def publish(kcp: ClientFactory, workspace: str, crds: dict[str, dict[str, 
                 identity = (export.get("status") or {}).get("identityHash")
                 if identity:
                     identities[name] = str(identity)
-                    log.info("kcp API exported", workspace=workspace, export=name, schema=schema["metadata"]["name"])
+                    log.info("kcp API exported", workspace=workspace, export=name, schemas=wanted["latestResourceSchemas"])
                     continue
                 await asyncio.sleep(backoff.next())  # the server gives it its identity
             except APIClientError as exc:

@@ -46,7 +46,7 @@ def packaged_crd(file: str) -> dict[str, Any]:
     return crd
 
 
-CRD_FILES = ("synctarget-crd.yaml", "location-crd.yaml")
+CRD_FILES = ("synctarget-crd.yaml", "location-crd.yaml", "placement-crd.yaml")
 
 
 async def install_crd(kcp: ClientFactory, cluster: str = INSTALL_CLUSTER, file: str = "synctarget-crd.yaml") -> None:
@@ -87,7 +87,7 @@ async def _run(settings: ClusterControllerSettings, kcp: ClientFactory, health: 
     identities: dict[str, str] = {}
     if settings.api_export_workspace:
         identities = await publish(kcp, settings.api_export_workspace,
-                                   {name: packaged_crd(file) for name, file in EXPORTS.items()})
+                                   {name: [packaged_crd(file) for file in files] for name, files in EXPORTS.items()})
     factory = SharedInformerFactory(kcp)
 
     def informers(api_version: str, plural: str, export: str) -> list[Any]:

@@ -8,6 +8,10 @@
   or stops using something (`uses_index`: not a status update);
 - `namespaces`, keyed by namespace: queued when the Namespace, an object in it or a SyncTarget of its
   logical cluster changes (as above);
+- `placements`, keyed by Placement: queued when it changes, a Location or SyncTarget of its compute workspace
+  changes, or a Namespace of its workspace comes, goes or is relabelled; a placed namespace is also queued for
+  `namespaces` when a SyncTarget it is placed on changes, its Placement changes, or a child in it goes (a
+  namespace leaving a SyncTarget waits for that);
 - `classes`, keyed by logical cluster: queued when a class changes, or an object starts or stops naming
   one where it is placed (`classes_index`);
 - `revisions`, keyed by root: queued when the root changes or a ReplicaSet it controls does; its
@@ -30,9 +34,9 @@ from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Controller, Reconciler
 from kcpcommon.informer import SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
-from kcpcommon.keys import WILDCARD_CLUSTER, ObjectKey, key_for
+from kcpcommon.keys import WILDCARD_CLUSTER, ObjectKey, key_for, sync_target_key
 from kcpcommon.sharding import owns
-from kcpcommon.store import CLUSTER_INDEX
+from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, cluster_namespace_value
 
 from .capacity import CapacityTracker
 from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
@@ -41,11 +45,23 @@ from .expectations import Expectations
 from .load import TargetLoad
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, ROOT_LABEL, SYNC_TARGETS
 from .namespaces import WORKLOAD_KINDS
+from .placements import (
+    LOCATION_WORKSPACE_INDEX,
+    LOCATIONS,
+    PLACED_INDEX,
+    PLACEMENTS,
+    TARGET_KEY_INDEX,
+    location_workspace_index,
+    placed_index,
+    placed_keys,
+    target_key_index,
+)
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
 from .reconcile_classes import ClassPlacer
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
 from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
+from .reconcile_placements import PlacementReconciler
 from .reconcile_revisions import OWNER_INDEX, Revisions, controller_of, owner_index
 from .settings import SplitterSettings
 from .targets import placement_facts
@@ -76,6 +92,7 @@ class SplitterController:
         self.deployments = self._informer(*DEPLOYMENTS, namespaced=True)
         self.deployments.add_indexers({ROOT_INDEX: _root_index, USES_INDEX: uses_index})
         self.targets = self._informer(*SYNC_TARGETS, namespaced=False)
+        self.targets.add_indexers({TARGET_KEY_INDEX: target_key_index})
         tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
                                   retry_period=settings.capacity_retry_period, clock=time.monotonic,
                                   wall=lambda: datetime.now(UTC))
@@ -100,6 +117,7 @@ class SplitterController:
         self.dependencies: Controller[ObjectKey] | None = None
         self.classes: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
+        self.placements: Controller[ObjectKey] | None = None
         objects: dict[str, SharedInformer] = {}
         if settings.place_dependencies or settings.schedule_namespaces:
             objects = {kind: self._informer(api_version, plural, namespaced=True)
@@ -113,15 +131,21 @@ class SplitterController:
             self._place_classes(kcp)
         if settings.schedule_namespaces:
             self.namespace_informer = self._informer("v1", "namespaces", namespaced=False)
+            self.namespace_informer.add_indexers({PLACED_INDEX: placed_index})
+            splitter.namespaces = self.namespace_informer.indexer
             followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
                                        for kind, (api_version, plural) in WORKLOAD_KINDS.items()}}
+            self._place(kcp)
             scheduler = NamespaceScheduler(kcp, namespaces=self.namespace_informer.indexer,
                                            targets=self.targets.indexer, objects=followers,
-                                           grace_period=settings.grace_period)
+                                           grace_period=settings.grace_period,
+                                           placements=self.placement_informer.indexer,
+                                           deployments=self.deployments.indexer, events=splitter.events)
             self.namespaces = self._controller("namespaces", scheduler.reconcile)
             self.running.append((self.namespaces, lambda: self.namespace_informer.has_synced
                                  and self.targets.has_synced and all(i.has_synced for i in built_in)))
-            _on_change(self.namespace_informer, self._namespace_object, "splitter-namespaces")
+            self.namespace_informer.add_handler(on_add=self._namespace_object, on_update=self._namespace_update,
+                                                on_delete=self._namespace_object, name="splitter-namespaces")
             for kind, informer in followers.items():
                 if kind not in objects:
                     _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
@@ -131,6 +155,63 @@ class SplitterController:
                                      on_delete=self._deployment, name="splitter-deployments")
         self.targets.add_handler(on_add=self._target, on_update=self._target_update, on_delete=self._target,
                                  name="splitter-synctargets")
+
+    def _place(self, kcp: ClientFactory) -> None:
+        """The `placements` controller (reconcile_placements.py) and what queues it."""
+        self.placement_informer = self._informer(*PLACEMENTS, namespaced=False)
+        self.placement_informer.add_indexers({LOCATION_WORKSPACE_INDEX: location_workspace_index})
+        self.location_informer = self._informer(*LOCATIONS, namespaced=False)
+        reconciler = PlacementReconciler(kcp, placements=self.placement_informer.indexer,
+                                         locations=self.location_informer.indexer, targets=self.targets.indexer,
+                                         namespaces=self.namespace_informer.indexer)
+        self.placements = placements = self._controller("placements", reconciler.reconcile)
+        self.running.append((placements, lambda: self.placement_informer.has_synced
+                             and self.location_informer.has_synced and self.targets.has_synced
+                             and self.namespace_informer.has_synced))
+
+        def placement_changed(obj: Any) -> None:
+            key = key_for(deleted_object(obj))
+            if self._mine(key.cluster):
+                placements.enqueue(key)
+                self._namespaces_of(key.cluster)
+
+        def location_changed(obj: Any) -> None:
+            self._placements_using(key_for(deleted_object(obj)).cluster)
+
+        _on_change(self.placement_informer, placement_changed, "splitter-placements")
+        _on_change(self.location_informer, location_changed, "splitter-locations")
+
+    def _placements_using(self, workspace: str) -> None:
+        """Queue the Placements whose Locations are in `workspace`."""
+        if self.placements is None:
+            return
+        for key in self.placement_informer.indexer.index_keys(LOCATION_WORKSPACE_INDEX, workspace):
+            if self._mine(key.cluster):
+                self.placements.enqueue(key)
+
+    def _namespaces_of(self, cluster: str) -> None:
+        if self.namespaces is not None:
+            for key in self.namespace_informer.indexer.index_keys(CLUSTER_INDEX, cluster):
+                self.namespaces.enqueue(ObjectKey(cluster, "", key.name))
+
+    def _placed_on(self, target: Any) -> None:
+        """A SyncTarget changed: the namespaces placed on it, and their roots."""
+        key = key_for(target)
+        for namespace in self.namespace_informer.indexer.by_index(PLACED_INDEX, sync_target_key(key.cluster,
+                                                                                                key.name)):
+            located = key_for(namespace)
+            if self._mine(located.cluster):
+                self._placed_namespace(located.cluster, located.name)
+
+    def _placed_namespace(self, cluster: str, namespace: str) -> None:
+        """A placed namespace and every root in it."""
+        if self.namespaces is not None:
+            self.namespaces.enqueue(ObjectKey(cluster, "", namespace))
+        cache = self.deployments.indexer
+        for key in cache.index_keys(CLUSTER_NAMESPACE_INDEX, cluster_namespace_value(cluster, namespace)):
+            deployment = cache.get(key)
+            if deployment is not None and is_root(deployment):
+                self.controller.enqueue(key)
 
     def _keep_set_histories(self, kcp: ClientFactory) -> None:
         """One history controller per set kind (reconcile_history.py), over one ControllerRevision informer."""
@@ -223,9 +304,26 @@ class SplitterController:
             self._namespace_key(key.cluster, key.namespace)
 
     def _namespace_object(self, obj: Any) -> None:
+        """Added or deleted: its scheduling, and the Placements of its workspace (the namespaces they govern)."""
         key = key_for(deleted_object(obj))
         if self._mine(key.cluster) and self.namespaces is not None:
             self.namespaces.enqueue(ObjectKey(key.cluster, "", key.name))
+            self._placements_in(key.cluster)
+
+    def _namespace_update(self, old: Any, new: Any) -> None:
+        key = key_for(new)
+        if not self._mine(key.cluster) or self.namespaces is None:
+            return
+        self.namespaces.enqueue(ObjectKey(key.cluster, "", key.name))
+        if ((old.get("metadata") or {}).get("labels") or {}) != ((new.get("metadata") or {}).get("labels") or {}):
+            self._placements_in(key.cluster)
+            if placed_keys(old) != placed_keys(new):
+                self._placed_namespace(key.cluster, key.name)
+
+    def _placements_in(self, cluster: str) -> None:
+        if self.placements is not None:
+            for placement in self.placement_informer.indexer.index_keys(CLUSTER_INDEX, cluster):
+                self.placements.enqueue(placement)
 
     def _deployment(self, obj: Any) -> None:
         """Added or deleted: its root, and its namespace's dependencies if it uses any."""
@@ -235,6 +333,8 @@ class SplitterController:
             return
         if self.dependencies is not None and uses_index(obj):
             self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
+        if self.namespaces is not None and not is_root(obj):  # a child came or went: a namespace leaving a target
+            self.namespaces.enqueue(ObjectKey(key.cluster, "", key.namespace))
         self._root_of(key, obj)
 
     def _deployment_update(self, old: Any, new: Any) -> None:
@@ -265,9 +365,14 @@ class SplitterController:
     def _target_update(self, old: Any, new: Any) -> None:
         if placement_facts(old) != placement_facts(new):
             self._target(new)
+        elif ((old.get("metadata") or {}).get("labels")) != ((new.get("metadata") or {}).get("labels")):
+            self._placements_using(key_for(new).cluster)  # the Locations that select it may change
 
     def _target(self, obj: Any) -> None:
         cluster = key_for(deleted_object(obj)).cluster
+        if self.placements is not None:
+            self._placements_using(cluster)
+            self._placed_on(deleted_object(obj))
         if not self._mine(cluster):
             return
         cache = self.deployments.indexer

@@ -22,7 +22,7 @@ from kcpcommon.events import NORMAL, ClientEventSink, EventRecorder
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_time
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import CLUSTER_INDEX, Indexer
+from kcpcommon.store import Indexer
 
 from .capacity import CapacityTracker, capacity_of, pod_requests
 from .children import desired_child, is_root, matches, repaired
@@ -37,14 +37,16 @@ from .names import (
     child_name,
 )
 from .placement import InvalidPlacement, Plan, parse_placement, plan, step
+from .placements import namespace_targets
 from .status import Child, aggregate, with_times
-from .targets import TargetView, usable_for, view
+from .targets import TargetView, leaving, usable_for, view
 
 log = structlog.get_logger(COMPONENT)
 
 __all__ = ["ROOT_INDEX", "Splitter", "is_root", "root_index_value"]
 
 ROOT_INDEX = "splitter-root"  # children by (cluster, namespace, root name)
+MOVED = "its namespace's Placement moves it off"
 
 
 def root_index_value(cluster: str, namespace: str, root: str) -> str:
@@ -56,10 +58,12 @@ class Splitter:
 
     def __init__(self, kcp: ClientFactory, *, deployments: Indexer, targets: Indexer, grace_period: float,
                  capacity: CapacityTracker, load: TargetLoad, expectations: Expectations,
-                 registry: CollectorRegistry, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 registry: CollectorRegistry, now: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 namespaces: Indexer | None = None) -> None:
         self.kcp = kcp
         self.deployments = deployments
         self.targets = targets
+        self.namespaces = namespaces  # their placed labels name the SyncTargets of a workspace without its own
         self.load = load
         self.grace_period = grace_period
         self.capacity = capacity
@@ -79,9 +83,9 @@ class Splitter:
         if pending is not None:
             return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
         children, terminating = self._split_terminating(self._children(key, root))
-        targets = view(self.targets.by_index(CLUSTER_INDEX, key.cluster), now=self._now(),
-                       grace_period=self.grace_period)
-        known = {(t.get("metadata") or {}).get("name") for t in self.targets.by_index(CLUSTER_INDEX, key.cluster)}
+        found, draining = namespace_targets(self.targets, self.namespaces, key.cluster, key.namespace)
+        targets = leaving(view(found, now=self._now(), grace_period=self.grace_period), draining, MOVED)
+        known = {(t.get("metadata") or {}).get("name") for t in found}
         waits = [targets.recheck_after]
         problem: dict[str, str] | None = None
         try:

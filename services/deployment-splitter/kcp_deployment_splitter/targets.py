@@ -11,7 +11,7 @@ is a pure function of what the informers hold and the clock.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -87,6 +87,17 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
             waits.append(grace_period - down_for)
         not_ready[name] = "NotReady" if cond is not None else "not Ready yet"
     return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None, grace, not_ready)
+
+
+def leaving(targets: TargetView, names: Iterable[str], why: str) -> TargetView:
+    """`targets` with `names` lost for `why` (a namespace its Placement moves off them): their children shrink
+    as the new ones become available, as for any lost target that has not gone."""
+    gone = set(names) & set(targets.usable)
+    if not gone:
+        return targets
+    return replace(targets, usable=tuple(t for t in targets.usable if t not in gone),
+                   lost={**targets.lost, **dict.fromkeys(sorted(gone), why)},
+                   grace={t: w for t, w in targets.grace.items() if t not in gone})
 
 
 def usable_for(targets: TargetView, holding: Iterable[str]) -> tuple[str, ...]:

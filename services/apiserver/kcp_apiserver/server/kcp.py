@@ -9,6 +9,7 @@ import socket
 from collections.abc import Callable, Mapping
 
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from kcp_apiserver.admission.placement_requester import PlacementRequester
 from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, start_service_ips
 from kcp_apiserver.apiextensions.crd import CRD
 from kcp_apiserver.apiextensions.reserved import ReservedCRDs, ReservedGroups
@@ -54,7 +55,8 @@ from kcpcommon.health import Check
 
 # kcp's own CRDs, which only kcp installs: the cluster controller creates SyncTargets' CRD in a logical
 # cluster with the admin identity. Every other CRD in kcp.io and its subgroups is refused.
-SYSTEM_CRDS = frozenset({"synctargets.workload.kcp.io", "locations.scheduling.kcp.io"})
+SYSTEM_CRDS = frozenset({"synctargets.workload.kcp.io", "locations.scheduling.kcp.io",
+                         "placements.scheduling.kcp.io"})
 
 
 async def namespace_lifecycle(parts: ServerParts) -> NamespaceLifecycle:
@@ -139,6 +141,10 @@ def workspace_controller(base_url: str) -> ControllerFactory:
 
 async def workspace_owner(parts: ServerParts) -> WorkspaceOwner:
     return WorkspaceOwner()
+
+
+async def placement_requester(parts: ServerParts) -> PlacementRequester:
+    return PlacementRequester()
 
 
 def workspace_types(authorizer: RBACAuthorizer) -> AdmissionFactory:
@@ -283,7 +289,8 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                         ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation, service_ips, workspace_owner, workspace_types(authorizer), initializer_lift,
+                   no_escalation, service_ips, workspace_owner, placement_requester, workspace_types(authorizer),
+                   initializer_lift,
                    *apis_admission],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
