@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import Protocol
 
 from .dynamic import DynamicResource
 from .keys import WILDCARD_CLUSTER, key_for
@@ -23,10 +24,46 @@ from .sharedcache import (
     deleted_object,
     strip_managed_fields,
 )
-from .store import IndexFunc
+from .store import IndexFunc, IndexReader
 
-__all__ = ["DeletedFinalStateUnknown", "Handler", "HandlerRegistration", "Obj", "SharedCache", "SharedInformer",
-           "Transform", "deleted_object", "strip_managed_fields"]
+__all__ = ["DeletedFinalStateUnknown", "Handler", "HandlerRegistration", "InformerView", "Obj", "Registration",
+           "SharedCache", "SharedInformer", "Transform", "deleted_object", "strip_managed_fields"]
+
+
+class Registration(Protocol):
+    """What a caller keeps of `add_handler`: a `HandlerRegistration`, or one over several informers."""
+
+    @property
+    def has_synced(self) -> bool: ...
+
+    async def wait_for_sync(self) -> None: ...
+
+    def remove(self) -> None: ...
+
+
+class InformerView(Protocol):
+    """What a controller uses of a `SharedInformer`; `identities.AcrossIdentities` offers the same over every
+    identity a type is served under, so code written against this takes either."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def indexer(self) -> IndexReader: ...
+
+    @property
+    def has_synced(self) -> bool: ...
+
+    @property
+    def synced_or_unserved(self) -> bool: ...
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool: ...  # noqa: ASYNC109 - False on timeout
+
+    def add_indexers(self, indexers: Mapping[str, IndexFunc], *, skip_existing: bool = False) -> None: ...
+
+    def add_handler(self, *, on_add: Handler | None = None, on_update: Handler | None = None,
+                    on_delete: Handler | None = None, name: str = "handler",
+                    inline: bool = False, needs_old: bool = True) -> Registration: ...
 
 
 class SharedInformer(SharedCache):

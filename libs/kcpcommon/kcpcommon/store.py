@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from .frozen import freeze, thaw
 from .keys import ObjectKey
@@ -59,6 +59,28 @@ def default_indexers(key_func: KeyFunc) -> dict[str, IndexFunc]:
 
     return {NAMESPACE_INDEX: namespace, CLUSTER_INDEX: cluster, CLUSTER_NAMESPACE_INDEX: cluster_namespace,
             LABELS_INDEX: labels}
+
+
+class IndexReader(Protocol):
+    """What readers use of an `Indexer`: an `Indexer`, or a read-only view over several (identities.py)."""
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def get(self, key: ObjectKey) -> Obj | None: ...
+
+    def get_copy(self, key: ObjectKey) -> dict[str, Any] | None: ...
+
+    def list(self) -> list[Obj]: ...
+
+    def keys(self) -> builtins.list[ObjectKey]: ...
+
+    def by_index(self, name: str, value: str) -> builtins.list[Obj]: ...
+
+    def index_keys(self, name: str, value: str) -> set[ObjectKey]: ...
+
+    def index_values(self, name: str) -> builtins.list[str]: ...
 
 
 class Indexer:

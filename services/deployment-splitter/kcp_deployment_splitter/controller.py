@@ -32,9 +32,10 @@ from prometheus_client import CollectorRegistry
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Controller, Reconciler
-from kcpcommon.informer import SharedInformer, deleted_object
+from kcpcommon.identities import AcrossIdentities, BoundIdentities
+from kcpcommon.informer import InformerView, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
-from kcpcommon.keys import WILDCARD_CLUSTER, ObjectKey, key_for, sync_target_key
+from kcpcommon.keys import ObjectKey, key_for, sync_target_key
 from kcpcommon.sharding import owns
 from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, cluster_namespace_value
 
@@ -78,7 +79,7 @@ def _root_index(obj: Mapping[str, Any]) -> list[str]:
     return [root_index_value(key.cluster, key.namespace, root)]
 
 
-def _on_change(informer: SharedInformer, handler: Callable[[Any], None], name: str) -> None:
+def _on_change(informer: InformerView, handler: Callable[[Any], None], name: str) -> None:
     informer.add_handler(on_add=handler, on_update=lambda old, new: handler(new), on_delete=handler, name=name)
 
 
@@ -89,6 +90,7 @@ class SplitterController:
         self.settings = settings
         self.registry = registry
         self.factory = SharedInformerFactory(kcp)
+        self.identities = BoundIdentities(self.factory)  # types bound from an APIExport, in any workspace
         self.deployments = self._informer(*DEPLOYMENTS, namespaced=True)
         self.deployments.add_indexers({ROOT_INDEX: _root_index, USES_INDEX: uses_index})
         self.targets = self._informer(*SYNC_TARGETS, namespaced=False)
@@ -118,7 +120,7 @@ class SplitterController:
         self.classes: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
         self.placements: Controller[ObjectKey] | None = None
-        objects: dict[str, SharedInformer] = {}
+        objects: dict[str, AcrossIdentities] = {}
         if settings.place_dependencies or settings.schedule_namespaces:
             objects = {kind: self._informer(api_version, plural, namespaced=True)
                        for kind, (api_version, plural) in KINDS.items()}
@@ -222,7 +224,7 @@ class SplitterController:
             sets = self._informer(api_version, plural, namespaced=True)
             history = SetHistory(kcp, kind=kind, sets=sets.indexer, revisions=revisions.indexer)
             controller = histories[kind] = self._controller(f"{kind.lower()}-history", history.reconcile)
-            def synced(sets: SharedInformer = sets) -> bool:
+            def synced(sets: AcrossIdentities = sets) -> bool:
                 return bool(sets.has_synced and revisions.has_synced)
 
             self.running.append((controller, synced))
@@ -275,9 +277,9 @@ class SplitterController:
             informer.add_handler(on_add=naming, on_update=changed, on_delete=naming,
                                  name=f"splitter-classes-{kind.lower()}")
 
-    def _informer(self, api_version: str, plural: str, *, namespaced: bool) -> SharedInformer:
-        return self.factory.informer(cluster=WILDCARD_CLUSTER, api_version=api_version, plural=plural,
-                                     namespaced=namespaced)
+    def _informer(self, api_version: str, plural: str, *, namespaced: bool) -> AcrossIdentities:
+        """The type over every workspace: those serving it from a CRD, and those binding it (any identity)."""
+        return self.identities.informer(api_version, plural, namespaced=namespaced)
 
     def _controller(self, name: str, reconcile: Reconciler[ObjectKey]) -> Controller[ObjectKey]:
         return Controller(name, reconcile, workers=self.settings.workers, registry=self.registry,

@@ -24,7 +24,7 @@ from typing import Any
 
 from kcpcommon.keys import PLACED, PLACED_LABEL_PREFIX, ObjectKey, cluster_of, placed_label, sync_target_key
 from kcpcommon.labelselector import selector_matches
-from kcpcommon.store import CLUSTER_INDEX, Indexer
+from kcpcommon.store import CLUSTER_INDEX, IndexReader
 
 PLACEMENTS = ("scheduling.kcp.io/v1alpha1", "placements")
 LOCATIONS = ("scheduling.kcp.io/v1alpha1", "locations")
@@ -148,7 +148,7 @@ def namespace_labels(workspace: str, chosen: Sequence[str], placed: Mapping[str,
     return patch
 
 
-def namespace_targets(targets: Indexer, namespaces: Indexer | None, cluster: str,
+def namespace_targets(targets: IndexReader, namespaces: IndexReader | None, cluster: str,
                       namespace: str) -> tuple[list[Obj], set[str]]:
     """The SyncTargets a namespace's workloads may run on, and those of them it is leaving: its workspace's own
     SyncTargets when it has any (the single-workspace model), else those its placed labels name."""

@@ -22,7 +22,7 @@ from kcpcommon.events import NORMAL, ClientEventSink, EventRecorder
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_time
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import Indexer
+from kcpcommon.store import IndexReader
 
 from .capacity import CapacityTracker, capacity_of, pod_requests
 from .children import desired_child, is_root, matches, repaired
@@ -56,10 +56,10 @@ def root_index_value(cluster: str, namespace: str, root: str) -> str:
 class Splitter:
     """Holds the caches and writers; `reconcile(key)` is the controller's reconciler."""
 
-    def __init__(self, kcp: ClientFactory, *, deployments: Indexer, targets: Indexer, grace_period: float,
+    def __init__(self, kcp: ClientFactory, *, deployments: IndexReader, targets: IndexReader, grace_period: float,
                  capacity: CapacityTracker, load: TargetLoad, expectations: Expectations,
                  registry: CollectorRegistry, now: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 namespaces: Indexer | None = None) -> None:
+                 namespaces: IndexReader | None = None) -> None:
         self.kcp = kcp
         self.deployments = deployments
         self.targets = targets

@@ -15,7 +15,7 @@ import structlog
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
-from kcpcommon.informer import SharedInformer
+from kcpcommon.informer import InformerView
 from kcpcommon.keys import ObjectKey
 from kcpcommon.store import CLUSTER_INDEX
 
@@ -29,8 +29,8 @@ log = structlog.get_logger(COMPONENT)
 class ClassPlacer:
     """`reconcile(ObjectKey(cluster, "", ""))` places one logical cluster's classes."""
 
-    def __init__(self, kcp: ClientFactory, *, classes: Mapping[str, SharedInformer],
-                 referrers: Mapping[str, SharedInformer]) -> None:
+    def __init__(self, kcp: ClientFactory, *, classes: Mapping[str, InformerView],
+                 referrers: Mapping[str, InformerView]) -> None:
         self.kcp = kcp
         self.classes = classes
         self.referrers = referrers

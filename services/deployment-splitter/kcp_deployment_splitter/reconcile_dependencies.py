@@ -16,9 +16,9 @@ import structlog
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
-from kcpcommon.informer import SharedInformer
+from kcpcommon.informer import InformerView
 from kcpcommon.keys import ObjectKey, key_for
-from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, Indexer, cluster_namespace_value
+from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
 from .dependencies import KINDS, references
 from .names import (
@@ -63,7 +63,7 @@ def uses_index(obj: Mapping[str, Any]) -> list[str]:
     return values
 
 
-def users_of(deployments: Indexer, cluster: str, namespace: str, kind: str,
+def users_of(deployments: IndexReader, cluster: str, namespace: str, kind: str,
              obj: Mapping[str, Any]) -> set[str]:
     """The targets where a running workload uses `obj` (by name, or, for a Service, by selecting it)."""
     if kind == "Service":
@@ -104,7 +104,7 @@ def label_patch(obj: Mapping[str, Any], targets: set[str]) -> dict[str, Any] | N
 class DependencyPlacer:
     """`reconcile(ObjectKey(cluster, "", namespace))` places one namespace's dependencies."""
 
-    def __init__(self, kcp: ClientFactory, *, deployments: Indexer, objects: Mapping[str, SharedInformer]) -> None:
+    def __init__(self, kcp: ClientFactory, *, deployments: IndexReader, objects: Mapping[str, InformerView]) -> None:
         self.kcp = kcp
         self.deployments = deployments
         self.objects = objects

@@ -21,7 +21,7 @@ from kcpcommon.controllerhistory import controlled_by, plan_history
 from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.podtemplatehash import pod_template_hash
-from kcpcommon.store import Indexer
+from kcpcommon.store import IndexReader
 
 from .names import COMPONENT
 
@@ -56,7 +56,7 @@ def set_owner_index(rev: Mapping[str, Any]) -> list[str]:
 class SetHistory:
     """`reconcile(ObjectKey of a set of kind `kind`)`: its revisions, from `revisions` indexed by `set_owner_index`."""
 
-    def __init__(self, kcp: ClientFactory, *, kind: str, sets: Indexer, revisions: Indexer) -> None:
+    def __init__(self, kcp: ClientFactory, *, kind: str, sets: IndexReader, revisions: IndexReader) -> None:
         self.kcp = kcp
         self.kind = kind
         self.sets = sets

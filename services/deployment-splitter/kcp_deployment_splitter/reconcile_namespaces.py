@@ -15,10 +15,10 @@ import structlog
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.events import NORMAL, EventRecorder
-from kcpcommon.informer import SharedInformer
+from kcpcommon.informer import InformerView
 from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.kubetime import format_time
-from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, Indexer, cluster_namespace_value
+from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
 from .dependencies import KINDS
 from .names import ASSIGNMENT_LABEL, COMPONENT, NAMESPACE_SCHEDULED, STATE_LABEL_PREFIX, STATE_SYNC
@@ -53,10 +53,10 @@ def scheduled_condition(old: Mapping[str, Any] | None, target: str | None, why: 
 class NamespaceScheduler:
     """`reconcile(ObjectKey(cluster, "", namespace))`."""
 
-    def __init__(self, kcp: ClientFactory, *, namespaces: Indexer, targets: Indexer,
-                 objects: Mapping[str, SharedInformer], grace_period: float,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC), placements: Indexer | None = None,
-                 deployments: Indexer | None = None, events: EventRecorder | None = None) -> None:
+    def __init__(self, kcp: ClientFactory, *, namespaces: IndexReader, targets: IndexReader,
+                 objects: Mapping[str, InformerView], grace_period: float,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC), placements: IndexReader | None = None,
+                 deployments: IndexReader | None = None, events: EventRecorder | None = None) -> None:
         self.kcp = kcp
         self.namespaces = namespaces
         self.targets = targets

@@ -26,7 +26,7 @@ from kcpcommon.controller import Result
 from kcpcommon.errors import APIClientError, APINotFoundError
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_time
-from kcpcommon.store import CLUSTER_INDEX, Indexer
+from kcpcommon.store import CLUSTER_INDEX, IndexReader
 
 from .names import COMPONENT
 from .namespaces import opted_out
@@ -83,8 +83,8 @@ def requester_of(placement: Mapping[str, Any]) -> tuple[str, list[str]] | None:
 class PlacementReconciler:
     """`reconcile(ObjectKey(cluster, "", placement))`."""
 
-    def __init__(self, kcp: ClientFactory, *, placements: Indexer, locations: Indexer, targets: Indexer,
-                 namespaces: Indexer, access_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, kcp: ClientFactory, *, placements: IndexReader, locations: IndexReader, targets: IndexReader,
+                 namespaces: IndexReader, access_ttl: float = 30.0, clock: Callable[[], float] = time.monotonic,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.kcp = kcp
         self.placements = placements

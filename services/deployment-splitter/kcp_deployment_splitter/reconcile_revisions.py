@@ -16,7 +16,7 @@ from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.events import NORMAL, EventRecorder
 from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.podtemplatehash import templates_equal_ignoring_hash
-from kcpcommon.store import Indexer
+from kcpcommon.store import IndexReader
 
 from .children import is_root
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS
@@ -56,7 +56,7 @@ def _replicas(obj: Mapping[str, Any] | None) -> int:
 class Revisions:
     """`reconcile(ObjectKey of a root)`; ReplicaSets come from `replica_sets`, indexed by `owner_index`."""
 
-    def __init__(self, kcp: ClientFactory, *, deployments: Indexer, replica_sets: Indexer,
+    def __init__(self, kcp: ClientFactory, *, deployments: IndexReader, replica_sets: IndexReader,
                  events: EventRecorder) -> None:
         self.kcp = kcp
         self.deployments = deployments

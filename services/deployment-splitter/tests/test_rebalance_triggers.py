@@ -68,7 +68,7 @@ class _Clients:
 def controller_with_roots(*names: str) -> SplitterController:
     controller = SplitterController(_Clients(), SplitterSettings(), CollectorRegistry())  # type: ignore[arg-type]
     for name in names:
-        controller.deployments.indexer.upsert(root(name, 3))
+        controller.deployments.plain.indexer.upsert(root(name, 3))
     return controller
 
 
