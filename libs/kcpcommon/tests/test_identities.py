@@ -87,11 +87,13 @@ def test_the_indexer_is_the_union_of_every_member_and_indexes_reach_late_members
     index = view.indexer
     assert len(index) == 3 and ObjectKey("team", "default", "api") in index
     assert ObjectKey("nowhere", "default", "api") not in index
-    assert index.get(ObjectKey("team", "default", "web"))["metadata"]["annotations"][CLUSTER_ANNOTATION] == "team"
+    found = index.get(ObjectKey("team", "default", "web"))
+    assert found is not None and found["metadata"]["annotations"][CLUSTER_ANNOTATION] == "team"
     copy = index.get_copy(ObjectKey("crd-ws", "default", "web"))
     assert copy is not None
     copy["metadata"]["name"] = "changed"  # a copy: the cache is untouched
-    assert index.get(ObjectKey("crd-ws", "default", "web"))["metadata"]["name"] == "web"
+    found = index.get(ObjectKey("crd-ws", "default", "web"))
+    assert found is not None and found["metadata"]["name"] == "web"
     assert [(o["metadata"]["annotations"][CLUSTER_ANNOTATION], o["metadata"]["name"])
             for o in index.by_index("app", "web")] == [("crd-ws", "web"), ("team", "web")]  # sorted by key
     assert index.index_keys(CLUSTER_INDEX, "team") == {ObjectKey("team", "default", "web"),
