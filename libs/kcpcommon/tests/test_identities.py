@@ -201,3 +201,51 @@ async def test_queued_handlers_and_wait_for_sync() -> None:
     finally:
         for member in view.members:
             await member.stop_handlers()
+
+
+def test_the_plain_list_s_copy_of_a_bound_workspace_is_hidden_until_it_no_longer_binds() -> None:
+    """No CRD serves the type anywhere: kcp answers the plain wildcard list with the first identity's objects,
+    which that identity's informer lists too. The view shows and tells them once."""
+    bound, _ = setup()
+    view = bound.informer("apps/v1", "deployments", namespaced=True)
+    added: list[str] = []
+    updated: list[str] = []
+    view.add_handler(on_add=lambda o: added.append(o["metadata"]["annotations"][CLUSTER_ANNOTATION]),
+                     on_update=lambda old, new: updated.append(new["metadata"]["name"]), inline=True)
+    bound.bindings.replace([binding("team", ("apps", "deployments", HASH_A))], "1")
+    view.plain.replace([deployment("team", "web", app="web"), deployment("own", "api")], "1")  # team's: a copy
+    view.members[1].replace([deployment("team", "web", app="web")], "1")
+    assert sorted(added) == ["own", "team"]
+    index = view.indexer
+    assert len(index) == 2 and len(index.list()) == 2
+    assert sorted(str(k) for k in index.keys()) == ["own|default/api", "team|default/web"]
+    assert index.index_keys(CLUSTER_INDEX, "team") == {ObjectKey("team", "default", "web")}
+    assert [o["metadata"]["name"] for o in index.by_index(CLUSTER_INDEX, "team")] == ["web"]
+    assert index.index_values(CLUSTER_INDEX) == ["own", "team"]
+    assert ObjectKey("team", "default", "web") in index and "team|default/web" not in index
+    changed = {**deployment("team", "web", app="web"), "metadata": {
+        **deployment("team", "web")["metadata"], "resourceVersion": "2"}}
+    view.plain.apply("MODIFIED", changed)
+    view.members[1].apply("MODIFIED", changed)
+    assert updated == ["web"]  # once, from the identity's informer
+    # the team's binding goes (the workspace serves the type itself again): the plain list speaks for it
+    bound.bindings.apply("DELETED", binding("team", ("apps", "deployments", HASH_A)))
+    view.members[1].replace([], "2")
+    assert sorted(added) == ["own", "team", "team"]  # replayed as an add from the plain list
+    assert sorted(str(k) for k in view.indexer.keys()) == ["own|default/api", "team|default/web"]
+
+
+def test_a_cluster_binds_a_resource_while_any_of_its_bindings_does() -> None:
+    bound, _ = setup()
+    first = binding("team", ("apps", "deployments", HASH_A))
+    second = {**binding("team", ("apps", "deployments", HASH_B)), "metadata": {
+        "name": "other", "resourceVersion": "1", "annotations": {CLUSTER_ANNOTATION: "team"}}}
+    gone: list[str] = []
+    bound.on_unbound("apps", "deployments", gone.append)
+    bound.bindings.replace([first, second], "1")
+    assert bound.binds("team", "apps", "deployments") and not bound.binds("team", "", "services")
+    bound.bindings.apply("DELETED", first)
+    assert bound.binds("team", "apps", "deployments") and gone == []
+    bound.bindings.apply("MODIFIED", {**second, "status": {}})  # its resource no longer bound
+    assert not bound.binds("team", "apps", "deployments") and gone == ["team"]
+    assert bound.identities("apps", "deployments") == [HASH_A, HASH_B]  # identities stay
