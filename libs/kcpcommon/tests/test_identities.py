@@ -4,8 +4,13 @@ informers are real but never run: the tests feed their caches as a reflector wou
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
+from kcpcommon.clients import ClientFactory
+from kcpcommon.errors import APIClientError
 from kcpcommon.identities import BoundIdentities, group_of
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey
@@ -249,3 +254,91 @@ def test_a_cluster_binds_a_resource_while_any_of_its_bindings_does() -> None:
     bound.bindings.apply("MODIFIED", {**second, "status": {}})  # its resource no longer bound
     assert not bound.binds("team", "apps", "deployments") and gone == ["team"]
     assert bound.identities("apps", "deployments") == [HASH_A, HASH_B]  # identities stay
+
+
+# --- against a real kcp-apiserver ---
+
+APIS = "apis.kcp.io/v1alpha1"
+
+
+async def until(probe: Callable[[], Awaitable[Any]], what: str, timeout: float = 20.0) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        try:
+            if found := await probe():
+                return found
+        except APIClientError:
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"not within {timeout}s: {what}")
+
+
+async def provide(clients: ClientFactory, provider: str, group: str) -> str:
+    """`widgets.<group>` exported as `widgets` from `provider`; the export's identity."""
+    client = clients.dynamic(provider)
+    schema = f"v1.widgets.{group}"
+    await client.resource(APIS, "apiresourceschemas", namespaced=False).create({
+        "apiVersion": APIS, "kind": "APIResourceSchema", "metadata": {"name": schema},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}]}})
+    exports = client.resource(APIS, "apiexports", namespaced=False)
+    await exports.create({"apiVersion": APIS, "kind": "APIExport", "metadata": {"name": "widgets"},
+                          "spec": {"latestResourceSchemas": [schema]}})
+    return str(await until(lambda: _identity(exports), "the export's identity"))
+
+
+async def _identity(exports: Any) -> str:
+    return str(((await exports.get("widgets")).get("status") or {}).get("identityHash") or "")
+
+
+async def bind_and_create(clients: ClientFactory, consumer: str, provider: str, group: str, name: str) -> None:
+    client = clients.dynamic(consumer)
+    bindings = client.resource(APIS, "apibindings", namespaced=False)
+    await bindings.create({"apiVersion": APIS, "kind": "APIBinding", "metadata": {"name": "widgets"},
+                           "spec": {"reference": {"export": {"path": provider, "name": "widgets"}}}})
+    await until(lambda: _bound(bindings), f"{consumer} binds the widgets")
+    widgets = client.resource(f"{group}/v1", "widgets", namespaced=True)
+    await until(lambda: widgets.create({"apiVersion": f"{group}/v1", "kind": "Widget",
+                                        "metadata": {"name": name}}, namespace="default"), f"a widget in {consumer}")
+
+
+async def _bound(bindings: Any) -> bool:
+    return bool(((await bindings.get("widgets")).get("status") or {}).get("boundResources"))
+
+
+@pytest.mark.usefixtures("no_leaked_tasks")
+async def test_a_type_only_bound_is_seen_once_in_every_binding_workspace_however_late(
+        clients: ClientFactory, unique: str) -> None:
+    """No CRD serves `widgets.<group>` anywhere, so kcp answers the plain wildcard list with the first export's
+    objects: the view still shows each widget once. A second export's identity, bound after the view listed,
+    adds a member whose widgets reach the handler as adds."""
+    group = f"g{unique}.example.io"
+    first = await provide(clients, f"prov-a-{unique}", group)
+    await bind_and_create(clients, f"cons-a-{unique}", f"prov-a-{unique}", group, "one")
+    added: list[tuple[str, str]] = []
+    factory = SharedInformerFactory(clients)
+    bound = BoundIdentities(factory)
+    view = bound.informer(f"{group}/v1", "widgets", namespaced=True)
+
+    view.add_handler(on_add=lambda o: added.append((o["metadata"]["annotations"][CLUSTER_ANNOTATION],
+                                                    o["metadata"]["name"])), inline=True, name="test")
+    async with factory:
+        factory.start()
+        assert await view.wait_for_sync(20)
+        assert [m.resource.plural for m in view.members] == ["widgets", f"widgets:{first}"]
+        assert ObjectKey(f"cons-a-{unique}", "default", "one") in view.plain.indexer  # kcp's answer, hidden
+        assert added == [(f"cons-a-{unique}", "one")] and len(view.indexer) == 1
+        second = await provide(clients, f"prov-b-{unique}", group)
+        await bind_and_create(clients, f"cons-b-{unique}", f"prov-b-{unique}", group, "two")
+        await until(lambda: _at_least(added, 2), "the late identity's widget as an add")
+        assert sorted(added) == [(f"cons-a-{unique}", "one"), (f"cons-b-{unique}", "two")]
+        assert [m.resource.plural for m in view.members][-1] == f"widgets:{second}"
+        assert sorted(str(k) for k in view.indexer.keys()) == [f"cons-a-{unique}|default/one",
+                                                               f"cons-b-{unique}|default/two"]
+
+
+async def _at_least(added: list[Any], count: int) -> bool:
+    return len(added) >= count
