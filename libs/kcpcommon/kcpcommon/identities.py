@@ -2,8 +2,8 @@
 
 A workspace serves a group/resource from a CRD (or built in), or from an APIBinding to an APIExport; the
 bound type's objects are stored under the export's identity. A wildcard list `/clusters/*/.../deployments`
-returns only the first kind; each identity's objects are listed as `deployments:<identityHash>` (kcp's
-form). A controller that watches a type over `*` must see both, or it never acts in a workspace that got
+returns the first kind (and where no CRD serves the type anywhere, one identity's objects: see below);
+each identity's objects are listed as `deployments:<identityHash>` (kcp's form). A controller that watches a type over `*` must see both, or it never acts in a workspace that got
 the type by binding.
 
 `BoundIdentities` watches APIBindings over `*` and learns each `(group, resource) -> identityHash` their
