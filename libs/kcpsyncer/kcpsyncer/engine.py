@@ -98,6 +98,7 @@ class Syncer:
         self.upsynced: dict[str, UpsyncedType] = {}  # kinds mirrored up (pods, claims), by queue resource
         self.events: UpsyncedType | None = None  # the Events of the objects synced and mirrored
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
+        self._discovered = False  # discovery has answered once
         self._reported_unserved: set[str] = set()  # logged once each, not on every look
         # per (type, selector): a claim is both synced down and mirrored up, through one cache
         self._per_namespace_informers: dict[tuple[str, str, str | None], PerNamespaceInformer] = {}
@@ -118,14 +119,16 @@ class Syncer:
     async def run(self, *, ready: asyncio.Event | None = None) -> None:
         """Discover the types, run informers, workers and the heartbeat until cancelled."""
         self._log.info("syncer starting", resources=list(self.options.resources))
-        heartbeat = heartbeat_loop(up=self.up, down=self.down, sync_target=self.target,
-                                   interval=self.options.heartbeat_interval, synced_resources=self._synced_resources,
-                                   metrics=self.metrics, log=self._log)
-        tunnel = Tunnel(upstream=self.options.upstream, downstream=self.options.downstream, logical_cluster=self.lc,
-                        sync_target=self.target, owner=self.owner, log=self._log)
-        tasks = [spawn(self.controller.start(), name=f"{self.controller.name}:controller"),
-                 spawn(heartbeat, name=f"{self.controller.name}:heartbeat"),
-                 spawn(tunnel.run(), name=f"{self.controller.name}:tunnel")]
+        tasks = [spawn(self.controller.start(), name=f"{self.controller.name}:controller")]
+        if self.options.heartbeat:
+            heartbeat = heartbeat_loop(up=self.up, down=self.down, sync_target=self.target,
+                                       interval=self.options.heartbeat_interval,
+                                       synced_resources=self._synced_resources, metrics=self.metrics, log=self._log)
+            tasks.append(spawn(heartbeat, name=f"{self.controller.name}:heartbeat"))
+        if self.options.tunnel:
+            tunnel = Tunnel(upstream=self.options.upstream, downstream=self.options.downstream,
+                            logical_cluster=self.lc, sync_target=self.target, owner=self.owner, log=self._log)
+            tasks.append(spawn(tunnel.run(), name=f"{self.controller.name}:tunnel"))
         try:
             await self._discover_loop(ready)
             await asyncio.Event().wait()  # the tasks run until we are cancelled
@@ -137,6 +140,18 @@ class Syncer:
             for informer in self._per_namespace_informers.values():
                 await informer.stop()
             self._log.info("syncer stopped")
+
+    @property
+    def idle(self) -> bool:
+        """Nothing of this syncer's is left downstream, as far as it can tell: its types are discovered, every
+        cache of its own downstream objects (synced kinds, mirrored kinds) has listed and holds nothing, and no
+        key is queued or in flight (a namespace cleanup included). What the placed-workspaces supervisor waits
+        for before it stops the engine of a workspace no longer placed here: stopping earlier would orphan
+        what it synced. Events are not ours (the cluster's, read unselected) and do not count."""
+        if not self._discovered or len(self.controller.queue) or self.controller.queue.in_flight:
+            return False
+        owned = [t.down_informer for t in (*self.types.values(), *self.upsynced.values())]
+        return all(informer.has_synced and not _holds_any(informer) for informer in owned)
 
     def _synced_resources(self) -> list[str]:
         """The types whose caches have all listed: what the heartbeat reports as synced."""
@@ -152,7 +167,7 @@ class Syncer:
             delay = self.options.discovery_retry
             try:
                 await self._discover()
-                answered = True
+                answered = self._discovered = True
                 failures.reset()
             except APIClientError as exc:
                 delay = failures.next()
@@ -512,3 +527,9 @@ class Syncer:
         keys, typ.waiting, typ.release = typ.waiting, set(), None
         for key in sorted(keys):
             self.controller.enqueue(key)
+
+
+def _holds_any(informer: SharedInformer | PerNamespaceInformer) -> bool:
+    if isinstance(informer, PerNamespaceInformer):
+        return informer.holds_any
+    return len(informer.indexer) > 0
