@@ -20,7 +20,8 @@ from kcp_process import KcpServer, cluster_kubeconfig, free_port, run_kubectl
 from kcpcommon.keys import ASSIGNMENT_LABEL, PLACED, placed_label
 from kcpsyncer.names import downstream_namespace
 
-COMPUTE, TEAM_A, TEAM_B, TARGET = "compute-placed", "team-placed-a", "team-placed-b", "shared"
+COMPUTE, TARGET = "compute-placed", "shared"
+TEAM_A, TEAM_B, TEAM_C = "team-placed-a", "team-placed-b", "team-placed-c"
 PLACED_LABEL = placed_label(COMPUTE, TARGET)
 CRD = Path(__file__).parents[2] / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
@@ -58,8 +59,10 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
             server.start()
             started.append(server)
         controller.start()
-        yield Env(kcp, sim, controller, cluster_kubeconfig(kcp, COMPUTE, COMPUTE),
-                  {team: cluster_kubeconfig(kcp, team, team) for team in (TEAM_A, TEAM_B)})
+        env = Env(kcp, sim, controller, cluster_kubeconfig(kcp, COMPUTE, COMPUTE),
+                  {team: cluster_kubeconfig(kcp, team, team) for team in (TEAM_A, TEAM_B, TEAM_C)})
+        register_shared_cluster(env)
+        yield env
         assert controller.stop() == 0, controller.log_tail(60)
     finally:
         controller.stop()
@@ -97,6 +100,13 @@ def push_syncers_started(env: Env) -> int:
                and line.get("event") == "syncer starting" and line.get("sync_target") == TARGET)
 
 
+def stopped_serving(env: Env) -> list[str]:
+    """The workspaces whose engines the syncer stopped, having drained them (its JSON log)."""
+    lines = [json.loads(line) for line in env.controller.log_path.read_text().splitlines() if line.startswith("{")]
+    return [line["workspace"] for line in lines if line.get("logger") == "kcpsyncer.placed"
+            and str(line.get("event")).startswith("stopped serving a workspace")]
+
+
 def register_shared_cluster(env: Env) -> None:
     """The admin's part: the SyncTarget once, in the compute workspace, and its `kubernetes` export."""
     kubectl(env, env.compute, "apply", "-f", str(CRD))
@@ -131,7 +141,6 @@ def bind_and_place(env: Env, team: str) -> None:
 
 
 def test_one_syncer_serves_every_workspace_placed_on_its_cluster(env: Env) -> None:
-    register_shared_cluster(env)
     for team in (TEAM_A, TEAM_B):
         bind_and_place(env, team)
     mapped = {team: downstream_namespace(team, "default") for team in (TEAM_A, TEAM_B)}
@@ -141,11 +150,11 @@ def test_one_syncer_serves_every_workspace_placed_on_its_cluster(env: Env) -> No
                                                       "jsonpath={.data.team}"), f"{team}'s ConfigMap downstream")
         assert data == team
         eventually(lambda ns=namespace: on_sim(env, "get", "deployment", "web", "-n", ns), f"{team}'s Deployment down")
-    for team, config in env.teams.items():  # each team's status comes back to it, and its pod is mirrored up
+    for team, config in [(t, env.teams[t]) for t in (TEAM_A, TEAM_B)]:  # each team's status comes back to it,
         kubectl(env, config, "wait", "deployment/web", "--namespace", "default",
                 "--for=jsonpath={.status.availableReplicas}=1", "--timeout=90s")
         eventually(lambda c=config: kubectl(env, c, "get", "pods", "--namespace", "default", "-o", "name"),
-                   f"{team}'s pod mirrored into its workspace")
+                   f"{team}'s pod mirrored into its workspace")  # and its pod is mirrored up
     # one syncer for the SyncTarget: the compute workspace's push syncer, serving both teams
     eventually(lambda: placed_gauge(env) == 2, "the syncer serves two placed workspaces")
     beating = metric(env, "kcp_syncer_last_heartbeat_timestamp_seconds")
@@ -166,3 +175,22 @@ def test_one_syncer_serves_every_workspace_placed_on_its_cluster(env: Env) -> No
     assert on_sim(env, "get", "deployment", "web", "-n", mapped[TEAM_A])
     assert kubectl(env, env.teams[TEAM_B], "get", "configmap", "web", "--namespace", "default", "-o",
                    "jsonpath={.data.team}") == TEAM_B  # unplaced, not deleted, in kcp
+
+
+def test_a_workspace_unplaced_while_the_syncer_was_down_is_drained_when_it_comes_back(env: Env) -> None:
+    """No placed namespace tells the syncer about team C any more: its namespace on the cluster does."""
+    bind_and_place(env, TEAM_C)
+    mapped = downstream_namespace(TEAM_C, "default")
+    eventually(lambda: on_sim(env, "get", "deployment", "web", "-n", mapped), "team C's Deployment downstream")
+    assert env.controller.stop() == 0, env.controller.log_tail(60)
+    config = env.teams[TEAM_C]
+    kubectl(env, config, "label", "namespace", "default", f"{ASSIGNMENT_LABEL}-", f"{PLACED_LABEL}-")
+    kubectl(env, config, "label", "configmap,deployment", "web", "--namespace", "default", f"{ASSIGNMENT_LABEL}-")
+    assert on_sim(env, "get", "configmap", "web", "-n", mapped)  # left behind while no syncer ran
+    env.controller.start()
+    eventually(lambda: not on_sim(env, "get", "configmap", "web", "-n", mapped)
+               and not on_sim(env, "get", "deployment", "web", "-n", mapped), "team C's objects gone downstream",
+               timeout=90)
+    eventually(lambda: not on_sim(env, "get", "namespace", mapped, "-o", "jsonpath={.status.phase}").startswith(
+        "Active"), "team C's namespace cleaned up")
+    eventually(lambda: TEAM_C in stopped_serving(env), "team C's engine stopped once it drained")

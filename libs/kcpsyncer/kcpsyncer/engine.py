@@ -113,6 +113,12 @@ class Syncer:
         self.removal = Removal(spec_down=self.spec_down, status_up=self.status_up, metrics=self.metrics,
                                log=self._log)
         self.upsync = Upsync(logical_cluster=self.lc, sync_target=self.target, metrics=self.metrics, log=self._log)
+        # the cluster's namespaces of ours: none may be left for the engine to be idle, and each is looked at
+        # once listed, so one emptied while no syncer ran (a workspace draining off the cluster) is cleaned up
+        self.owned_namespaces = self.informers.informer(
+            cluster=self.target, api_version="v1", plural="namespaces", namespaced=False,
+            label_selector=f"{OWNER_LABEL}={self.owner}", clients=options.downstream)
+        self.owned_namespaces.add_handler(on_add=self._namespace_seen, name=f"syncer:{self.target}:namespaces")
 
     # --- running ---
 
@@ -144,13 +150,13 @@ class Syncer:
     @property
     def idle(self) -> bool:
         """Nothing of this syncer's is left downstream, as far as it can tell: its types are discovered, every
-        cache of its own downstream objects (synced kinds, mirrored kinds) has listed and holds nothing, and no
+        cache of its own downstream objects (namespaces, synced kinds, mirrored kinds) has listed and holds nothing, and no
         key is queued or in flight (a namespace cleanup included). What the placed-workspaces supervisor waits
         for before it stops the engine of a workspace no longer placed here: stopping earlier would orphan
         what it synced. Events are not ours (the cluster's, read unselected) and do not count."""
         if not self._discovered or len(self.controller.queue) or self.controller.queue.in_flight:
             return False
-        owned = [t.down_informer for t in (*self.types.values(), *self.upsynced.values())]
+        owned = [self.owned_namespaces, *(t.down_informer for t in (*self.types.values(), *self.upsynced.values()))]
         return all(informer.has_synced and not _holds_any(informer) for informer in owned)
 
     def _synced_resources(self) -> list[str]:
@@ -321,6 +327,12 @@ class Syncer:
 
     # --- event handlers: queue the upstream key ---
 
+    def _namespace_seen(self, namespace: Obj) -> None:
+        """Look whether a namespace of ours is empty, only while every type is served on both sides: one holding
+        only objects of a type not (yet) served upstream looks empty, and must not go."""
+        if not self._unserved:
+            self.controller.enqueue(SyncKey("", "", str(meta(namespace).get("name") or "")))
+
     def _upstream_changed(self, resource: str, obj: Obj) -> None:
         upstream_meta = meta(obj)
         key = SyncKey(resource, str(upstream_meta.get("namespace") or ""), str(upstream_meta.get("name") or ""))
@@ -372,7 +384,13 @@ class Syncer:
 
     async def _reconcile(self, key: SyncKey) -> Result | None:
         if not key.resource:
-            await self.namespaces.cleanup(key.name, self.types.values(), self.upsynced.values())
+            caches: list[SyncedType | UpsyncedType] = [*self.types.values(), *self.upsynced.values()]
+            for typ_caches in caches:
+                if not typ_caches.synced:  # what is left in it cannot be told yet
+                    self._hold_until_synced(typ_caches, key)
+                    return None
+            await self.namespaces.cleanup(key.name, self.types.values(), self.upsynced.values(),
+                                          found=self.owned_namespaces.indexer.get(ObjectKey(self.target, "", key.name)))
             return None
         if key.resource == EVENTS and self.events is not None:
             return await self._reconcile_event(self.events, key)

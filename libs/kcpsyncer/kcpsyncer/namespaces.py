@@ -56,13 +56,17 @@ class DownstreamNamespaces:
             self.known.add(down_ns)
             self._origin[down_ns] = up_ns
 
-    async def cleanup(self, down_ns: str, types: Iterable[SyncedType], mirrored: Iterable[TypeCaches] = ()) -> None:
+    async def cleanup(self, down_ns: str, types: Iterable[SyncedType], mirrored: Iterable[TypeCaches] = (),
+                      *, found: Obj | None = None) -> None:
         """Delete a downstream namespace of ours once nothing synced is left in it, on either side, and nothing
-        our workloads made (`mirrored` kinds: pods a ReplicaSet deleted with orphan left running) either."""
+        our workloads made (`mirrored` kinds: pods a ReplicaSet deleted with orphan left running) either.
+        `found`: the namespace as a cache holds it (else it is read, unless this syncer made it)."""
         up_ns = self._origin.get(down_ns)
         if up_ns is None:
+            if found is not None and meta(found).get("deletionTimestamp"):
+                return  # going already
             try:
-                found = await self._namespaces.get(down_ns)
+                found = found if found is not None else await self._namespaces.get(down_ns)
             except APINotFoundError:
                 return
             if (meta(found).get("labels") or {}).get(OWNER_LABEL) != self._owner:
@@ -90,10 +94,19 @@ class DownstreamNamespaces:
 
 def downstream_origin(namespace: Obj) -> str | None:
     """The upstream namespace a downstream namespace's locator annotation names."""
+    return _locator(namespace, "namespace")
+
+
+def downstream_workspace(namespace: Obj) -> str | None:
+    """The logical cluster a downstream namespace's locator annotation names."""
+    return _locator(namespace, "logicalCluster")
+
+
+def _locator(namespace: Obj, field: str) -> str | None:
     text = (meta(namespace).get("annotations") or {}).get(NAMESPACE_LOCATOR_ANNOTATION)
     try:
         locator = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return None
-    value = locator.get("namespace") if isinstance(locator, dict) else None
+    value = locator.get(field) if isinstance(locator, dict) else None
     return value if isinstance(value, str) else None

@@ -10,9 +10,11 @@ per workspace W != C that has one: W's objects assigned to T go down exactly as 
 - An engine of a placed workspace neither beats (the SyncTarget, and its heartbeat, live in C) nor holds a
   tunnel (it registers per SyncTarget): pods' logs and exec through kcp for placed workspaces are left for later.
 - A workspace with no placed namespace left keeps its engine until the engine is `idle` (nothing of its owner
-  left downstream): the namespace rule takes the assignment labels off, the engine deletes downstream on that
-  positive evidence, and only then is it stopped. Stopping it earlier would orphan what it synced; kcp being
-  unreachable never makes an engine idle (its caches keep what they hold).
+  left downstream, its namespaces included): the namespace rule takes the assignment labels off, the engine
+  deletes downstream on that positive evidence, and only then is it stopped. Stopping it earlier would orphan
+  what it synced; kcp being unreachable never makes an engine idle (its caches keep what they hold). A workspace
+  that was draining when this syncer stopped is found again by its namespaces downstream (owner label and
+  namespace locator, not going already), and its engine runs again until they are gone.
 - An engine that fails is logged and restarted with backoff; the others go on.
 - Reading Namespaces over `*` takes an identity that may: push mode's (the cluster controller's) may, a pull-mode
   syncer's (a ServiceAccount of C) may not yet. The 403 is logged once and the look retried with backoff, so
@@ -37,6 +39,9 @@ from kcpcommon.keys import PLACED, WILDCARD_CLUSTER, cluster_of, placed_label
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 from .metrics import SyncerMetrics
+from .names import OWNER_LABEL, owner
+from .namespaces import downstream_workspace
+from .objects import meta
 
 if TYPE_CHECKING:
     from . import SyncerOptions
@@ -78,6 +83,7 @@ class PlacedWorkspaces:
 
     def __init__(self, options: SyncerOptions, *, registry: CollectorRegistry | None = None,
                  engine: EngineFactory = _syncer, namespaces: SharedInformer | None = None,
+                 leftovers: SharedInformer | None = None,
                  idle_check: float = IDLE_CHECK, backoff: Callable[[], Backoff] = lambda: Backoff(initial=1.0)) -> None:
         self.options = options
         self.compute, self.target = options.logical_cluster, options.sync_target
@@ -90,17 +96,33 @@ class PlacedWorkspaces:
         self.namespaces = namespaces if namespaces is not None else SharedInformer(
             self._resource, cluster=WILDCARD_CLUSTER, label_selector=self.selector,
             name=f"informer:*:v1/namespaces[{self.selector}]")
+        downstream = options.downstream.dynamic().resource("v1", "namespaces", namespaced=False)
+        self.leftovers = leftovers if leftovers is not None else SharedInformer(  # every syncer's, this cluster's
+            downstream, cluster=self.target, label_selector=OWNER_LABEL,
+            name=f"informer:{self.target}:v1/namespaces[{OWNER_LABEL}]")
         self.served: dict[str, _Served] = {}
         self.metrics = SyncerMetrics(registry, logical_cluster=self.compute, sync_target=self.target)
         self._changed = asyncio.Event()
         self._log = log.bind(logical_cluster=self.compute, sync_target=self.target)
-        self.namespaces.add_handler(on_add=self._wake, on_update=lambda old, new: self._wake(new),
-                                    on_delete=self._wake, name=f"syncer:{self.target}:placed", inline=True)
+        for informer in (self.namespaces, self.leftovers):
+            informer.add_handler(on_add=self._wake, on_update=lambda old, new: self._wake(new),
+                                 on_delete=self._wake, name=f"syncer:{self.target}:placed", inline=True)
 
     def placed(self) -> set[str]:
         """The workspaces, other than the SyncTarget's own, with a namespace placed on it now."""
         found = {cluster_of(ns) for ns in self.namespaces.indexer.list()}
         return {w for w in found if w and w != self.compute}
+
+    def draining(self) -> set[str]:
+        """The workspaces, other than the SyncTarget's own, with a namespace of theirs on this SyncTarget's cluster
+        that is not going already (this SyncTarget's: the owner label is the hash of workspace and target)."""
+        found = set()
+        for ns in self.leftovers.indexer.list():
+            workspace = downstream_workspace(ns)
+            if workspace and workspace != self.compute and not meta(ns).get("deletionTimestamp") \
+                    and (meta(ns).get("labels") or {}).get(OWNER_LABEL) == owner(workspace, self.target):
+                found.add(workspace)
+        return found
 
     async def run(self) -> None:
         """Watch the placed namespaces (once they may be read) and supervise the engines, until cancelled."""
@@ -114,7 +136,7 @@ class PlacedWorkspaces:
         """Once the placed namespaces have listed: an engine per placed workspace, kept until it is idle once its
         workspace is placed here no more. Until cancelled, then every engine stops."""
         try:
-            await self.namespaces.wait_for_sync()
+            await asyncio.gather(self.namespaces.wait_for_sync(), self.leftovers.wait_for_sync())
             while True:
                 self._changed.clear()
                 self.reconcile()
@@ -128,13 +150,16 @@ class PlacedWorkspaces:
             self.metrics.placed_workspaces(0)
 
     def reconcile(self) -> None:
-        """Start the engines of newly placed workspaces; stop those of workspaces no longer placed, once idle."""
+        """Start the engines of newly placed workspaces (and of those with namespaces left downstream); stop those
+        of workspaces no longer placed, once idle."""
         placed = self.placed()
-        for workspace in sorted(placed - set(self.served)):
+        wanted = placed | self.draining()
+        for workspace in sorted(wanted - set(self.served)):
             served = self.served[workspace] = _Served()
             served.task = spawn(self._serve(workspace, served), name=f"syncer:{workspace}:{self.target}:placed")
-            self._log.info("serving a placed workspace", workspace=workspace)
-        for workspace in sorted(set(self.served) - placed):
+            self._log.info("serving a workspace placed here, or draining off", workspace=workspace,
+                           placed=workspace in placed)
+        for workspace in sorted(set(self.served) - wanted):
             served = self.served[workspace]
             if served.engine is not None and served.engine.idle:
                 if served.task is not None:
@@ -184,7 +209,11 @@ class PlacedWorkspaces:
                 await asyncio.sleep(delay)
         if told:
             self._log.info("namespaces across workspaces are readable now: serving placed workspaces")
-        await self.namespaces.run()
+        leftovers = spawn(self.leftovers.run(), name=self.leftovers.name)
+        try:
+            await self.namespaces.run()
+        finally:
+            await cancel_and_wait(leftovers)
 
     def _wake(self, *_: object) -> None:
         self._changed.set()

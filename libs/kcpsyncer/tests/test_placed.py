@@ -21,6 +21,7 @@ from kcpcommon.tasks import cancel_and_wait, spawn
 from kcpsyncer import SyncerOptions
 from kcpsyncer.discovery import APIType
 from kcpsyncer.engine import Syncer
+from kcpsyncer.names import NAMESPACE_LOCATOR_ANNOTATION, OWNER_LABEL, namespace_locator, owner
 from kcpsyncer.placed import PlacedWorkspaces
 from kcpsyncer.synced import SyncedType, SyncKey
 
@@ -112,14 +113,16 @@ async def until(condition: Callable[[], bool], what: str, timeout: float = 5.0) 
 
 class Harness:
     def __init__(self) -> None:
-        self.clients = FakeClients()
-        self.options = SyncerOptions(upstream=self.clients, downstream=object(),  # type: ignore[arg-type]
+        self.clients, self.cluster = FakeClients(), FakeClients()
+        self.options = SyncerOptions(upstream=self.clients, downstream=self.cluster,  # type: ignore[arg-type]
                                      sync_target=TARGET, logical_cluster=COMPUTE, resources=("configmaps",))
         self.engines = Engines()
         self.registry = CollectorRegistry()
         self.informer = SharedInformer(self.clients.namespaces, cluster="*")  # type: ignore[arg-type]
+        self.leftovers = SharedInformer(self.cluster.namespaces, cluster=TARGET)  # type: ignore[arg-type]
+        self.leftovers.replace([], "1")
         self.supervisor = PlacedWorkspaces(self.options, registry=self.registry, engine=self.engines,
-                                           namespaces=self.informer, idle_check=0.01,
+                                           namespaces=self.informer, leftovers=self.leftovers, idle_check=0.01,
                                            backoff=lambda: Backoff(initial=0.01, cap=0.02, jitter=0.0))
         self.task: asyncio.Task[None] | None = None
 
@@ -179,6 +182,28 @@ async def test_an_unplaced_workspace_keeps_its_engine_until_it_is_idle() -> None
         assert not team_b.cancelled
         h.informer.apply("ADDED", namespace("root:team-a"))  # placed again: a new engine
         await until(lambda: len(h.engines.made["root:team-a"]) == 2 and h.gauge() == 2, "team A served again")
+    finally:
+        await h.stop()
+
+
+async def test_a_workspace_found_draining_downstream_is_served_until_its_namespaces_are_gone() -> None:
+    """The syncer stopped while team A drained off the cluster: its namespace there brings its engine back."""
+    h = Harness()
+    h.informer.replace([namespace("root:team-b")], "1")
+    h.leftovers.replace([downstream_ns(workspace="root:team-a"),
+                         downstream_ns("kcp-c", workspace=COMPUTE),  # the SyncTarget's own
+                         downstream_ns("kcp-d", workspace="root:team-d", target="other"),  # another SyncTarget's
+                         downstream_ns("kcp-e", workspace="root:team-e", deleting=True)], "1")  # going already
+    h.start()
+    try:
+        await until(lambda: set(h.engines.made) == {"root:team-a", "root:team-b"}, "engines for A and B")
+        team_a = h.engines.current("root:team-a")
+        team_a.idle = True  # its caches may lag the supervisor's: kept while its namespace is there
+        await asyncio.sleep(0.05)
+        assert not team_a.cancelled
+        h.leftovers.apply("MODIFIED", downstream_ns(workspace="root:team-a", deleting=True, version="4"))
+        await until(lambda: team_a.cancelled and "root:team-a" not in h.supervisor.served, "A's engine stopped")
+        assert set(h.engines.made) == {"root:team-a", "root:team-b"} and h.gauge() == 1
     finally:
         await h.stop()
 
@@ -274,11 +299,22 @@ def downstream_cm() -> dict[str, Any]:
             "metadata": {"name": "web", "namespace": "kcp-x", "resourceVersion": "3"}}
 
 
-@pytest.mark.parametrize("case", ["undiscovered", "unlisted", "holds", "queued"])
+def downstream_ns(name: str = "kcp-x", *, deleting: bool = False, workspace: str = "root:team-a",
+                  target: str = TARGET, version: str = "3") -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name, "resourceVersion": version, "labels": {OWNER_LABEL: owner(workspace, target)},
+        "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(workspace, "default")}}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
+
+
+@pytest.mark.parametrize("case", ["undiscovered", "unlisted", "holds", "queued", "namespace left"])
 async def test_an_engine_is_not_idle_while_it_may_hold_something_downstream(case: str) -> None:
     syncer, up_informer, down_informer = engine_with_configmaps()
     syncer._discovered = case != "undiscovered"
     up_informer.replace([], "1")
+    syncer.owned_namespaces.replace([downstream_ns(deleting=True)] if case == "namespace left" else [], "1")
     if case != "unlisted":  # the downstream cache has not listed: absence proves nothing
         down_informer.replace([downstream_cm()] if case == "holds" else [], "1")
     if case == "queued":  # a delete (or a namespace cleanup) still to do
@@ -290,7 +326,38 @@ async def test_an_engine_is_idle_once_its_downstream_caches_hold_nothing_and_no_
     syncer, up_informer, down_informer = engine_with_configmaps()
     syncer._discovered = True
     up_informer.replace([], "1")
+    syncer.owned_namespaces.replace([downstream_ns()], "1")
     down_informer.replace([downstream_cm()], "1")
     assert not syncer.idle
     down_informer.apply("DELETED", downstream_cm())
+    assert not syncer.idle  # its namespace is still there
+    syncer.owned_namespaces.apply("DELETED", downstream_ns())
     assert syncer.idle
+
+
+async def test_a_namespace_of_ours_found_empty_when_the_engine_starts_is_cleaned_up() -> None:
+    """A workspace that drained off the cluster while no syncer ran: its emptied namespace goes on the next start,
+    once every cache has listed; never while a type is not served (its objects would look absent)."""
+    syncer, up_informer, down_informer = engine_with_configmaps()
+    namespaces = syncer.namespaces._namespaces  # the fake downstream namespaces resource
+    syncer._unserved = {"deployments.apps"}
+    syncer._namespace_seen(downstream_ns())
+    assert len(syncer.controller.queue) == 0  # a Deployment there would look absent: not looked at
+    syncer._unserved = set()
+    syncer._namespace_seen(downstream_ns())
+    key = SyncKey("", "", "kcp-x")
+    assert len(syncer.controller.queue) == 1
+    syncer.owned_namespaces.replace([downstream_ns()], "1")
+    up_informer.replace([], "1")
+    await syncer._reconcile(key)  # the downstream ConfigMaps have not listed: held, nothing deleted
+    assert namespaces.calls == [] and key in syncer.types["configmaps"].waiting
+    down_informer.replace([], "1")
+    await syncer._reconcile(key)
+    assert [c[:2] for c in namespaces.calls] == [("delete", "kcp-x")]  # read from the cache, not the API
+    namespaces.calls.clear()
+    syncer.namespaces._origin.clear()
+    syncer.owned_namespaces.replace([downstream_ns(deleting=True)], "2")
+    await syncer._reconcile(key)
+    assert namespaces.calls == []  # going already
+    for task in [t.release for t in syncer.types.values() if t.release is not None]:
+        await cancel_and_wait(task)
