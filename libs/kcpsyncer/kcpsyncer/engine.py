@@ -150,10 +150,10 @@ class Syncer:
     @property
     def idle(self) -> bool:
         """Nothing of this syncer's is left downstream, as far as it can tell: its types are discovered, every
-        cache of its own downstream objects (namespaces, synced kinds, mirrored kinds) has listed and holds nothing, and no
-        key is queued or in flight (a namespace cleanup included). What the placed-workspaces supervisor waits
-        for before it stops the engine of a workspace no longer placed here: stopping earlier would orphan
-        what it synced. Events are not ours (the cluster's, read unselected) and do not count."""
+        cache of its own downstream objects (namespaces, synced kinds, mirrored kinds) has listed and holds
+        nothing, and no key is queued or in flight (a namespace cleanup included). What the placed-workspaces
+        supervisor waits for before it stops the engine of a workspace no longer placed here: stopping earlier
+        would orphan what it synced. Events are not ours (the cluster's, read unselected) and do not count."""
         if not self._discovered or len(self.controller.queue) or self.controller.queue.in_flight:
             return False
         owned = [self.owned_namespaces, *(t.down_informer for t in (*self.types.values(), *self.upsynced.values()))]

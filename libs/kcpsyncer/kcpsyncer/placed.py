@@ -2,7 +2,8 @@
 
 An admin registers a physical cluster once, as SyncTarget T in a compute workspace C; a team's Placement
 puts the namespaces of its workspace W on T by labelling each `placed.workload.kcp.io/<key(C, T)>: Placed`
-(kcpcommon.keys.placed_label; the assignment label `workloads.kcp.io/cluster: T` goes on it and its objects).
+(kcpcommon.keys.placed_label; the assignment label `workloads.kcp.io/cluster: T` goes on it and its objects;
+any value of the label counts, as the splitter's `Draining` while it moves them off).
 `PlacedWorkspaces` watches those Namespaces across every workspace (one informer over `*`) and runs one engine
 per workspace W != C that has one: W's objects assigned to T go down exactly as C's do, into namespaces
 `kcp-<hash(W, ns)>` (tenants stay apart downstream) under the owner label of (W, T).
@@ -35,7 +36,7 @@ from prometheus_client import CollectorRegistry
 from kcpcommon.backoff import Backoff
 from kcpcommon.errors import APIClientError
 from kcpcommon.informer import SharedInformer
-from kcpcommon.keys import PLACED, WILDCARD_CLUSTER, cluster_of, placed_label
+from kcpcommon.keys import WILDCARD_CLUSTER, cluster_of, placed_label
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 from .metrics import SyncerMetrics
@@ -87,7 +88,8 @@ class PlacedWorkspaces:
                  idle_check: float = IDLE_CHECK, backoff: Callable[[], Backoff] = lambda: Backoff(initial=1.0)) -> None:
         self.options = options
         self.compute, self.target = options.logical_cluster, options.sync_target
-        self.selector = f"{placed_label(self.compute, self.target)}={PLACED}"
+        # any value: `Placed`, or the splitter's `Draining` while it moves the namespace's workloads off T
+        self.selector = placed_label(self.compute, self.target)
         self._registry = registry
         self._engine = engine
         self._idle_check = idle_check

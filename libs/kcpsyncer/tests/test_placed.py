@@ -262,7 +262,7 @@ async def test_a_forbidden_look_across_workspaces_is_told_once_and_retried() -> 
         finally:
             await cancel_and_wait(task)
     assert [c[0] for c in h.clients.namespaces.calls] == ["list"] * 4
-    assert h.clients.namespaces.calls[-1][1]["label_selector"] == f"{LABEL}={PLACED}"
+    assert h.clients.namespaces.calls[-1][1]["label_selector"] == LABEL  # Placed, or Draining off
     assert "*" in h.clients.clusters  # across every workspace
     warned = [e for e in logs if e["event"].startswith("cannot list namespaces across workspaces")]
     assert len(warned) == 1 and warned[0]["status"] == 403
