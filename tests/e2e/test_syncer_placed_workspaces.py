@@ -17,8 +17,8 @@ from daemon_process import ClusterControllerProcess
 from syncer_fixtures import eventually, sim_cluster
 
 from kcp_process import KcpServer, cluster_kubeconfig, free_port, run_kubectl
-from kcpcommon.keys import ASSIGNMENT_LABEL, PLACED, placed_label
-from kcpsyncer.names import downstream_namespace
+from kcpcommon.keys import ASSIGNMENT_LABEL, PLACED, placed_label, sync_target_key
+from kcpsyncer.names import SYNC_TARGET_KEY_ANNOTATION, downstream_namespace
 
 COMPUTE, TARGET = "compute-placed", "shared"
 TEAM_A, TEAM_B, TEAM_C = "team-placed-a", "team-placed-b", "team-placed-c"
@@ -150,6 +150,8 @@ def test_one_syncer_serves_every_workspace_placed_on_its_cluster(env: Env) -> No
                                                       "jsonpath={.data.team}"), f"{team}'s ConfigMap downstream")
         assert data == team
         eventually(lambda ns=namespace: on_sim(env, "get", "deployment", "web", "-n", ns), f"{team}'s Deployment down")
+        made = json.loads(on_sim(env, "get", "namespace", namespace, "-o", "json"))["metadata"]["annotations"]
+        assert made[SYNC_TARGET_KEY_ANNOTATION] == sync_target_key(COMPUTE, TARGET)  # by the compute's SyncTarget
     for team, config in [(t, env.teams[t]) for t in (TEAM_A, TEAM_B)]:  # each team's status comes back to it,
         kubectl(env, config, "wait", "deployment/web", "--namespace", "default",
                 "--for=jsonpath={.status.availableReplicas}=1", "--timeout=90s")

@@ -84,6 +84,9 @@ class SyncerOptions:
     tunnel: bool = True
     # `run_syncer` also serves every other workspace whose namespaces are placed on this SyncTarget (placed.py)
     serve_placed: bool = True
+    # the SyncTarget's workspace, when not `logical_cluster` (an engine of a placed workspace): named on the
+    # downstream namespaces, so a syncer finds its own again across workspaces
+    sync_target_workspace: str = ""
 
 
 async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,

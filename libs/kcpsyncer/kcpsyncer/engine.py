@@ -25,7 +25,7 @@ from kcpcommon.controller import Controller, Result
 from kcpcommon.errors import APIClientError, APIConflictError
 from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.store import NAMESPACE_INDEX
 from kcpcommon.tasks import cancel_and_wait, spawn
 
@@ -103,7 +103,9 @@ class Syncer:
         # per (type, selector): a claim is both synced down and mirrored up, through one cache
         self._per_namespace_informers: dict[tuple[str, str, str | None], PerNamespaceInformer] = {}
         self._log = log.bind(logical_cluster=self.lc, sync_target=self.target)
-        self.namespaces = DownstreamNamespaces(self.down, logical_cluster=self.lc, owner=self.owner, log=self._log)
+        self.namespaces = DownstreamNamespaces(
+            self.down, logical_cluster=self.lc, owner=self.owner, log=self._log,
+            sync_target_key=sync_target_key(options.sync_target_workspace or self.lc, self.target))
         self.autoscalers = Autoscalers(self.types)
         self.spec_down = SpecDown(up=self.up, namespaces=self.namespaces,
                                   classes=ClassNames(self.types, logical_cluster=self.lc),

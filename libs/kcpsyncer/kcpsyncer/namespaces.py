@@ -17,7 +17,13 @@ from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.store import NAMESPACE_INDEX
 
-from .names import FIELD_MANAGER, NAMESPACE_LOCATOR_ANNOTATION, OWNER_LABEL, namespace_locator
+from .names import (
+    FIELD_MANAGER,
+    NAMESPACE_LOCATOR_ANNOTATION,
+    OWNER_LABEL,
+    SYNC_TARGET_KEY_ANNOTATION,
+    namespace_locator,
+)
 from .objects import Obj, deleting, meta
 from .synced import SyncedType, TypeCaches
 
@@ -25,11 +31,12 @@ from .synced import SyncedType, TypeCaches
 class DownstreamNamespaces:
     """Ensures and cleans up the downstream namespaces; remembers which exist, so an apply costs no extra call."""
 
-    def __init__(self, down: DynamicClient, *, logical_cluster: str, owner: str,
+    def __init__(self, down: DynamicClient, *, logical_cluster: str, owner: str, sync_target_key: str,
                  log: FilteringBoundLogger) -> None:
         self._namespaces = down.resource("v1", "namespaces", namespaced=False)
         self._lc = logical_cluster
         self._owner = owner
+        self._sync_target_key = sync_target_key
         self._log = log
         self.known: set[str] = set()  # downstream namespaces known to exist
         self._locks: dict[str, asyncio.Lock] = {}
@@ -48,7 +55,8 @@ class DownstreamNamespaces:
                 return
             body = {"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": down_ns, "labels": {OWNER_LABEL: self._owner},
-                                 "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(self._lc, up_ns)}}}
+                                 "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(self._lc, up_ns),
+                                                 SYNC_TARGET_KEY_ANNOTATION: self._sync_target_key}}}
             try:
                 await self._namespaces.create(body, field_manager=FIELD_MANAGER)
             except APIAlreadyExistsError:

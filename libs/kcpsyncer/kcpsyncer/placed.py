@@ -14,8 +14,8 @@ per workspace W != C that has one: W's objects assigned to T go down exactly as 
   left downstream, its namespaces included): the namespace rule takes the assignment labels off, the engine
   deletes downstream on that positive evidence, and only then is it stopped. Stopping it earlier would orphan
   what it synced; kcp being unreachable never makes an engine idle (its caches keep what they hold). A workspace
-  that was draining when this syncer stopped is found again by its namespaces downstream (owner label and
-  namespace locator, not going already), and its engine runs again until they are gone.
+  that was draining when this syncer stopped is found again by its namespaces downstream (made for this
+  SyncTarget, by their key annotation; not going already), and its engine runs again until they are gone.
 - An engine that fails is logged and restarted with backoff; the others go on.
 - Reading Namespaces over `*` takes an identity that may: push mode's (the cluster controller's) may, a pull-mode
   syncer's (a ServiceAccount of C) may not yet. The 403 is logged once and the look retried with backoff, so
@@ -36,11 +36,11 @@ from prometheus_client import CollectorRegistry
 from kcpcommon.backoff import Backoff
 from kcpcommon.errors import APIClientError
 from kcpcommon.informer import SharedInformer
-from kcpcommon.keys import WILDCARD_CLUSTER, cluster_of, placed_label
+from kcpcommon.keys import WILDCARD_CLUSTER, cluster_of, placed_label, sync_target_key
 from kcpcommon.tasks import cancel_and_wait, spawn
 
 from .metrics import SyncerMetrics
-from .names import OWNER_LABEL, owner
+from .names import OWNER_LABEL, SYNC_TARGET_KEY_ANNOTATION, owner
 from .namespaces import downstream_workspace
 from .objects import meta
 
@@ -90,6 +90,7 @@ class PlacedWorkspaces:
         self.compute, self.target = options.logical_cluster, options.sync_target
         # any value: `Placed`, or the splitter's `Draining` while it moves the namespace's workloads off T
         self.selector = placed_label(self.compute, self.target)
+        self.key = sync_target_key(self.compute, self.target)
         self._registry = registry
         self._engine = engine
         self._idle_check = idle_check
@@ -116,12 +117,15 @@ class PlacedWorkspaces:
         return {w for w in found if w and w != self.compute}
 
     def draining(self) -> set[str]:
-        """The workspaces, other than the SyncTarget's own, with a namespace of theirs on this SyncTarget's cluster
-        that is not going already (this SyncTarget's: the owner label is the hash of workspace and target)."""
+        """The workspaces, other than the SyncTarget's own, with a namespace this SyncTarget's syncer made for them
+        on the cluster (its key annotation: another workspace's SyncTarget of the same name on the same cluster
+        makes namespaces with the same owner label) that is not going already."""
         found = set()
         for ns in self.leftovers.indexer.list():
             workspace = downstream_workspace(ns)
+            annotations = meta(ns).get("annotations") or {}
             if workspace and workspace != self.compute and not meta(ns).get("deletionTimestamp") \
+                    and annotations.get(SYNC_TARGET_KEY_ANNOTATION) == self.key \
                     and (meta(ns).get("labels") or {}).get(OWNER_LABEL) == owner(workspace, self.target):
                 found.add(workspace)
         return found
@@ -174,7 +178,7 @@ class PlacedWorkspaces:
     async def _serve(self, workspace: str, served: _Served) -> None:
         """Run `workspace`'s engine; restart it with backoff when it fails."""
         options = dataclasses.replace(self.options, logical_cluster=workspace, heartbeat=False, tunnel=False,
-                                      serve_placed=False)
+                                      serve_placed=False, sync_target_workspace=self.compute)
         delays = self._backoff()
         while True:
             served.engine = self._engine(options, self._registry)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +17,18 @@ from syncer_fakes import FakeResource
 from kcpcommon.backoff import Backoff
 from kcpcommon.errors import APIForbiddenError
 from kcpcommon.informer import SharedInformer
-from kcpcommon.keys import CLUSTER_ANNOTATION, PLACED, placed_label
+from kcpcommon.keys import CLUSTER_ANNOTATION, PLACED, placed_label, sync_target_key
 from kcpcommon.tasks import cancel_and_wait, spawn
 from kcpsyncer import SyncerOptions
 from kcpsyncer.discovery import APIType
 from kcpsyncer.engine import Syncer
-from kcpsyncer.names import NAMESPACE_LOCATOR_ANNOTATION, OWNER_LABEL, namespace_locator, owner
+from kcpsyncer.names import (
+    NAMESPACE_LOCATOR_ANNOTATION,
+    OWNER_LABEL,
+    SYNC_TARGET_KEY_ANNOTATION,
+    namespace_locator,
+    owner,
+)
 from kcpsyncer.placed import PlacedWorkspaces
 from kcpsyncer.synced import SyncedType, SyncKey
 
@@ -153,6 +160,7 @@ async def test_an_engine_runs_per_placed_workspace_and_none_for_the_synctarget_s
         assert options.upstream is h.options.upstream and options.downstream is h.options.downstream
         # no heartbeat or tunnel (the SyncTarget is C's), and no supervisor of its own
         assert (options.heartbeat, options.tunnel, options.serve_placed) == (False, False, False)
+        assert options.sync_target_workspace == COMPUTE  # whose SyncTarget its namespaces downstream name
         h.informer.apply("ADDED", namespace("root:team-c"))
         await until(lambda: "root:team-c" in h.engines.made and h.gauge() == 3, "team C's engine")
     finally:
@@ -193,6 +201,8 @@ async def test_a_workspace_found_draining_downstream_is_served_until_its_namespa
     h.leftovers.replace([downstream_ns(workspace="root:team-a"),
                          downstream_ns("kcp-c", workspace=COMPUTE),  # the SyncTarget's own
                          downstream_ns("kcp-d", workspace="root:team-d", target="other"),  # another SyncTarget's
+                         # team F's own SyncTarget of the same name on the same cluster: same owner label, not ours
+                         downstream_ns("kcp-f", workspace="root:team-f", compute="root:team-f"),
                          downstream_ns("kcp-e", workspace="root:team-e", deleting=True)], "1")  # going already
     h.start()
     try:
@@ -300,10 +310,11 @@ def downstream_cm() -> dict[str, Any]:
 
 
 def downstream_ns(name: str = "kcp-x", *, deleting: bool = False, workspace: str = "root:team-a",
-                  target: str = TARGET, version: str = "3") -> dict[str, Any]:
+                  target: str = TARGET, version: str = "3", compute: str = COMPUTE) -> dict[str, Any]:
     metadata: dict[str, Any] = {
         "name": name, "resourceVersion": version, "labels": {OWNER_LABEL: owner(workspace, target)},
-        "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(workspace, "default")}}
+        "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(workspace, "default"),
+                        SYNC_TARGET_KEY_ANNOTATION: sync_target_key(compute, target)}}
     if deleting:
         metadata["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
@@ -361,3 +372,22 @@ async def test_a_namespace_of_ours_found_empty_when_the_engine_starts_is_cleaned
     assert namespaces.calls == []  # going already
     for task in [t.release for t in syncer.types.values() if t.release is not None]:
         await cancel_and_wait(task)
+
+
+async def test_the_namespaces_an_engine_makes_name_the_synctarget_across_workspaces() -> None:
+    """The engine of a placed workspace names its SyncTarget (of the compute workspace) on every namespace it makes."""
+    clients = EngineClients()
+    cases = (("", sync_target_key("root:team-a", TARGET)),  # its own SyncTarget's
+             (COMPUTE, sync_target_key(COMPUTE, TARGET)))  # placed on the compute workspace's
+    for workspace, expected in cases:
+        options = SyncerOptions(upstream=clients, downstream=clients,  # type: ignore[arg-type]
+                                sync_target=TARGET, logical_cluster="root:team-a", resources=("configmaps",),
+                                sync_target_workspace=workspace)
+        syncer = Syncer(options)
+        await syncer.namespaces.ensure("kcp-x", "default")
+        (call,) = syncer.namespaces._namespaces.calls  # type: ignore[attr-defined]
+        assert call[0] == "create"
+        annotations = call[1]["metadata"]["annotations"]
+        assert annotations[SYNC_TARGET_KEY_ANNOTATION] == expected
+        assert json.loads(annotations[NAMESPACE_LOCATOR_ANNOTATION]) == {"logicalCluster": "root:team-a",
+                                                                          "namespace": "default"}
