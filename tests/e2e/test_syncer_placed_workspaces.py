@@ -167,7 +167,8 @@ def test_one_syncer_serves_every_workspace_placed_on_its_cluster(env: Env) -> No
     kubectl(env, config_b, "label", "namespace", "default", f"{ASSIGNMENT_LABEL}-", f"{PLACED_LABEL}-")
     kubectl(env, config_b, "label", "configmap,deployment", "web", "--namespace", "default", f"{ASSIGNMENT_LABEL}-")
     eventually(lambda: not on_sim(env, "get", "configmap", "web", "-n", mapped[TEAM_B])
-               and not on_sim(env, "get", "deployment", "web", "-n", mapped[TEAM_B]), "team B's objects gone downstream")
+               and not on_sim(env, "get", "deployment", "web", "-n", mapped[TEAM_B]),
+               "team B's objects gone downstream")
     eventually(lambda: placed_gauge(env) == 1, "team B's engine stopped once nothing of it is left downstream")
     assert not on_sim(env, "get", "namespace", mapped[TEAM_B], "-o", "jsonpath={.status.phase}").startswith(
         "Active")  # cleaned up (gone, or going) before the engine stopped
