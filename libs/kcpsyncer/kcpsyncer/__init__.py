@@ -9,7 +9,8 @@ Modules: `engine` wires informers, queue and workers; `down` applies specs,
 `up` writes status, `remove` deletes (on positive evidence only),
 `summary` keeps the statuses of an object on several clusters apart and sums
 them up, `namespaces` maps and cleans downstream namespaces, `pernamespace`
-watches a type it may not read cluster-wide one namespace at a time, `heartbeat` beats;
+watches a type it may not read cluster-wide one namespace at a time, `heartbeat` beats, `placed` runs an
+engine per workspace placed on the SyncTarget (one syncer per physical cluster);
 `synced` holds the queued key and each type's caches, `objects` reads
 metadata; `discovery`, `names`, `transform` and `metrics` are what they say.
 
@@ -31,6 +32,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from kcpcommon.clients import ClientFactory, KubeClientFactory
+from kcpcommon.tasks import cancel_and_wait, spawn
 from kcpcommon.version import package_version
 
 from .names import (
@@ -76,6 +78,15 @@ class SyncerOptions:
     # only while busy: one connection each (asyncio keeps a 256 KiB buffer per TLS connection).
     workers: int = 64
     discovery_retry: float = 5.0  # seconds between looks for a type that is not served (yet) upstream or down
+    # the SyncTarget's own engine beats and holds the tunnel; an engine of a workspace placed on it (placed.py)
+    # does neither: there is no SyncTarget in that workspace
+    heartbeat: bool = True
+    tunnel: bool = True
+    # `run_syncer` also serves every other workspace whose namespaces are placed on this SyncTarget (placed.py)
+    serve_placed: bool = True
+    # the SyncTarget's workspace, when not `logical_cluster` (an engine of a placed workspace): named on the
+    # downstream namespaces, so a syncer finds its own again across workspaces
+    sync_target_workspace: str = ""
 
 
 async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,
@@ -102,9 +113,22 @@ async def run_syncer(options: SyncerOptions, *, registry: CollectorRegistry | No
     retried for ever; nothing is deleted downstream without positive evidence.
     """
     from .engine import Syncer
+    from .placed import PlacedWorkspaces
 
     keep_bodies_out_of_logs()
-    await Syncer(options, registry=registry).run(ready=ready)
+    if not options.serve_placed:
+        await Syncer(options, registry=registry).run(ready=ready)
+        return
+    own = spawn(Syncer(options, registry=registry).run(ready=ready), name=f"syncer:{options.logical_cluster}")
+    placed = spawn(PlacedWorkspaces(options, registry=registry).run(),
+                   name=f"syncer:{options.logical_cluster}:{options.sync_target}:placed")
+    try:  # both run until cancelled: whichever ends first (it failed) ends the other, and its error is raised
+        done, _ = await asyncio.wait([own, placed], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        await cancel_and_wait(own, placed)
+    for task in done:
+        task.result()
+    raise RuntimeError("the syncer returned")
 
 
 def keep_bodies_out_of_logs() -> None:

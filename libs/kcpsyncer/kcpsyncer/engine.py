@@ -25,7 +25,7 @@ from kcpcommon.controller import Controller, Result
 from kcpcommon.errors import APIClientError, APIConflictError
 from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.store import NAMESPACE_INDEX
 from kcpcommon.tasks import cancel_and_wait, spawn
 
@@ -98,11 +98,14 @@ class Syncer:
         self.upsynced: dict[str, UpsyncedType] = {}  # kinds mirrored up (pods, claims), by queue resource
         self.events: UpsyncedType | None = None  # the Events of the objects synced and mirrored
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
+        self._discovered = False  # discovery has answered once
         self._reported_unserved: set[str] = set()  # logged once each, not on every look
         # per (type, selector): a claim is both synced down and mirrored up, through one cache
         self._per_namespace_informers: dict[tuple[str, str, str | None], PerNamespaceInformer] = {}
         self._log = log.bind(logical_cluster=self.lc, sync_target=self.target)
-        self.namespaces = DownstreamNamespaces(self.down, logical_cluster=self.lc, owner=self.owner, log=self._log)
+        self.namespaces = DownstreamNamespaces(
+            self.down, logical_cluster=self.lc, owner=self.owner, log=self._log,
+            sync_target_key=sync_target_key(options.sync_target_workspace or self.lc, self.target))
         self.autoscalers = Autoscalers(self.types)
         self.spec_down = SpecDown(up=self.up, namespaces=self.namespaces,
                                   classes=ClassNames(self.types, logical_cluster=self.lc),
@@ -112,20 +115,28 @@ class Syncer:
         self.removal = Removal(spec_down=self.spec_down, status_up=self.status_up, metrics=self.metrics,
                                log=self._log)
         self.upsync = Upsync(logical_cluster=self.lc, sync_target=self.target, metrics=self.metrics, log=self._log)
+        # the cluster's namespaces of ours: none may be left for the engine to be idle, and each is looked at
+        # once listed, so one emptied while no syncer ran (a workspace draining off the cluster) is cleaned up
+        self.owned_namespaces = self.informers.informer(
+            cluster=self.target, api_version="v1", plural="namespaces", namespaced=False,
+            label_selector=f"{OWNER_LABEL}={self.owner}", clients=options.downstream)
+        self.owned_namespaces.add_handler(on_add=self._namespace_seen, name=f"syncer:{self.target}:namespaces")
 
     # --- running ---
 
     async def run(self, *, ready: asyncio.Event | None = None) -> None:
         """Discover the types, run informers, workers and the heartbeat until cancelled."""
         self._log.info("syncer starting", resources=list(self.options.resources))
-        heartbeat = heartbeat_loop(up=self.up, down=self.down, sync_target=self.target,
-                                   interval=self.options.heartbeat_interval, synced_resources=self._synced_resources,
-                                   metrics=self.metrics, log=self._log)
-        tunnel = Tunnel(upstream=self.options.upstream, downstream=self.options.downstream, logical_cluster=self.lc,
-                        sync_target=self.target, owner=self.owner, log=self._log)
-        tasks = [spawn(self.controller.start(), name=f"{self.controller.name}:controller"),
-                 spawn(heartbeat, name=f"{self.controller.name}:heartbeat"),
-                 spawn(tunnel.run(), name=f"{self.controller.name}:tunnel")]
+        tasks = [spawn(self.controller.start(), name=f"{self.controller.name}:controller")]
+        if self.options.heartbeat:
+            heartbeat = heartbeat_loop(up=self.up, down=self.down, sync_target=self.target,
+                                       interval=self.options.heartbeat_interval,
+                                       synced_resources=self._synced_resources, metrics=self.metrics, log=self._log)
+            tasks.append(spawn(heartbeat, name=f"{self.controller.name}:heartbeat"))
+        if self.options.tunnel:
+            tunnel = Tunnel(upstream=self.options.upstream, downstream=self.options.downstream,
+                            logical_cluster=self.lc, sync_target=self.target, owner=self.owner, log=self._log)
+            tasks.append(spawn(tunnel.run(), name=f"{self.controller.name}:tunnel"))
         try:
             await self._discover_loop(ready)
             await asyncio.Event().wait()  # the tasks run until we are cancelled
@@ -137,6 +148,18 @@ class Syncer:
             for informer in self._per_namespace_informers.values():
                 await informer.stop()
             self._log.info("syncer stopped")
+
+    @property
+    def idle(self) -> bool:
+        """Nothing of this syncer's is left downstream, as far as it can tell: its types are discovered, every
+        cache of its own downstream objects (namespaces, synced kinds, mirrored kinds) has listed and holds
+        nothing, and no key is queued or in flight (a namespace cleanup included). What the placed-workspaces
+        supervisor waits for before it stops the engine of a workspace no longer placed here: stopping earlier
+        would orphan what it synced. Events are not ours (the cluster's, read unselected) and do not count."""
+        if not self._discovered or len(self.controller.queue) or self.controller.queue.in_flight:
+            return False
+        owned = [self.owned_namespaces, *(t.down_informer for t in (*self.types.values(), *self.upsynced.values()))]
+        return all(informer.has_synced and not _holds_any(informer) for informer in owned)
 
     def _synced_resources(self) -> list[str]:
         """The types whose caches have all listed: what the heartbeat reports as synced."""
@@ -152,7 +175,7 @@ class Syncer:
             delay = self.options.discovery_retry
             try:
                 await self._discover()
-                answered = True
+                answered = self._discovered = True
                 failures.reset()
             except APIClientError as exc:
                 delay = failures.next()
@@ -306,6 +329,12 @@ class Syncer:
 
     # --- event handlers: queue the upstream key ---
 
+    def _namespace_seen(self, namespace: Obj) -> None:
+        """Look whether a namespace of ours is empty, only while every type is served on both sides: one holding
+        only objects of a type not (yet) served upstream looks empty, and must not go."""
+        if not self._unserved:
+            self.controller.enqueue(SyncKey("", "", str(meta(namespace).get("name") or "")))
+
     def _upstream_changed(self, resource: str, obj: Obj) -> None:
         upstream_meta = meta(obj)
         key = SyncKey(resource, str(upstream_meta.get("namespace") or ""), str(upstream_meta.get("name") or ""))
@@ -357,7 +386,13 @@ class Syncer:
 
     async def _reconcile(self, key: SyncKey) -> Result | None:
         if not key.resource:
-            await self.namespaces.cleanup(key.name, self.types.values(), self.upsynced.values())
+            caches: list[SyncedType | UpsyncedType] = [*self.types.values(), *self.upsynced.values()]
+            for typ_caches in caches:
+                if not typ_caches.synced:  # what is left in it cannot be told yet
+                    self._hold_until_synced(typ_caches, key)
+                    return None
+            await self.namespaces.cleanup(key.name, self.types.values(), self.upsynced.values(),
+                                          found=self.owned_namespaces.indexer.get(ObjectKey(self.target, "", key.name)))
             return None
         if key.resource == EVENTS and self.events is not None:
             return await self._reconcile_event(self.events, key)
@@ -512,3 +547,9 @@ class Syncer:
         keys, typ.waiting, typ.release = typ.waiting, set(), None
         for key in sorted(keys):
             self.controller.enqueue(key)
+
+
+def _holds_any(informer: SharedInformer | PerNamespaceInformer) -> bool:
+    if isinstance(informer, PerNamespaceInformer):
+        return informer.holds_any
+    return len(informer.indexer) > 0

@@ -13,7 +13,8 @@ DOWN, UP, DELETE = "down", "up", "delete"  # directions: spec down, status up, d
 
 
 class SyncerMetrics:
-    """Objects synced by direction and type, latency by direction, errors by reason, heartbeats."""
+    """Objects synced by direction and type, latency by direction, errors by reason, heartbeats, placed
+    workspaces served."""
 
     def __init__(self, registry: CollectorRegistry | None, *, logical_cluster: str, sync_target: str) -> None:
         registry = registry if registry is not None else CollectorRegistry()
@@ -31,6 +32,9 @@ class SyncerMetrics:
                                         "Unix time of the last heartbeat written to the SyncTarget", LABELS)
         self._types = get_or_create(Gauge, registry, "kcp_syncer_synced_resource_types",
                                     "Resource types served on both sides and synced", LABELS)
+        self._placed = get_or_create(Gauge, registry, "kcp_syncer_placed_workspaces",
+                                     "Workspaces placed on this SyncTarget (or draining off it) that this syncer "
+                                     "serves, besides the SyncTarget's own", LABELS)
 
     def synced(self, direction: str, resource: str) -> None:
         self._synced.labels(*self._labels, direction, resource).inc()
@@ -46,3 +50,6 @@ class SyncerMetrics:
 
     def types(self, count: int) -> None:
         self._types.labels(*self._labels).set(count)
+
+    def placed_workspaces(self, count: int) -> None:
+        self._placed.labels(*self._labels).set(count)

@@ -32,6 +32,10 @@ UPSTREAM_NAMESPACE_ANNOTATION = "syncer.kcp.io/upstream-namespace"
 UPSTREAM_NAME_ANNOTATION = "syncer.kcp.io/upstream-name"
 SPEC_HASH_ANNOTATION = "syncer.kcp.io/spec-hash"  # what was last applied, so a restart does not re-apply all
 NAMESPACE_LOCATOR_ANNOTATION = "kcp.io/namespace-locator"
+# on a downstream namespace: which SyncTarget's syncer made it, across workspaces (kcpcommon.keys.sync_target_key).
+# The owner label hashes the logical cluster and the target's name only, and two workspaces' SyncTargets of one
+# name may share a physical cluster: this tells a placed workspace's namespace from its own SyncTarget's.
+SYNC_TARGET_KEY_ANNOTATION = "syncer.kcp.io/sync-target-key"
 
 HEARTBEAT_GROUP_VERSION = "workload.kcp.io/v1alpha1"
 

@@ -17,7 +17,13 @@ from kcpcommon.dynamic import DynamicClient
 from kcpcommon.errors import APIAlreadyExistsError, APINotFoundError
 from kcpcommon.store import NAMESPACE_INDEX
 
-from .names import FIELD_MANAGER, NAMESPACE_LOCATOR_ANNOTATION, OWNER_LABEL, namespace_locator
+from .names import (
+    FIELD_MANAGER,
+    NAMESPACE_LOCATOR_ANNOTATION,
+    OWNER_LABEL,
+    SYNC_TARGET_KEY_ANNOTATION,
+    namespace_locator,
+)
 from .objects import Obj, deleting, meta
 from .synced import SyncedType, TypeCaches
 
@@ -25,11 +31,12 @@ from .synced import SyncedType, TypeCaches
 class DownstreamNamespaces:
     """Ensures and cleans up the downstream namespaces; remembers which exist, so an apply costs no extra call."""
 
-    def __init__(self, down: DynamicClient, *, logical_cluster: str, owner: str,
+    def __init__(self, down: DynamicClient, *, logical_cluster: str, owner: str, sync_target_key: str,
                  log: FilteringBoundLogger) -> None:
         self._namespaces = down.resource("v1", "namespaces", namespaced=False)
         self._lc = logical_cluster
         self._owner = owner
+        self._sync_target_key = sync_target_key
         self._log = log
         self.known: set[str] = set()  # downstream namespaces known to exist
         self._locks: dict[str, asyncio.Lock] = {}
@@ -48,7 +55,8 @@ class DownstreamNamespaces:
                 return
             body = {"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": down_ns, "labels": {OWNER_LABEL: self._owner},
-                                 "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(self._lc, up_ns)}}}
+                                 "annotations": {NAMESPACE_LOCATOR_ANNOTATION: namespace_locator(self._lc, up_ns),
+                                                 SYNC_TARGET_KEY_ANNOTATION: self._sync_target_key}}}
             try:
                 await self._namespaces.create(body, field_manager=FIELD_MANAGER)
             except APIAlreadyExistsError:
@@ -56,13 +64,17 @@ class DownstreamNamespaces:
             self.known.add(down_ns)
             self._origin[down_ns] = up_ns
 
-    async def cleanup(self, down_ns: str, types: Iterable[SyncedType], mirrored: Iterable[TypeCaches] = ()) -> None:
+    async def cleanup(self, down_ns: str, types: Iterable[SyncedType], mirrored: Iterable[TypeCaches] = (),
+                      *, found: Obj | None = None) -> None:
         """Delete a downstream namespace of ours once nothing synced is left in it, on either side, and nothing
-        our workloads made (`mirrored` kinds: pods a ReplicaSet deleted with orphan left running) either."""
+        our workloads made (`mirrored` kinds: pods a ReplicaSet deleted with orphan left running) either.
+        `found`: the namespace as a cache holds it (else it is read, unless this syncer made it)."""
         up_ns = self._origin.get(down_ns)
         if up_ns is None:
+            if found is not None and meta(found).get("deletionTimestamp"):
+                return  # going already
             try:
-                found = await self._namespaces.get(down_ns)
+                found = found if found is not None else await self._namespaces.get(down_ns)
             except APINotFoundError:
                 return
             if (meta(found).get("labels") or {}).get(OWNER_LABEL) != self._owner:
@@ -90,10 +102,19 @@ class DownstreamNamespaces:
 
 def downstream_origin(namespace: Obj) -> str | None:
     """The upstream namespace a downstream namespace's locator annotation names."""
+    return _locator(namespace, "namespace")
+
+
+def downstream_workspace(namespace: Obj) -> str | None:
+    """The logical cluster a downstream namespace's locator annotation names."""
+    return _locator(namespace, "logicalCluster")
+
+
+def _locator(namespace: Obj, field: str) -> str | None:
     text = (meta(namespace).get("annotations") or {}).get(NAMESPACE_LOCATOR_ANNOTATION)
     try:
         locator = json.loads(text) if isinstance(text, str) else None
     except ValueError:
         return None
-    value = locator.get("namespace") if isinstance(locator, dict) else None
+    value = locator.get(field) if isinstance(locator, dict) else None
     return value if isinstance(value, str) else None

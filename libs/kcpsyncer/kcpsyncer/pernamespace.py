@@ -86,6 +86,11 @@ class PerNamespaceInformer:
         return [obj for informer in self._informers.values() for obj in informer.indexer.by_index(name, value)]
 
     @property
+    def holds_any(self) -> bool:
+        """Some namespace's cache holds an object."""
+        return any(len(informer.indexer) for informer in self._informers.values())
+
+    @property
     def has_synced(self) -> bool:
         return self._namespaces.has_synced and all(i.has_synced for i in self._informers.values())
 
