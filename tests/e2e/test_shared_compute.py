@@ -1,0 +1,258 @@
+"""Shared compute (issue 25), end to end with real processes: kcp, one kcp-sim-cluster serving three clusters, the
+cluster controller (push mode) and the deployment splitter.
+
+An admin registers the three clusters once, as SyncTargets of the compute workspace (two regions), groups them in
+Locations `eu` and `us`, and offers the workload APIs as the APIExport `kubernetes`. Three teams, each a user
+with its own workspace: A may bind both Locations, B only `eu`, C none. A and B bind the APIs, place their
+namespaces with a Placement and run Deployments without any cluster's kubeconfig; C's binding is refused and its
+Placement says why. A then moves its namespace from `eu` to `us` by changing its Placement's selector: the
+Deployment's available replicas, sampled every 100 ms, never drop below `replicas - maxUnavailable`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from daemon_process import ClusterControllerProcess
+from splitter_fixtures import SplitterProcess
+from syncer_fixtures import eventually, sim_cluster
+
+from kcp_process import KcpServer, free_port, run_kubectl, token_auth
+
+COMPUTE = "compute"
+CONTROLLER = Path(__file__).parents[2] / "services/cluster-controller/kcp_cluster_controller"
+USERS = {"alice-token": ("alice", "team-a"), "bob-token": ("bob", "team-b"), "carol-token": ("carol", "team-c")}
+TEAMS = {"a": "alice-token", "b": "bob-token", "c": "carol-token"}
+REGIONS = {"eu-1": "eu", "eu-2": "eu", "us-1": "us"}
+
+
+@dataclass
+class Env:
+    kcp: KcpServer
+    sim: KcpServer
+    controller: ClusterControllerProcess
+    admin: dict[str, Path]  # workspace -> kcp-admin's kubeconfig there
+    team: dict[str, Path]  # team -> its user's kubeconfig in its workspace
+
+
+def kubeconfig(kcp: KcpServer, cluster: str, name: str, token: str | None = None) -> Path:
+    """kcp's admin kubeconfig pointed at `cluster`, as kcp-admin or as the user holding `token`."""
+    config = yaml.safe_load(kcp.kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    config["clusters"] = [{"name": name, "cluster": {**config["clusters"][0]["cluster"],
+                                                     "server": f"{server}/clusters/{cluster}"}}]
+    user = {"name": name, "user": {"token": token}} if token else {**config["users"][0], "name": name}
+    config["users"] = [user]
+    config["contexts"] = [{"name": name, "context": {"cluster": name, "user": name}}]
+    config["current-context"] = name
+    path = kcp.root / f"kubeconfig-{name}"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def kubectl(env: Env, config: Path, *args: str, input_text: str | None = None, check: bool = True) -> str:
+    return run_kubectl(env.kcp, *args, kubeconfig=config, input_text=input_text, check=check).stdout
+
+
+def apply(env: Env, config: Path, *objects: dict[str, Any]) -> None:
+    kubectl(env, config, "apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                  "items": list(objects)}))
+
+
+def role(name: str, resource: str, names: list[str], group: str) -> list[dict[str, Any]]:
+    """A ClusterRole granting `bind` on named objects, bound to `group`."""
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+             "rules": [{"apiGroups": [resource.split(".", 1)[1]], "resources": [resource.split(".", 1)[0]],
+                        "resourceNames": names, "verbs": ["bind"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}]
+
+
+def binding(export: str) -> dict[str, Any]:
+    return {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": export},
+            "spec": {"reference": {"export": {"path": COMPUTE, "name": export}}}}
+
+
+def placement(name: str, region: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"locationWorkspace": COMPUTE, "namespaceSelector": {}}
+    if region:
+        spec["locationSelectors"] = [{"matchLabels": {"region": region}}]
+    return {"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Placement", "metadata": {"name": name},
+            "spec": spec}
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "strategy": {"rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}}}}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    root = tmp_path_factory.mktemp("shared-compute")
+    kcp = KcpServer(root / "kcp", free_port())
+    kcp.extra_args = token_auth(root, USERS)
+    sim = sim_cluster(root / "fleet", "--clusters", "3")
+    controller = ClusterControllerProcess(kcp, root / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5",
+        "--api-export-workspace", COMPUTE])
+    splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "5"])
+    started: list[Any] = []
+    try:
+        for server in (kcp, sim):
+            server.start()
+            started.append(server)
+        controller.start()
+        started.append(controller)
+        splitter.start()
+        started.append(splitter)
+        admin = {ws: kubeconfig(kcp, ws, f"admin-{ws}") for ws in (COMPUTE, "team-a", "team-b", "team-c")}
+        team = {t: kubeconfig(kcp, f"team-{t}", f"user-{t}", token) for t, token in TEAMS.items()}
+        yield Env(kcp, sim, controller, admin, team)
+        assert splitter.stop() == 0, splitter.log_tail(60)
+        assert controller.stop() == 0, controller.log_tail(60)
+    finally:
+        for process in reversed(started):
+            process.stop()
+
+
+@pytest.fixture(scope="module")
+def compute(env: Env) -> Env:
+    """The admin's part: SyncTargets, Locations, the `kubernetes` export, who may bind what, each team's admin."""
+    compute = env.admin[COMPUTE]
+    for file in ("synctarget-crd.yaml", "location-crd.yaml"):
+        kubectl(env, compute, "apply", "-f", str(CONTROLLER / file))
+    eventually(lambda: run_kubectl(env.kcp, "get", "locations", kubeconfig=compute, check=False).returncode == 0,
+               "Locations served in the compute workspace")
+    fleet = env.sim.root
+    apply(env, compute, *({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
+                           "metadata": {"name": name, "labels": {"region": region}},
+                           "spec": {"kubeconfig": (fleet / f"sim-{i}.kubeconfig").read_text()}}
+                          for i, (name, region) in enumerate(REGIONS.items(), start=1)))
+    apply(env, compute, *({"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Location",
+                           "metadata": {"name": region, "labels": {"region": region}},
+                           "spec": {"instanceSelector": {"matchLabels": {"region": region}}}}
+                          for region in ("eu", "us")))
+    apply(env, compute, {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+                         "metadata": {"name": "kubernetes"}, "spec": {}})
+    apply(env, compute, *role("bind-workloads-a", "apiexports.apis.kcp.io", ["kubernetes"], "team-a"),
+          *role("bind-workloads-b", "apiexports.apis.kcp.io", ["kubernetes"], "team-b"),
+          *role("bind-scheduling", "apiexports.apis.kcp.io", ["scheduling.kcp.io"], "system:authenticated"),
+          *role("bind-everywhere-a", "locations.scheduling.kcp.io", ["eu", "us"], "team-a"),
+          *role("bind-eu-b", "locations.scheduling.kcp.io", ["eu"], "team-b"))
+    for name in REGIONS:
+        kubectl(env, compute, "wait", f"synctarget/{name}", "--for=condition=Ready", "--timeout=120s")
+    eventually(lambda: ".deployments.apps" in kubectl(env, compute, "get", "apiexport", "kubernetes", "-o",
+                                                       "jsonpath={.spec.latestResourceSchemas}", check=False),
+               "the export offers the imported types", timeout=90)
+    for team, (user, _) in zip(TEAMS, USERS.values(), strict=True):
+        kubectl(env, env.admin[f"team-{team}"], "create", "clusterrolebinding", f"{user}-admin",
+                "--clusterrole=cluster-admin", f"--user={user}")
+    return env
+
+
+def placement_status(env: Env, team: str, name: str) -> dict[str, Any]:
+    return json.loads(kubectl(env, env.team[team], "get", "placement", name, "-o", "json")).get("status") or {}
+
+
+def test_teams_run_on_clusters_they_never_registered_and_only_where_they_may(compute: Env) -> None:
+    env = compute
+    for team in ("a", "b"):
+        apply(env, env.team[team], binding("kubernetes"), binding("scheduling.kcp.io"))
+        kubectl(env, env.team[team], "wait", "apibinding/kubernetes", "apibinding/scheduling.kcp.io",
+                "--for=condition=Ready", "--timeout=60s")
+    refused = run_kubectl(env.kcp, "apply", "-f", "-", kubeconfig=env.team["c"],
+                          input_text=json.dumps(binding("kubernetes")), check=False)
+    assert refused.returncode != 0 and 'cannot bind APIExport "kubernetes"' in refused.stderr, refused.stderr
+    apply(env, env.team["c"], binding("scheduling.kcp.io"))
+    kubectl(env, env.team["c"], "wait", "apibinding/scheduling.kcp.io", "--for=condition=Ready", "--timeout=60s")
+
+    apply(env, env.team["a"], placement("anywhere", "eu"))
+    apply(env, env.team["b"], placement("europe", "eu"))
+    apply(env, env.team["c"], placement("wishful", None))
+    refusal = eventually(lambda: next((c for c in placement_status(env, "c", "wishful").get("conditions") or []
+                                       if c["type"] == "BindPermitted"), None), "team C's Placement judged")
+    assert refusal["status"] == "False" and refusal["reason"] == "BindForbidden"
+    assert 'User "carol" may not bind Locations eu, us of workspace "compute"' in refusal["message"]
+    assert placement_status(env, "c", "wishful")["phase"] == "Pending"
+    for team, name in (("a", "anywhere"), ("b", "europe")):
+        eventually(lambda team=team, name=name: placement_status(env, team, name).get("phase") == "Bound",
+                   f"team {team}'s Placement Bound")
+        assert set(placement_status(env, team, name)["syncTargets"]) == {"eu-1", "eu-2"}
+
+    for team in ("a", "b"):
+        apply(env, env.team[team], deployment("web", 4),
+              {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"team": team}})
+    for team in ("a", "b"):
+        kubectl(env, env.team[team], "wait", "deployment/web", "--for=jsonpath={.status.availableReplicas}=4",
+                "--timeout=120s")
+    ns = {t: json.loads(kubectl(env, env.team[t], "get", "namespace", "default", "-o", "json")) for t in ("a", "b")}
+    for team in ("a", "b"):
+        labels = ns[team]["metadata"]["labels"]
+        assert labels["workloads.kcp.io/cluster"] in ("eu-1", "eu-2")
+    # one syncer per physical cluster, whatever the number of teams: one heartbeat each, from the compute
+    # workspace, and the two teams among the workspaces those syncers serve
+    metrics = env.controller.metrics()
+    beats = re.findall(r'kcp_syncer_last_heartbeat_timestamp_seconds\{logical_cluster="([^"]+)",sync_target="([^"]+)"',
+                       metrics)
+    assert sorted(beats) == [(COMPUTE, name) for name in sorted(REGIONS)], beats
+    served = {m[0]: float(m[1]) for m in re.findall(
+        r'kcp_syncer_placed_workspaces\{logical_cluster="compute",sync_target="([^"]+)"\} (\S+)', metrics)}
+    assert sum(served.values()) == 2 and served.get("us-1", 0) == 0, served
+    # neither team reaches the other's workspace
+    other = run_kubectl(env.kcp, "get", "deployments", "--server",
+                        env.kcp.url + "/clusters/team-b", kubeconfig=env.team["a"], check=False)
+    assert other.returncode != 0 and "Forbidden" in other.stderr, other.stderr
+
+
+def test_changing_one_attribute_moves_a_team_without_disruption(compute: Env) -> None:
+    env = compute
+    kubectl(env, env.team["a"], "wait", "deployment/web", "--for=jsonpath={.status.availableReplicas}=4",
+            "--timeout=120s")
+    low: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            out = run_kubectl(env.kcp, "get", "deployment", "web", "-o", "jsonpath={.status.availableReplicas}",
+                              kubeconfig=env.team["a"], check=False).stdout
+            low.append(int(out or 0))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=watch, daemon=True)
+    sampler.start()
+    try:
+        apply(env, env.team["a"], placement("anywhere", "us"))
+        eventually(lambda: set(placement_status(env, "a", "anywhere").get("syncTargets") or []) == {"us-1"},
+                   "the Placement uses us-1 only")
+
+        def moved() -> bool:
+            children = json.loads(kubectl(env, env.team["a"], "get", "deployments", "-l", "splitter.kcp.io/root=web",
+                                          "-o", "json"))["items"]
+            return [c["metadata"]["labels"]["workloads.kcp.io/cluster"] for c in children] == ["us-1"] and \
+                (children[0].get("status") or {}).get("availableReplicas") == 4
+
+        eventually(moved, "web moved to us-1 and available there", timeout=120)
+        namespace = json.loads(kubectl(env, env.team["a"], "get", "namespace", "default", "-o", "json"))
+        assert namespace["metadata"]["labels"]["workloads.kcp.io/cluster"] == "us-1"
+        eventually(lambda: not any(v == "Draining" for k, v in json.loads(kubectl(
+            env, env.team["a"], "get", "namespace", "default", "-o", "json"))["metadata"]["labels"].items()
+            if k.startswith("placed.workload.kcp.io/")), "the namespace left eu", timeout=60)
+    finally:
+        stop.set()
+        sampler.join()
+    assert low and min(low) >= 3, low  # replicas - maxUnavailable
+    events = kubectl(env, env.team["a"], "get", "events", "-A", "--field-selector", "reason=Placed")
+    assert "us-1" in events, events
