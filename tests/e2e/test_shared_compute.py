@@ -256,3 +256,69 @@ def test_changing_one_attribute_moves_a_team_without_disruption(compute: Env) ->
     assert low and min(low) >= 3, low  # replicas - maxUnavailable
     events = kubectl(env, env.team["a"], "get", "events", "-A", "--field-selector", "reason=Placed")
     assert "us-1" in events, events
+
+
+def available(env: Env, team: str) -> int:
+    out = run_kubectl(env.kcp, "get", "deployment", "web", "-o", "jsonpath={.status.availableReplicas}",
+                      kubeconfig=env.team[team], check=False).stdout
+    return int(out or 0)
+
+
+def children_of(env: Env, team: str) -> dict[str, int]:
+    items = json.loads(kubectl(env, env.team[team], "get", "deployments", "-l", "splitter.kcp.io/root=web", "-o",
+                               "json"))["items"]
+    return {c["metadata"]["labels"]["workloads.kcp.io/cluster"]: (c.get("status") or {}).get("availableReplicas", 0)
+            for c in items}
+
+
+def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> None:
+    """The admin marks the cluster carrying team B (and part of team A) unschedulable: every workspace's workloads
+    move off it, make-before-break, its SyncTarget counts the workspaces it still serves down to 0, and the
+    physical cluster ends with nothing of any team."""
+    env = compute
+    apply(env, env.team["a"], {**placement("anywhere", None), "spec": {
+        "locationWorkspace": COMPUTE, "namespaceSelector": {}, "numberOfClusters": 3}})
+    eventually(lambda: set(children_of(env, "a")) == set(REGIONS) and available(env, "a") == 4,
+               "team A spread over the three clusters", timeout=120)
+    carrying = kubectl(env, env.team["b"], "get", "namespace", "default", "-o",
+                       "jsonpath={.metadata.labels.workloads\\.kcp\\.io/cluster}")
+    assert carrying in ("eu-1", "eu-2")
+    other = "eu-2" if carrying == "eu-1" else "eu-1"
+    cluster = env.sim.root / f"sim-{list(REGIONS).index(carrying) + 1}.kubeconfig"
+    eventually(lambda: int(kubectl(env, env.admin[COMPUTE], "get", "synctarget", carrying, "-o",
+                                   "jsonpath={.status.servedWorkspaces}") or 0) == 2, "it serves teams A and B")
+    low: dict[str, list[int]] = {"a": [], "b": []}
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for team in low:
+                low[team].append(available(env, team))
+            time.sleep(0.1)
+
+    sampler = threading.Thread(target=watch, daemon=True)
+    sampler.start()
+    try:
+        begun = time.monotonic()
+        kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
+                '{"spec":{"unschedulable":true}}')
+        eventually(lambda: children_of(env, "b") == {other: 4}, "team B moved to the other eu cluster", timeout=120)
+        eventually(lambda: set(children_of(env, "a")) == {other, "us-1"} and available(env, "a") == 4,
+                   "team A off the decommissioned cluster", timeout=120)
+        eventually(lambda: kubectl(env, env.admin[COMPUTE], "get", "synctarget", carrying, "-o",
+                                   "jsonpath={.status.servedWorkspaces}") == "0", "its SyncTarget serves no team",
+                   timeout=60)
+
+        def empty() -> bool:
+            left = json.loads(run_kubectl(env.sim, "get", "deployments,replicasets,pods,configmaps", "-A", "-o",
+                                          "json", kubeconfig=cluster).stdout)["items"]
+            return not [o for o in left if o["metadata"].get("namespace", "").startswith("kcp-")]
+
+        eventually(empty, "nothing of any team left on the decommissioned cluster", timeout=60)
+        emptied = time.monotonic() - begun
+    finally:
+        stop.set()
+        sampler.join()
+    for team, samples in low.items():
+        assert samples and min(samples) >= 3, (team, samples)  # replicas - maxUnavailable
+    assert emptied < 60, emptied

@@ -119,9 +119,10 @@ async def run_syncer(options: SyncerOptions, *, registry: CollectorRegistry | No
     if not options.serve_placed:
         await Syncer(options, registry=registry).run(ready=ready)
         return
-    own = spawn(Syncer(options, registry=registry).run(ready=ready), name=f"syncer:{options.logical_cluster}")
-    placed = spawn(PlacedWorkspaces(options, registry=registry).run(),
-                   name=f"syncer:{options.logical_cluster}:{options.sync_target}:placed")
+    supervisor = PlacedWorkspaces(options, registry=registry)
+    own = spawn(Syncer(options, registry=registry, served_workspaces=lambda: len(supervisor.served)).run(ready=ready),
+                name=f"syncer:{options.logical_cluster}")
+    placed = spawn(supervisor.run(), name=f"syncer:{options.logical_cluster}:{options.sync_target}:placed")
     try:  # both run until cancelled: whichever ends first (it failed) ends the other, and its error is raised
         done, _ = await asyncio.wait([own, placed], return_when=asyncio.FIRST_COMPLETED)
     finally:

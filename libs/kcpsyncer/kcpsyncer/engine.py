@@ -15,6 +15,7 @@ kcp's requests for the mirrored pods' logs and streams is `tunnel.py`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -79,8 +80,10 @@ CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event no
 class Syncer:
     """One syncer's informers, queue and workers (see the module docstring)."""
 
-    def __init__(self, options: SyncerOptions, *, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, options: SyncerOptions, *, registry: CollectorRegistry | None = None,
+                 served_workspaces: Callable[[], int] | None = None) -> None:
         self.options = options
+        self._served_workspaces = served_workspaces  # reported with the heartbeat (placed.py counts them)
         self.lc = options.logical_cluster
         self.target = options.sync_target
         self.owner = owner(options.logical_cluster, options.sync_target)
@@ -131,7 +134,8 @@ class Syncer:
         if self.options.heartbeat:
             heartbeat = heartbeat_loop(up=self.up, down=self.down, sync_target=self.target,
                                        interval=self.options.heartbeat_interval,
-                                       synced_resources=self._synced_resources, metrics=self.metrics, log=self._log)
+                                       synced_resources=self._synced_resources, metrics=self.metrics, log=self._log,
+                                       served_workspaces=self._served_workspaces)
             tasks.append(spawn(heartbeat, name=f"{self.controller.name}:heartbeat"))
         if self.options.tunnel:
             tunnel = Tunnel(upstream=self.options.upstream, downstream=self.options.downstream,

@@ -22,9 +22,10 @@ from .names import HEARTBEAT_GROUP_VERSION
 
 async def heartbeat_loop(*, up: DynamicClient, down: DynamicClient, sync_target: str, interval: float,
                          synced_resources: Callable[[], list[str]], metrics: SyncerMetrics,
-                         log: FilteringBoundLogger) -> None:
+                         log: FilteringBoundLogger, served_workspaces: Callable[[], int] | None = None) -> None:
     """Every `interval` seconds until cancelled: ask the physical cluster for /version, and if it answers,
-    write the time and the types synced so far into the SyncTarget's status."""
+    write the time, the types synced so far and (for a syncer serving placed workspaces) how many other
+    workspaces it serves into the SyncTarget's status: a decommissioned SyncTarget is empty at 0."""
     synctargets = up.resource(HEARTBEAT_GROUP_VERSION, "synctargets", namespaced=False)
     while True:
         try:
@@ -34,9 +35,11 @@ async def heartbeat_loop(*, up: DynamicClient, down: DynamicClient, sync_target:
             log.warning("heartbeat skipped: the physical cluster does not answer", error=str(exc))
         else:
             try:
-                await synctargets.patch(sync_target, {"status": {
-                    "lastSyncerHeartbeatTime": format_time(), "syncedResources": synced_resources()}},
-                    subresource="status")
+                status: dict[str, object] = {"lastSyncerHeartbeatTime": format_time(),
+                                             "syncedResources": synced_resources()}
+                if served_workspaces is not None:
+                    status["servedWorkspaces"] = served_workspaces()
+                await synctargets.patch(sync_target, {"status": status}, subresource="status")
                 metrics.heartbeat(time.time())
             except APIClientError as exc:
                 metrics.error(exc.reason or "HeartbeatFailed")
