@@ -192,6 +192,12 @@ def test_teams_run_on_clusters_they_never_registered_and_only_where_they_may(com
                    f"team {team}'s Placement Bound")
         assert set(placement_status(env, team, name)["syncTargets"]) == {"eu-1", "eu-2"}
 
+    apply(env, env.team["b"], placement("later", "eu"))  # selects the same namespaces: the older one governs
+    conflict = eventually(lambda: next((c for c in placement_status(env, "b", "later").get("conditions") or []
+                                        if c["type"] == "NamespacesPlaced"), None), "the conflict reported")
+    assert (conflict["status"], conflict["reason"]) == ("False", "Conflict") and "default" in conflict["message"]
+    assert placement_status(env, "b", "later")["phase"] == "Unbound"
+    kubectl(env, env.team["b"], "delete", "placement", "later")
     for team in ("a", "b"):
         apply(env, env.team[team], deployment("web", 4),
               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"team": team}})
