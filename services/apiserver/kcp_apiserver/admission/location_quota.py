@@ -18,6 +18,7 @@ serializes them through the quota's status, this plugin does not.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -177,8 +178,9 @@ class LocationQuota:
         quotas = [q for q in await self.reads.quotas(team, keys) if q.targets & keys and hard_of(q.hard)]
         if not quotas:
             return
-        placed = {str(ns["metadata"]["name"]): placed_keys(ns) for ns in await self.reads.namespaces(team)}
-        deployments = await self.reads.deployments(attrs.resource, team)
+        namespaces, deployments = await asyncio.gather(self.reads.namespaces(team),
+                                                       self.reads.deployments(attrs.resource, team))
+        placed = {str(ns["metadata"]["name"]): placed_keys(ns) for ns in namespaces}
         for quota in quotas:
             on_location = {name for name, targets in placed.items() if targets & quota.targets}
             used: Usage = {}
@@ -221,12 +223,14 @@ class RegistryReads:
         workspaces = {str((p.get("spec") or {}).get("locationWorkspace") or team)
                       for p in await self._list(team, "scheduling.kcp.io", "placements")}
         found: list[Quota] = []
-        for workspace in sorted(workspaces):
+        reads = [asyncio.gather(self._list(w, "workload.kcp.io", "synctargets"),
+                                self._list(w, "scheduling.kcp.io", "locations")) for w in sorted(workspaces)]
+        for workspace, (synctargets, locations) in zip(sorted(workspaces), await asyncio.gather(*reads), strict=True):
             targets = {sync_target_key(workspace, str(t["metadata"]["name"])): (t["metadata"].get("labels") or {})
-                       for t in await self._list(workspace, "workload.kcp.io", "synctargets")}
+                       for t in synctargets}
             if not keys & targets.keys():
                 continue
-            for location in await self._list(workspace, "scheduling.kcp.io", "locations"):
+            for location in locations:
                 spec = location.get("spec") or {}
                 for entry in spec.get("quotas") or []:
                     if (entry or {}).get("workspace") != team:
