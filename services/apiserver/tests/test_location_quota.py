@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from kcp_apiserver.admission.location_quota import LocationQuota, Quota, usage_of
+from kcp_apiserver.admission.location_quota import LocationQuota, Quota, RegistryReads, usage_of
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, UserInfo
 from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
+from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Obj, Resource
+from kcp_apiserver.registry.store import Registry
 from kcpcommon.keys import placed_label, sync_target_key
 
 # kcp's Deployments are bound from the compute workspace's export: a custom type under its identity
@@ -160,3 +162,52 @@ async def test_raising_the_quota_admits_the_next_request() -> None:
         await plugin.validate(write(UPDATE, deployment("web", 8), web))
     quota[0] = eu_quota(pods="10")
     await plugin.validate(write(UPDATE, deployment("web", 8), web))
+
+
+class FakeRegistry:
+    """The registry's reads the plugin makes: lists of one cluster's objects of a resource, by resource prefix."""
+
+    def __init__(self, objects: dict[tuple[str, str], list[Obj]]) -> None:
+        self.objects = objects  # (cluster, plural) -> objects
+
+    async def list(self, res: Resource, cluster: str, namespace: str) -> Any:
+        return type("Listed", (), {"items": self.objects.get((cluster, res.plural), [])})()
+
+
+def custom(group: str, kind: str, plural: str) -> Resource:
+    return Resource(group, "v1alpha1", kind, plural, kind.lower(), False)
+
+
+async def test_quotas_are_found_in_the_compute_workspaces_the_teams_placements_name() -> None:
+    catalog = Catalog([])
+    for cluster in ("compute", "other", TEAM):
+        catalog.set_crd(cluster, "types", [custom("workload.kcp.io", "SyncTarget", "synctargets"),
+                                           custom("scheduling.kcp.io", "Location", "locations"),
+                                           custom("scheduling.kcp.io", "Placement", "placements")])
+
+    def target(name: str, region: str) -> Obj:
+        return {"metadata": {"name": name, "labels": {"region": region}}}
+
+    def loc(name: str, region: str, *quotas: tuple[str, dict[str, str]]) -> Obj:
+        return {"metadata": {"name": name}, "spec": {"instanceSelector": {"matchLabels": {"region": region}},
+                                                     "quotas": [{"workspace": w, "hard": h} for w, h in quotas]}}
+
+    registry = FakeRegistry({
+        (TEAM, "placements"): [{"metadata": {"name": "p"}, "spec": {"locationWorkspace": "compute"}},
+                               {"metadata": {"name": "here"}, "spec": {}}],
+        ("compute", "synctargets"): [target("eu-1", "eu"), target("eu-2", "eu"), target("us-1", "us")],
+        ("compute", "locations"): [loc("eu", "eu", (TEAM, {"pods": "6"}), ("team-a", {"pods": "1"})),
+                                   loc("us", "us", (TEAM, {"pods": "2"}))],
+        ("other", "synctargets"): [target("eu-1", "eu")],  # never named by a Placement of the team
+        ("other", "locations"): [loc("eu", "eu", (TEAM, {"pods": "0"}))],
+        (TEAM, "synctargets"): [target("own", "eu")],  # the Placement without a workspace: the team's own
+        (TEAM, "locations"): [loc("mine", "eu", (TEAM, {"pods": "3"}))],
+    })
+    reads = RegistryReads(lambda: cast(Registry, registry), catalog)
+    found = await reads.quotas(TEAM, frozenset({sync_target_key("compute", "eu-1")}))
+    assert [(q.location, q.workspace, q.team, dict(q.hard)) for q in found] == [
+        ("eu", "compute", TEAM, {"pods": "6"}), ("us", "compute", TEAM, {"pods": "2"})]
+    assert found[0].targets == EU and found[1].targets == US
+    found = await reads.quotas(TEAM, frozenset({sync_target_key(TEAM, "own")}))
+    assert [(q.location, q.workspace) for q in found] == [("mine", TEAM)]
+    assert await reads.quotas("team-c", frozenset({sync_target_key("compute", "eu-1")})) == []
