@@ -7,8 +7,9 @@ raises what the team runs on a Location past its quota is refused with 403 and k
 
 Which C: the `spec.locationWorkspace` of W's Placements (W itself when empty). The label key is a hash of (C,
 target), so it cannot be read backwards; the Placements name every compute workspace W may be placed in, and the
-splitter labels namespaces only from them. Usage is recomputed on each checked write from the registry (nothing is
-cached across requests), so raising a quota admits the very next retry. What is counted: the roots (Deployments
+splitter labels namespaces only from them. Usage is recomputed on each judged write (nothing is kept across
+requests; the Locations are read from etcd, the rest from the server's watch caches), so raising a quota admits
+the very next retry. What is counted: the roots (Deployments
 without `splitter.kcp.io/root`) of W's namespaces `Placed` on a SyncTarget the Location selects; a namespace that
 is `Draining` from a target is leaving it and neither counts nor is checked there. pods = replicas, cpu and memory
 = replicas x the template's containers' requests. Only writes that raise usage are judged (as kube's quota), and
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
 from kcp_apiserver.registry.builtin import NAMESPACE
-from kcp_apiserver.registry.catalog import Catalog
+from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
 from kcpcommon.keys import PLACED, PLACED_LABEL_PREFIX, is_upsynced, sync_target_key
@@ -198,33 +199,44 @@ class LocationQuota:
 
 
 class RegistryReads:
-    """QuotaReads from the registry (etcd: consistent, so a raised quota counts at once), types from the catalog:
-    Placements, Locations and SyncTargets are served per workspace (a CRD, or bound under an export)."""
+    """QuotaReads from the registry, types from the catalog (Placements, Locations and SyncTargets are served per
+    workspace: a CRD, or bound under an export). Locations, which hold the quotas, are read from etcd, so a raised
+    quota counts at once; the rest from the server's watch caches when given (`caches`), which trail etcd by the
+    time an event takes to arrive: no round trip per read."""
 
-    def __init__(self, registry: Callable[[], Registry], catalog: Catalog) -> None:
+    def __init__(self, registry: Callable[[], Registry], catalog: Catalog, caches: WatchCaches | None = None) -> None:
         self.registry = registry
         self.catalog = catalog
+        self.caches = caches
 
-    async def _list(self, cluster: str, group: str, plural: str) -> list[Obj]:
+    async def _read(self, res: Resource, cluster: str, *, name: str = "", fresh: bool = False) -> list[Obj]:
+        if self.caches is None or fresh:
+            if name:
+                try:
+                    return [await self.registry().get(res, cluster, "", name)]
+                except st.APIError as exc:
+                    if exc.code == 404:
+                        return []
+                    raise
+            return (await self.registry().list(res, cluster, "")).items
+        cache = await self.caches.get(res)
+        return self.registry().list_cached(res, cache, cluster, "", name=name).items
+
+    async def _list(self, cluster: str, group: str, plural: str, *, fresh: bool = False) -> list[Obj]:
         res = self.catalog.lookup(cluster, group, "v1alpha1", plural)
-        if res is None:
-            return []
-        return (await self.registry().list(res, cluster, "")).items
+        return [] if res is None else await self._read(res, cluster, fresh=fresh)
 
     async def namespace(self, cluster: str, name: str) -> Obj | None:
-        try:
-            return await self.registry().get(NAMESPACE, cluster, "", name)
-        except st.APIError as exc:
-            if exc.code == 404:
-                return None
-            raise
+        found = await self._read(NAMESPACE, cluster, name=name)
+        return found[0] if found else None
 
     async def quotas(self, team: str, keys: frozenset[str]) -> list[Quota]:
         workspaces = {str((p.get("spec") or {}).get("locationWorkspace") or team)
                       for p in await self._list(team, "scheduling.kcp.io", "placements")}
         found: list[Quota] = []
         reads = [asyncio.gather(self._list(w, "workload.kcp.io", "synctargets"),
-                                self._list(w, "scheduling.kcp.io", "locations")) for w in sorted(workspaces)]
+                                self._list(w, "scheduling.kcp.io", "locations", fresh=True))
+                 for w in sorted(workspaces)]
         for workspace, (synctargets, locations) in zip(sorted(workspaces), await asyncio.gather(*reads), strict=True):
             targets = {sync_target_key(workspace, str(t["metadata"]["name"])): (t["metadata"].get("labels") or {})
                        for t in synctargets}
@@ -242,10 +254,10 @@ class RegistryReads:
         return found
 
     async def namespaces(self, cluster: str) -> list[Obj]:
-        return (await self.registry().list(NAMESPACE, cluster, "")).items
+        return await self._read(NAMESPACE, cluster)
 
     async def deployments(self, res: Resource, cluster: str) -> list[Obj]:
-        return (await self.registry().list(res, cluster, "")).items
+        return await self._read(res, cluster)
 
 
 def _selects(selector: Any, labels: Mapping[str, str]) -> bool:

@@ -149,12 +149,12 @@ async def placement_requester(parts: ServerParts) -> PlacementRequester:
 
 
 async def location_quotas(parts: ServerParts) -> LocationQuota:
-    """Per-team quotas on Locations: reads the Namespace, Placements, the compute workspace's SyncTargets and
-    Locations and the team's Deployments from the registry per judged write (none is cached)."""
+    """Per-team quotas on Locations: per judged write, the Locations from etcd, the Namespaces, Placements,
+    SyncTargets and the team's Deployments from the watch caches (nothing kept across requests)."""
     def registry() -> Registry:
         assert parts.registry is not None, "the registry is built right after admission"
         return parts.registry
-    return LocationQuota(RegistryReads(registry, parts.catalog))
+    return LocationQuota(RegistryReads(registry, parts.catalog, parts.caches))
 
 
 def workspace_types(authorizer: RBACAuthorizer) -> AdmissionFactory:
