@@ -8,6 +8,7 @@ import ipaddress
 import socket
 from collections.abc import Callable, Mapping
 
+from kcp_apiserver.admission.location_quota import LocationQuota, RegistryReads
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
 from kcp_apiserver.admission.placement_requester import PlacementRequester
 from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, start_service_ips
@@ -145,6 +146,15 @@ async def workspace_owner(parts: ServerParts) -> WorkspaceOwner:
 
 async def placement_requester(parts: ServerParts) -> PlacementRequester:
     return PlacementRequester()
+
+
+async def location_quotas(parts: ServerParts) -> LocationQuota:
+    """Per-team quotas on Locations: per judged write, the Locations from etcd, the Namespaces, Placements,
+    SyncTargets and the team's Deployments from the watch caches (nothing kept across requests)."""
+    def registry() -> Registry:
+        assert parts.registry is not None, "the registry is built right after admission"
+        return parts.registry
+    return LocationQuota(RegistryReads(registry, parts.catalog, parts.caches))
 
 
 def workspace_types(authorizer: RBACAuthorizer) -> AdmissionFactory:
@@ -290,7 +300,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
                    no_escalation, service_ips, workspace_owner, placement_requester, workspace_types(authorizer),
-                   initializer_lift,
+                   initializer_lift, location_quotas,
                    *apis_admission],
         extensions=extensions,
         controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
