@@ -313,11 +313,13 @@ def retry(call: Callable[[], tuple[int, Any]], what: str, timeout: float = 120.0
             return
         if status not in (404, 429, 500, 503, 504) or time.monotonic() > deadline:
             raise SystemExit(f"{what}: {status} {body}")
-        time.sleep(0.2)
+        time.sleep(0.5)
 
 
-def workspace(kcp: KcpServer, name: str, deployments: int, replicas: int, clusters_per_namespace: int) -> float:
-    """One team's part, as kcp-admin: two bindings, a Placement, the Deployments; seconds spent."""
+def workspace(kcp: KcpServer, name: str, deployments: int, replicas: int, clusters_per_namespace: int,
+              patience: float) -> float:
+    """One team's part, as kcp-admin: two bindings, a Placement, the Deployments; seconds spent. The Placement and
+    Deployments are retried until their bindings serve them (under load that takes minutes: `patience`)."""
     started = time.perf_counter()
     rest = Rest(kcp).at(name)
     for export in ("kubernetes", "scheduling.kcp.io"):
@@ -325,10 +327,10 @@ def workspace(kcp: KcpServer, name: str, deployments: int, replicas: int, cluste
     placement = {"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Placement", "metadata": {"name": "all"},
                  "spec": {"locationWorkspace": COMPUTE, "locationSelectors": [{"matchLabels": POOL}],
                           "namespaceSelector": {}, "numberOfClusters": clusters_per_namespace}}
-    retry(lambda: rest.request("POST", PLACEMENTS, placement), f"{name}: Placement")
+    retry(lambda: rest.request("POST", PLACEMENTS, placement), f"{name}: Placement", patience)
     for i in range(deployments):
         retry(lambda i=i: rest.request("POST", DEPLOYMENTS, deployment(f"app-{i:02d}", replicas)),
-              f"{name}: Deployment {i}")
+              f"{name}: Deployment {i}", patience)
     return time.perf_counter() - started
 
 
@@ -391,7 +393,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         begun = time.perf_counter()
         with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
             spent = list(pool.map(lambda ws: workspace(kcp, ws, args.deployments, args.replicas,
-                                                       args.clusters_per_namespace), names))
+                                                       args.clusters_per_namespace, args.timeout), names))
         created = time.perf_counter() - begun
         wait_until(all_available(watcher, names, args.deployments, args.replicas), args.timeout,
                    "every Deployment available", tick=peek)
@@ -406,6 +408,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                            r'sync_target="([^"]+)"', cc_metrics)
         down = downstream_objects(sim)
         held = sum(v for v in down.values() if v > 0)
+        synced = max(0, down["deployments"]) + max(0, down["namespaces"])  # what the engines wrote down and keep
         grown = after["cluster-controller"]["rss_mib"] - before["cluster-controller"]["rss_mib"]
         kcp_text, sim_text = metrics_text(kcp), metrics_text(sim)
         out.update({
@@ -423,6 +426,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "syncer_errors": int(metric_sum(cc_metrics, "kcp_syncer_errors_total")),
             "downstream_objects": down, "downstream_objects_total": held,
             "controller_rss_growth_mib": round(grown, 1),
+            "controller_rss_per_placed_workspace_mib": round(grown / len(names), 2),
+            "controller_rss_per_synced_down_object_kib": round(grown * 1024 / synced, 1) if synced else None,
             "controller_rss_per_downstream_object_kib": round(grown * 1024 / held, 1) if held else None,
             "rss_before": before, "rss_after": after,
             "cpu_seconds_during": {name: round(after[name]["cpu_seconds"] - before[name]["cpu_seconds"], 1)
@@ -434,6 +439,15 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                                     "sim": int(metric_sum(sim_text, "apiserver_registered_watchers"))},
             **{f"peak_{k}": v for k, v in peaks.items()},
         })
+        # the bench's own wildcard watch is one of kcp's
+        out["watches_per_placed_workspace"] = {
+            side: round((out["registered_watchers"][side] - watchers_before[side] - (side == "kcp")) / len(names), 1)
+            for side in ("kcp", "sim")}
+        out["problems"] = [problem for problem, bad in (
+            (f"{len(beats)} heartbeat series, not {args.clusters}", len(beats) != args.clusters),
+            (f"{out['placed_workspaces_sum']:.0f} placed workspaces, not {len(names) * args.clusters_per_namespace}",
+             out["placed_workspaces_sum"] != len(names) * args.clusters_per_namespace),
+            (f"{out['syncer_errors']} syncer errors", out["syncer_errors"] > 0)) if bad]
         return out
     finally:
         if watcher is not None:
@@ -447,6 +461,8 @@ def summary(r: dict[str, Any]) -> str:
                       f"({r['cpu_seconds_during'][name]} cpu-s)" for name in r["rss_after"])
     ws = r["workspace_available_seconds"]
     down = ", ".join(f"{k} {v}" for k, v in r["downstream_objects"].items())
+    links, before_links = r["controller_connections"], r["controller_connections_before"]
+    before_w, per = r["registered_watchers_before"], r["watches_per_placed_workspace"]
     return "\n".join([
         f"shared compute: {r['workspaces']} workspaces x {r['deployments_per_workspace']} Deployments x "
         f"{r['replicas']} replicas on {r['clusters']} sim clusters (numberOfClusters {r['clusters_per_namespace']}, "
@@ -459,11 +475,16 @@ def summary(r: dict[str, Any]) -> str:
         f"  synced: {r['synced_down_writes']} writes down, {r['synced_up_writes']} up, {r['syncer_errors']} errors; "
         f"held downstream (owner label): {down} = {r['downstream_objects_total']}",
         f"  cluster controller: +{r['controller_rss_growth_mib']} MiB RSS = "
-        f"{r['controller_rss_per_downstream_object_kib']} KiB per downstream object held; connections to kcp "
-        f"{r['controller_connections']['kcp']}, to the sim {r['controller_connections']['sim']}; watches registered "
-        f"on kcp {r['registered_watchers']['kcp']}, on the sim {r['registered_watchers']['sim']}; peak work-queue "
-        f"depth {r['peak_controller_workqueue_depth']:.0f} (splitter {r['peak_splitter_workqueue_depth']:.0f})",
-        f"  RSS before -> after (CPU during): {procs}"])
+        f"{r['controller_rss_per_placed_workspace_mib']} MiB per placed workspace, "
+        f"{r['controller_rss_per_synced_down_object_kib']} KiB per object synced down (Deployments + namespaces), "
+        f"{r['controller_rss_per_downstream_object_kib']} KiB per object held downstream (owner label)",
+        f"  watches: the cluster controller's connections to kcp {before_links['kcp']} -> {links['kcp']}, to the "
+        f"sim {before_links['sim']} -> {links['sim']}; watches registered on kcp {before_w['kcp']} -> "
+        f"{r['registered_watchers']['kcp']}, on the sim {before_w['sim']} -> {r['registered_watchers']['sim']} "
+        f"({per['kcp']} on kcp and {per['sim']} on the sim per placed workspace); peak work-queue depth "
+        f"{r['peak_controller_workqueue_depth']:.0f} (splitter {r['peak_splitter_workqueue_depth']:.0f})",
+        f"  RSS before -> after (CPU during): {procs}",
+        *(f"  PROBLEM: {problem}" for problem in r["problems"])])
 
 
 def main() -> None:
