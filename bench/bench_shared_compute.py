@@ -40,6 +40,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -338,13 +339,13 @@ def workspace(kcp: KcpServer, name: str, deployments: int, replicas: int, cluste
     started = time.perf_counter()
     rest = Rest(kcp).at(name)
     for export in ("kubernetes", "scheduling.kcp.io"):
-        retry(lambda export=export: rest.request("POST", BINDINGS, binding(export)), f"{name}: bind {export}")
+        retry(partial(rest.request, "POST", BINDINGS, binding(export)), f"{name}: bind {export}")
     placement = {"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Placement", "metadata": {"name": "all"},
                  "spec": {"locationWorkspace": COMPUTE, "locationSelectors": [{"matchLabels": POOL}],
                           "namespaceSelector": {}, "numberOfClusters": clusters_per_namespace}}
-    retry(lambda: rest.request("POST", PLACEMENTS, placement), f"{name}: Placement", patience)
+    retry(partial(rest.request, "POST", PLACEMENTS, placement), f"{name}: Placement", patience)
     for i in range(deployments):
-        retry(lambda i=i: rest.request("POST", DEPLOYMENTS, deployment(f"app-{i:02d}", replicas)),
+        retry(partial(rest.request, "POST", DEPLOYMENTS, deployment(f"app-{i:02d}", replicas)),
               f"{name}: Deployment {i}", patience)
     return time.perf_counter() - started
 
