@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults kube-cmd bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
+        bench-sync bench-split bench-compute bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -180,3 +180,7 @@ e2e-k3s:
 ## bench-split: kcp-deployment-splitter: spreading 1,000 Deployments over 10 targets, reconcile throughput, failover
 bench-split: install
 	$(BIN)/python bench/bench_split.py
+
+## bench-compute: shared compute: 100 workspaces x 10 Deployments placed on 10 sim clusters: time to available, RSS, watches
+bench-compute: install
+	$(BIN)/python bench/bench_shared_compute.py

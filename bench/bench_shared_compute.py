@@ -1,0 +1,542 @@
+"""Benchmark of shared compute (issue 25; not a test): many workspaces on one set of physical clusters.
+
+Everything real: kcp, one `kcp-sim-cluster --clusters C --nodes N` (default 10 clusters of 3 nodes: with 2, the
+110 pods a node takes are too few for the ~13 workspaces x 20 pods the Placements' hash puts on the busiest
+cluster, and its last pods stay Pending), the cluster controller in push mode (one
+syncer per cluster, with `--api-export-workspace compute` publishing `scheduling.kcp.io`) and the splitter. The
+admin's part, once: in workspace `compute` the C SyncTargets, one Location selecting them all and the APIExport
+`kubernetes`, waited for until it offers Deployments. Then W workspaces (`team-<i>`, flat logical clusters, as
+kcp-admin) each bind `kubernetes` and `scheduling.kcp.io`, write a Placement of every namespace on that Location
+and create D Deployments of R replicas in `default`, from a few threads over REST.
+
+Figures:
+- seconds from the first request of the first workspace until every root Deployment in every workspace has
+  `status.availableReplicas == R` (and every child too), followed with one wildcard list and watch of the bound
+  type (`/clusters/*/apis/apps/v1/deployments:<identityHash>`), not by polling each workspace; with when the
+  first, median and last workspace got there;
+- one syncer per cluster: the cluster controller's `kcp_syncer_placed_workspaces` per SyncTarget of `compute`
+  and its heartbeat series (one per cluster);
+- RSS (and CPU seconds) of each process before the workspaces and after all are available, and the cluster
+  controller's RSS growth divided by the objects its syncers hold on the clusters at the end (every downstream
+  object carrying the syncer owner label, namespaces included: what the engines keep in their caches);
+- the cluster controller's open connections to kcp and to the sim (each placed workspace's engine opens its own
+  watches), and the watches each server counts (`apiserver_registered_watchers`).
+
+Prints a summary and writes bench/results/compute-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+
+from daemon_process import ClusterControllerProcess  # noqa: E402
+from splitter_fixtures import DEPLOYMENTS, TARGETS, SplitterProcess  # noqa: E402
+from syncer_fixtures import Rest, eventually  # noqa: E402
+
+from kcp_process import KcpServer, ServedFromRoot, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
+
+COMPUTE = "compute"
+CONTROLLER_DIR = REPO / "services/cluster-controller/kcp_cluster_controller"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+LOCATIONS = "/apis/scheduling.kcp.io/v1alpha1/locations"
+PLACEMENTS = "/apis/scheduling.kcp.io/v1alpha1/placements"
+EXPORTS = "/apis/apis.kcp.io/v1alpha1/apiexports"
+BINDINGS = "/apis/apis.kcp.io/v1alpha1/apibindings"
+ROOT_LABEL = "splitter.kcp.io/root"
+ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"
+OWNER_LABEL = "syncer.kcp.io/owner"
+POOL = {"bench": "shared-compute"}
+# what the engines sync down and keep in their downstream caches, counted on the clusters at the end
+DOWNSTREAM = {"namespaces": "/api/v1/namespaces", "deployments": "/apis/apps/v1/deployments",
+              "configmaps": "/api/v1/configmaps", "secrets": "/api/v1/secrets",
+              "serviceaccounts": "/api/v1/serviceaccounts", "services": "/api/v1/services",
+              "replicasets": "/apis/apps/v1/replicasets", "pods": "/api/v1/pods"}
+
+
+# --- processes: RSS, CPU, connections -------------------------------------------------------------------------
+
+
+def _status_kib(pid: int, field: str = "VmRSS") -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    except FileNotFoundError:
+        pass
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime, from /proc (clock ticks of 10 ms)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / 100.0
+
+
+def etcd_child(pid: int) -> int | None:
+    """The etcd a server started (kcp-apiserver and kcp-sim-cluster run their own unless given --etcd-servers)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    for child in children.read_text().split() if children.exists() else []:
+        with contextlib.suppress(FileNotFoundError):
+            if b"etcd" in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[0]:
+                return int(child)
+    return None
+
+
+def processes(kcp: KcpServer, sim: KcpServer, controller: ClusterControllerProcess,
+              splitter: SplitterProcess) -> dict[str, int]:
+    assert kcp.process and sim.process and controller.process and splitter.process
+    found = {"kcp-apiserver": kcp.process.pid, "cluster-controller": controller.process.pid,
+             "splitter": splitter.process.pid, "sim-cluster": sim.process.pid}
+    for name, pid in (("kcp-etcd", kcp.process.pid), ("sim-etcd", sim.process.pid)):
+        child = etcd_child(pid)
+        if child is not None:
+            found[name] = child
+    return found
+
+
+def snapshot(pids: dict[str, int]) -> dict[str, dict[str, float]]:
+    return {name: {"rss_mib": round(_status_kib(pid) / 1024, 1), "cpu_seconds": cpu_seconds(pid)}
+            for name, pid in pids.items()}
+
+
+def _sockets(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = str(fd.readlink())
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+def connections(pid: int, ports: dict[str, int]) -> dict[str, int]:
+    """The process's established TCP connections to each of `ports` (by name), from /proc/<pid>/fd and
+    /proc/<pid>/net/tcp{,6}: with HTTP/1.1 each open watch holds one."""
+    inodes = _sockets(pid)
+    counts = dict.fromkeys(ports, 0)
+    by_port = {port: name for name, port in ports.items()}
+    for table in ("tcp", "tcp6"):
+        path = Path(f"/proc/{pid}/net/{table}")
+        for line in path.read_text().splitlines()[1:] if path.exists() else []:
+            cols = line.split()
+            remote_port, state, inode = int(cols[2].rsplit(":", 1)[1], 16), cols[3], cols[9]
+            if state == "01" and inode in inodes and remote_port in by_port:  # 01: ESTABLISHED
+                counts[by_port[remote_port]] += 1
+    return counts
+
+
+def metrics_text(server: ServedFromRoot) -> str:
+    req = urllib.request.Request(f"{server.url}/metrics", headers={"Authorization": f"Bearer {server.token}"})
+    with urllib.request.urlopen(req, context=server.ssl_context(), timeout=30) as resp:
+        return str(resp.read().decode())
+
+
+def metric_sum(text: str, name: str, labels: str = "") -> float:
+    """Sum of the samples of `name` whose label set contains `labels` (a substring such as `direction="down"`)."""
+    total = 0.0
+    for match in re.finditer(rf"^{name}(?:\{{([^}}]*)\}})? (\S+)$", text, re.M):
+        if labels in (match.group(1) or ""):
+            total += float(match.group(2))
+    return total
+
+
+# --- progress: every Deployment of every workspace, from one wildcard list and watch ---------------------------
+
+
+class Deployments:
+    """(workspace, name) -> (root?, spec replicas, available replicas), for every Deployment of the bound type."""
+
+    def __init__(self, kcp: KcpServer, path: str) -> None:
+        self.kcp, self.path = kcp, path
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, str], tuple[bool, int, int, str]] = {}  # + the SyncTarget assigned
+        self.done_at: dict[str, float] = {}  # workspace -> when all its roots were first seen available
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
+        self.relists = 0
+
+    def start(self) -> Deployments:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def state(self) -> dict[tuple[str, str], tuple[bool, int, int, str]]:
+        with self._lock:
+            return dict(self._seen)
+
+    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = ((meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta.get("name", ""))
+        with self._lock:
+            if kind == "DELETED":
+                self._seen.pop(key, None)
+            else:
+                labels = meta.get("labels") or {}
+                self._seen[key] = (ROOT_LABEL not in labels, int((obj.get("spec") or {}).get("replicas") or 0),
+                                   int((obj.get("status") or {}).get("availableReplicas") or 0),
+                                   labels.get(ASSIGNMENT_LABEL, ""))
+
+    def _request(self, query: str, timeout: float) -> Any:
+        req = urllib.request.Request(f"{self.kcp.url}{self.path}{query}",
+                                     headers={"Authorization": f"Bearer {self.kcp.token}"})
+        return urllib.request.urlopen(req, context=self.kcp.ssl_context(), timeout=timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self._request("", 60) as resp:
+                    listed = json.loads(resp.read())
+                self.relists += 1
+                with self._lock:
+                    self._seen.clear()
+                for item in listed["items"]:
+                    self._apply("ADDED", item)
+                version = listed["metadata"]["resourceVersion"]
+                with self._request(f"?watch=1&resourceVersion={version}&timeoutSeconds=600", 120) as resp:
+                    for line in resp:
+                        if self._stop.is_set():
+                            return
+                        if not line.strip():
+                            continue
+                        event = json.loads(line)
+                        if event.get("type") == "ERROR":
+                            break  # expired: list again
+                        if event.get("type") != "BOOKMARK":
+                            self._apply(event["type"], event["object"])
+            except (OSError, ValueError):
+                time.sleep(0.5)
+
+
+def all_available(deployments: Deployments, workspaces: list[str], per_workspace: int,
+                  replicas: int) -> Callable[[], bool]:
+    """Every workspace has its roots, each available with `replicas`, and every child available as its spec asks;
+    records when each workspace first got there."""
+    def done() -> bool:
+        by_ws: dict[str, list[tuple[bool, int, int, str]]] = {}
+        for (ws, _), value in deployments.state().items():
+            by_ws.setdefault(ws, []).append(value)
+        now = time.perf_counter()
+        for ws in workspaces:
+            items = by_ws.get(ws, [])
+            roots = [available for root, _, available, _ in items if root]
+            if len(roots) == per_workspace and all(a == replicas for a in roots) and \
+                    all(available == spec for root, spec, available, _ in items if not root):
+                deployments.done_at.setdefault(ws, now)
+        return len(deployments.done_at) == len(workspaces)
+    return done
+
+
+def stuck(deployments: Deployments, workspaces: list[str]) -> str:
+    """The workspaces not available yet and the SyncTargets their children are on (a cluster whose nodes are full
+    keeps the pods Pending: Placements do not weigh capacity yet, so raise --nodes)."""
+    where: dict[str, set[str]] = {}
+    for (ws, _), (root, _, _, target) in deployments.state().items():
+        if ws not in deployments.done_at and not root:
+            where.setdefault(ws, set()).add(target)
+    late = [ws for ws in workspaces if ws not in deployments.done_at]
+    return ", ".join(f"{ws} (on {', '.join(sorted(where.get(ws, ()))) or 'nothing yet'})" for ws in late)
+
+
+def wait_until(done: Callable[[], bool], timeout: float, what: str, period: float = 0.5,
+               tick: Callable[[], None] | None = None) -> float:
+    started = time.perf_counter()
+    while not done():
+        if time.perf_counter() - started > timeout:
+            raise SystemExit(f"not within {timeout}s: {what}")
+        if tick is not None:
+            tick()
+        time.sleep(period)
+    return time.perf_counter() - started
+
+
+# --- the admin's part and the teams' ----------------------------------------------------------------------------
+
+
+def compute_workspace(rest: Rest, sim: KcpServer, clusters: int) -> str:
+    """SyncTargets, one Location of them all, the `kubernetes` export offering Deployments; its identity hash."""
+    for file in ("synctarget-crd.yaml", "location-crd.yaml"):
+        status, body = rest.request("POST", CRDS, yaml.safe_load((CONTROLLER_DIR / file).read_text()))
+        assert status in (201, 409), (status, body)
+    eventually(lambda: rest.request("GET", LOCATIONS)[0] == 200 and rest.request("GET", TARGETS)[0] == 200,
+               "SyncTargets and Locations served", timeout=60)
+    targets = [f"sim-{i}" for i in range(1, clusters + 1)]
+    for target in targets:
+        rest.create(TARGETS, {"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
+                              "metadata": {"name": target, "labels": POOL},
+                              "spec": {"kubeconfig": (sim.root / f"{target}.kubeconfig").read_text()}})
+    rest.create(LOCATIONS, {"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Location",
+                            "metadata": {"name": "everywhere", "labels": POOL},
+                            "spec": {"instanceSelector": {"matchLabels": POOL}}})
+    rest.create(EXPORTS, {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+                          "metadata": {"name": "kubernetes"}, "spec": {}})
+
+    def ready(target: str) -> bool:
+        conditions = ((rest.get(f"{TARGETS}/{target}") or {}).get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    eventually(lambda: all(ready(t) for t in targets), "every SyncTarget Ready", timeout=180)
+
+    def offered() -> str | None:
+        export = rest.get(f"{EXPORTS}/kubernetes") or {}
+        schemas = (export.get("spec") or {}).get("latestResourceSchemas") or []
+        identity = (export.get("status") or {}).get("identityHash")
+        return identity if identity and any(s.endswith(".deployments.apps") for s in schemas) else None
+    return eventually(offered, "the export offers Deployments", timeout=120)
+
+
+def binding(export: str) -> dict[str, Any]:
+    return {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": export},
+            "spec": {"reference": {"export": {"path": COMPUTE, "name": export}}}}
+
+
+def deployment(name: str, replicas: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "main", "image": "nginx:1.27"}]}}}}
+
+
+def retry(call: Callable[[], tuple[int, Any]], what: str, timeout: float = 120.0) -> None:
+    """A create retried while its type is not served yet (404) or kcp is briefly unwilling (429, 5xx)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = call()
+        if status in (200, 201, 409):
+            return
+        if status not in (404, 429, 500, 503, 504) or time.monotonic() > deadline:
+            raise SystemExit(f"{what}: {status} {body}")
+        time.sleep(0.5)
+
+
+def workspace(kcp: KcpServer, name: str, deployments: int, replicas: int, clusters_per_namespace: int,
+              patience: float) -> float:
+    """One team's part, as kcp-admin: two bindings, a Placement, the Deployments; seconds spent. The Placement and
+    Deployments are retried until their bindings serve them (under load that takes minutes: `patience`)."""
+    started = time.perf_counter()
+    rest = Rest(kcp).at(name)
+    for export in ("kubernetes", "scheduling.kcp.io"):
+        retry(partial(rest.request, "POST", BINDINGS, binding(export)), f"{name}: bind {export}")
+    placement = {"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Placement", "metadata": {"name": "all"},
+                 "spec": {"locationWorkspace": COMPUTE, "locationSelectors": [{"matchLabels": POOL}],
+                          "namespaceSelector": {}, "numberOfClusters": clusters_per_namespace}}
+    retry(partial(rest.request, "POST", PLACEMENTS, placement), f"{name}: Placement", patience)
+    for i in range(deployments):
+        retry(partial(rest.request, "POST", DEPLOYMENTS, deployment(f"app-{i:02d}", replicas)),
+              f"{name}: Deployment {i}", patience)
+    return time.perf_counter() - started
+
+
+def downstream_objects(sim: KcpServer) -> dict[str, int]:
+    """Objects the syncers own on the clusters (the owner label), over every cluster, by resource."""
+    rest = Rest(sim)
+    counts = {}
+    for resource, path in DOWNSTREAM.items():
+        status, body = rest.request("GET", f"/clusters/*{path}?labelSelector={OWNER_LABEL}")
+        counts[resource] = len(body["items"]) if status == 200 else -1
+    return counts
+
+
+# --- the run ----------------------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    kcp = KcpServer(tmp / "kcp", free_port())
+    sim = KcpServer(tmp / "sim", free_port(), ["--clusters", str(args.clusters), "--nodes", str(args.nodes),
+                                                "--ready-delay", "0.2"],
+                    command=sim_cluster_command(), env=sim_cluster_env())
+    controller = ClusterControllerProcess(kcp, tmp / "controller.log", [
+        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2",
+        "--heartbeat-threshold", "30", "--discovery-interval", "30", "--api-export-workspace", COMPUTE,
+        "--qps", "0"])
+    splitter = SplitterProcess(kcp, tmp / "splitter.log", ["--no-leader-elect", "--qps", "0"])
+    started: list[Any] = []
+    watcher = None
+    out: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           "workspaces": args.workspaces, "deployments_per_workspace": args.deployments,
+                           "replicas": args.replicas, "clusters": args.clusters, "nodes_per_cluster": args.nodes,
+                           "clusters_per_namespace": args.clusters_per_namespace, "concurrency": args.concurrency}
+    try:
+        for server in (kcp, sim):
+            server.start()
+            started.append(server)
+        controller.start()
+        started.append(controller)
+        splitter.start()
+        started.append(splitter)
+        identity = compute_workspace(Rest(kcp).at(COMPUTE), sim, args.clusters)
+        pids = processes(kcp, sim, controller, splitter)
+        time.sleep(args.settle_seconds)  # what the processes hold once idle, not mid-start
+        before = snapshot(pids)
+        links_before = connections(pids["cluster-controller"], {"kcp": kcp.port, "sim": sim.port})
+        watchers_before = {"kcp": int(metric_sum(metrics_text(kcp), "apiserver_registered_watchers")),
+                           "sim": int(metric_sum(metrics_text(sim), "apiserver_registered_watchers"))}
+        watcher = Deployments(kcp, f"/clusters/*/apis/apps/v1/deployments:{identity}").start()
+        names = [f"team-{i:03d}" for i in range(args.workspaces)]
+        peaks = {"controller_workqueue_depth": 0.0, "splitter_workqueue_depth": 0.0}
+        last_peek = [0.0]
+
+        def peek() -> None:  # the queues' depth every few seconds: where the work waits
+            if time.perf_counter() - last_peek[0] < 5:
+                return
+            last_peek[0] = time.perf_counter()
+            for key, process in (("controller_workqueue_depth", controller), ("splitter_workqueue_depth", splitter)):
+                peaks[key] = max(peaks[key], metric_sum(process.metrics(), "workqueue_depth"))
+
+        begun = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+            spent = list(pool.map(lambda ws: workspace(kcp, ws, args.deployments, args.replicas,
+                                                       args.clusters_per_namespace, args.timeout), names))
+        created = time.perf_counter() - begun
+        try:
+            wait_until(all_available(watcher, names, args.deployments, args.replicas), args.timeout,
+                       "every Deployment available", tick=peek)
+        except SystemExit as exc:
+            raise SystemExit(f"{exc}; not available: {stuck(watcher, names)}") from None
+        total = time.perf_counter() - begun
+        finished = sorted(t - begun for t in watcher.done_at.values())
+        after = snapshot(pids)
+        cc_metrics = controller.metrics()
+        (tmp / "controller.metrics").write_text(cc_metrics)
+        placed = {m[0]: float(m[1]) for m in re.findall(
+            rf'kcp_syncer_placed_workspaces\{{logical_cluster="{COMPUTE}",sync_target="([^"]+)"\}} (\S+)', cc_metrics)}
+        beats = re.findall(r'kcp_syncer_last_heartbeat_timestamp_seconds\{logical_cluster="([^"]+)",'
+                           r'sync_target="([^"]+)"', cc_metrics)
+        down = downstream_objects(sim)
+        held = sum(v for v in down.values() if v > 0)
+        synced = max(0, down["deployments"]) + max(0, down["namespaces"])  # what the engines wrote down and keep
+        grown = after["cluster-controller"]["rss_mib"] - before["cluster-controller"]["rss_mib"]
+        kcp_text, sim_text = metrics_text(kcp), metrics_text(sim)
+        out.update({
+            "seconds_to_all_available": round(total, 1),
+            "create_seconds": round(created, 1),
+            "workspace_create_seconds_p50": round(statistics.median(spent), 2),
+            "workspace_available_seconds": {"first": round(finished[0], 1),
+                                            "p50": round(finished[len(finished) // 2], 1),
+                                            "last": round(finished[-1], 1)},
+            "deployments_seen": len(watcher.state()), "watch_relists": watcher.relists,
+            "placed_workspaces": placed, "placed_workspaces_sum": sum(placed.values()),
+            "heartbeat_series": len(beats),
+            "synced_down_writes": int(metric_sum(cc_metrics, "kcp_syncer_synced_objects_total", 'direction="down"')),
+            "synced_up_writes": int(metric_sum(cc_metrics, "kcp_syncer_synced_objects_total", 'direction="up"')),
+            "syncer_errors": int(metric_sum(cc_metrics, "kcp_syncer_errors_total")),
+            "downstream_objects": down, "downstream_objects_total": held,
+            "controller_rss_growth_mib": round(grown, 1),
+            "controller_rss_per_placed_workspace_mib": round(grown / len(names), 2),
+            "controller_rss_per_synced_down_object_kib": round(grown * 1024 / synced, 1) if synced else None,
+            "controller_rss_per_downstream_object_kib": round(grown * 1024 / held, 1) if held else None,
+            "rss_before": before, "rss_after": after,
+            "cpu_seconds_during": {name: round(after[name]["cpu_seconds"] - before[name]["cpu_seconds"], 1)
+                                   for name in pids},
+            "controller_connections_before": links_before,
+            "controller_connections": connections(pids["cluster-controller"], {"kcp": kcp.port, "sim": sim.port}),
+            "registered_watchers_before": watchers_before,
+            "registered_watchers": {"kcp": int(metric_sum(kcp_text, "apiserver_registered_watchers")),
+                                    "sim": int(metric_sum(sim_text, "apiserver_registered_watchers"))},
+            **{f"peak_{k}": v for k, v in peaks.items()},
+        })
+        # the bench's own wildcard watch is one of kcp's
+        out["watches_per_placed_workspace"] = {
+            side: round((out["registered_watchers"][side] - watchers_before[side] - (side == "kcp")) / len(names), 1)
+            for side in ("kcp", "sim")}
+        out["problems"] = [problem for problem, bad in (
+            (f"{len(beats)} heartbeat series, not {args.clusters}", len(beats) != args.clusters),
+            (f"{out['placed_workspaces_sum']:.0f} placed workspaces, not {len(names) * args.clusters_per_namespace}",
+             out["placed_workspaces_sum"] != len(names) * args.clusters_per_namespace),
+            (f"{out['syncer_errors']} syncer errors", out["syncer_errors"] > 0)) if bad]
+        return out
+    finally:
+        if watcher is not None:
+            watcher.stop()
+        for process in reversed(started):
+            process.stop()
+
+
+def summary(r: dict[str, Any]) -> str:
+    procs = ", ".join(f"{name} {r['rss_before'][name]['rss_mib']} -> {r['rss_after'][name]['rss_mib']} MiB "
+                      f"({r['cpu_seconds_during'][name]} cpu-s)" for name in r["rss_after"])
+    ws = r["workspace_available_seconds"]
+    down = ", ".join(f"{k} {v}" for k, v in r["downstream_objects"].items())
+    links, before_links = r["controller_connections"], r["controller_connections_before"]
+    before_w, per = r["registered_watchers_before"], r["watches_per_placed_workspace"]
+    return "\n".join([
+        f"shared compute: {r['workspaces']} workspaces x {r['deployments_per_workspace']} Deployments x "
+        f"{r['replicas']} replicas on {r['clusters']} sim clusters of {r['nodes_per_cluster']} nodes "
+        f"(numberOfClusters {r['clusters_per_namespace']}, "
+        f"{r['concurrency']} creating threads)",
+        f"  all available: {r['seconds_to_all_available']} s from the first request ({r['create_seconds']} s of it "
+        f"creating; a workspace's requests {r['workspace_create_seconds_p50']} s median); workspaces available "
+        f"first / median / last at {ws['first']} / {ws['p50']} / {ws['last']} s",
+        f"  one syncer per cluster: {r['heartbeat_series']} heartbeat series; placed workspaces per SyncTarget "
+        f"{sorted(int(v) for v in r['placed_workspaces'].values())} (sum {int(r['placed_workspaces_sum'])})",
+        f"  synced: {r['synced_down_writes']} writes down, {r['synced_up_writes']} up, {r['syncer_errors']} errors; "
+        f"held downstream (owner label): {down} = {r['downstream_objects_total']}",
+        f"  cluster controller: +{r['controller_rss_growth_mib']} MiB RSS = "
+        f"{r['controller_rss_per_placed_workspace_mib']} MiB per placed workspace, "
+        f"{r['controller_rss_per_synced_down_object_kib']} KiB per object synced down (Deployments + namespaces), "
+        f"{r['controller_rss_per_downstream_object_kib']} KiB per object held downstream (owner label)",
+        f"  watches: the cluster controller's connections to kcp {before_links['kcp']} -> {links['kcp']}, to the "
+        f"sim {before_links['sim']} -> {links['sim']}; watches registered on kcp {before_w['kcp']} -> "
+        f"{r['registered_watchers']['kcp']}, on the sim {before_w['sim']} -> {r['registered_watchers']['sim']} "
+        f"({per['kcp']} on kcp and {per['sim']} on the sim per placed workspace); peak work-queue depth "
+        f"{r['peak_controller_workqueue_depth']:.0f} (splitter {r['peak_splitter_workqueue_depth']:.0f})",
+        f"  RSS before -> after (CPU during): {procs}",
+        *(f"  PROBLEM: {problem}" for problem in r["problems"])])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspaces", type=int, default=100)
+    parser.add_argument("--deployments", type=int, default=10, help="Deployments per workspace")
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--clusters", type=int, default=10, help="simulated clusters (SyncTargets)")
+    parser.add_argument("--nodes", type=int, default=3,
+                        help="nodes per simulated cluster, 110 pods each: Placements spread workspaces by hash, not "
+                             "by capacity, so at the default sizes one cluster gets up to ~13 workspaces (260 pods)")
+    parser.add_argument("--clusters-per-namespace", type=int, default=1, help="the Placements' numberOfClusters")
+    parser.add_argument("--concurrency", type=int, default=8, help="workspaces created at a time")
+    parser.add_argument("--settle-seconds", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=1200.0)
+    parser.add_argument("--work-dir", help="keep the processes' data and logs here (default: a temporary directory)")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the processes started, as Ctrl-C does
+    with contextlib.ExitStack() as stack:
+        if args.work_dir:
+            tmp = Path(args.work_dir)
+            tmp.mkdir(parents=True, exist_ok=True)
+        else:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-compute-")))
+        results = run(args, tmp)
+    print(summary(results))
+    out = REPO / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"compute-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(f"written to {path}")
+
+
+if __name__ == "__main__":
+    main()
