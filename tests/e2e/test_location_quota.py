@@ -20,16 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from daemon_process import ClusterControllerProcess
-from splitter_fixtures import SplitterProcess
-from syncer_fixtures import eventually, sim_cluster
+from compute_fixtures import COMPUTE, CONTROLLER, apply, bind_role, binding, compute_fleet, kubeconfig, kubectl
+from syncer_fixtures import eventually
 
-from kcp_process import KcpServer, free_port, run_kubectl, token_auth
+from kcp_process import KcpServer, run_kubectl
 
-COMPUTE = "compute"
 TEAM = "team-b"
-CONTROLLER = Path(__file__).parents[2] / "services/cluster-controller/kcp_cluster_controller"
 BOB_TOKEN = "bob-token"
 USERS = {BOB_TOKEN: ("bob", "team-b")}
 TARGETS = ("eu-1", "eu-2")
@@ -41,44 +37,6 @@ class Env:
     kcp: KcpServer
     compute: Path  # kcp-admin's kubeconfig in the compute workspace
     team: Path  # bob's kubeconfig in team B's workspace
-
-
-def kubeconfig(kcp: KcpServer, cluster: str, name: str, token: str | None = None) -> Path:
-    """kcp's admin kubeconfig pointed at `cluster`, as kcp-admin or as the user holding `token`."""
-    config = yaml.safe_load(kcp.kubeconfig.read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    config["clusters"] = [{"name": name, "cluster": {**config["clusters"][0]["cluster"],
-                                                     "server": f"{server}/clusters/{cluster}"}}]
-    user = {"name": name, "user": {"token": token}} if token else {**config["users"][0], "name": name}
-    config["users"] = [user]
-    config["contexts"] = [{"name": name, "context": {"cluster": name, "user": name}}]
-    config["current-context"] = name
-    path = kcp.root / f"kubeconfig-{name}"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def kubectl(env: Env, config: Path, *args: str, input_text: str | None = None, check: bool = True) -> str:
-    return run_kubectl(env.kcp, *args, kubeconfig=config, input_text=input_text, check=check).stdout
-
-
-def apply(env: Env, config: Path, *objects: dict[str, Any]) -> None:
-    kubectl(env, config, "apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                                  "items": list(objects)}))
-
-
-def bind_role(name: str, group: str, resource: str, names: list[str], subject: str) -> list[dict[str, Any]]:
-    """A ClusterRole granting `bind` on named objects, bound to the group `subject`."""
-    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-             "rules": [{"apiGroups": [group], "resources": [resource], "resourceNames": names, "verbs": ["bind"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": subject}]}]
-
-
-def binding(export: str) -> dict[str, Any]:
-    return {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": export},
-            "spec": {"reference": {"export": {"path": COMPUTE, "name": export}}}}
 
 
 def location(pods: str) -> dict[str, Any]:
@@ -99,31 +57,11 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     """kcp (token auth), one sim serving two clusters, the cluster controller in push mode exporting from the compute
     workspace, and the splitter; the admin's compute workspace set up, team B bound and placed on `eu`."""
-    root = tmp_path_factory.mktemp("location-quota")
-    kcp = KcpServer(root / "kcp", free_port())
-    kcp.extra_args = token_auth(root, USERS)
-    sim = sim_cluster(root / "fleet", "--clusters", str(len(TARGETS)))
-    controller = ClusterControllerProcess(kcp, root / "controller.log", [
-        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5",
-        "--api-export-workspace", COMPUTE])
-    splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "5"])
-    started: list[Any] = []
-    try:
-        for server in (kcp, sim):
-            server.start()
-            started.append(server)
-        controller.start()
-        started.append(controller)
-        splitter.start()
-        started.append(splitter)
+    with compute_fleet(tmp_path_factory.mktemp("location-quota"), USERS, len(TARGETS)) as fleet:
+        kcp = fleet.kcp
         env = Env(kcp, kubeconfig(kcp, COMPUTE, "admin-compute"), kubeconfig(kcp, TEAM, "bob", BOB_TOKEN))
-        set_up(env, sim, kubeconfig(kcp, TEAM, "admin-team"))
+        set_up(env, fleet.sim, kubeconfig(kcp, TEAM, "admin-team"))
         yield env
-        assert splitter.stop() == 0, splitter.log_tail(60)
-        assert controller.stop() == 0, controller.log_tail(60)
-    finally:
-        for process in reversed(started):
-            process.stop()
 
 
 def set_up(env: Env, sim: KcpServer, team_admin: Path) -> None:

@@ -21,15 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from compute_fixtures import COMPUTE, CONTROLLER, apply, bind_role, binding, compute_fleet, kubeconfig, kubectl
 from daemon_process import ClusterControllerProcess
-from splitter_fixtures import SplitterProcess
-from syncer_fixtures import eventually, sim_cluster
+from syncer_fixtures import eventually
 
-from kcp_process import KcpServer, free_port, run_kubectl, token_auth
+from kcp_process import KcpServer, run_kubectl
 
-COMPUTE = "compute"
-CONTROLLER = Path(__file__).parents[2] / "services/cluster-controller/kcp_cluster_controller"
 USERS = {"alice-token": ("alice", "team-a"), "bob-token": ("bob", "team-b"), "carol-token": ("carol", "team-c")}
 TEAMS = {"a": "alice-token", "b": "bob-token", "c": "carol-token"}
 REGIONS = {"eu-1": "eu", "eu-2": "eu", "us-1": "us"}
@@ -42,45 +39,6 @@ class Env:
     controller: ClusterControllerProcess
     admin: dict[str, Path]  # workspace -> kcp-admin's kubeconfig there
     team: dict[str, Path]  # team -> its user's kubeconfig in its workspace
-
-
-def kubeconfig(kcp: KcpServer, cluster: str, name: str, token: str | None = None) -> Path:
-    """kcp's admin kubeconfig pointed at `cluster`, as kcp-admin or as the user holding `token`."""
-    config = yaml.safe_load(kcp.kubeconfig.read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    config["clusters"] = [{"name": name, "cluster": {**config["clusters"][0]["cluster"],
-                                                     "server": f"{server}/clusters/{cluster}"}}]
-    user = {"name": name, "user": {"token": token}} if token else {**config["users"][0], "name": name}
-    config["users"] = [user]
-    config["contexts"] = [{"name": name, "context": {"cluster": name, "user": name}}]
-    config["current-context"] = name
-    path = kcp.root / f"kubeconfig-{name}"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def kubectl(env: Env, config: Path, *args: str, input_text: str | None = None, check: bool = True) -> str:
-    return run_kubectl(env.kcp, *args, kubeconfig=config, input_text=input_text, check=check).stdout
-
-
-def apply(env: Env, config: Path, *objects: dict[str, Any]) -> None:
-    kubectl(env, config, "apply", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                                  "items": list(objects)}))
-
-
-def role(name: str, resource: str, names: list[str], group: str) -> list[dict[str, Any]]:
-    """A ClusterRole granting `bind` on named objects, bound to `group`."""
-    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
-             "rules": [{"apiGroups": [resource.split(".", 1)[1]], "resources": [resource.split(".", 1)[0]],
-                        "resourceNames": names, "verbs": ["bind"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}]
-
-
-def binding(export: str) -> dict[str, Any]:
-    return {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": export},
-            "spec": {"reference": {"export": {"path": COMPUTE, "name": export}}}}
 
 
 def placement(name: str, region: str | None) -> dict[str, Any]:
@@ -101,31 +59,11 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    root = tmp_path_factory.mktemp("shared-compute")
-    kcp = KcpServer(root / "kcp", free_port())
-    kcp.extra_args = token_auth(root, USERS)
-    sim = sim_cluster(root / "fleet", "--clusters", "3")
-    controller = ClusterControllerProcess(kcp, root / "controller.log", [
-        "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--discovery-interval", "5",
-        "--api-export-workspace", COMPUTE])
-    splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "5"])
-    started: list[Any] = []
-    try:
-        for server in (kcp, sim):
-            server.start()
-            started.append(server)
-        controller.start()
-        started.append(controller)
-        splitter.start()
-        started.append(splitter)
+    with compute_fleet(tmp_path_factory.mktemp("shared-compute"), USERS, len(REGIONS)) as fleet:
+        kcp = fleet.kcp
         admin = {ws: kubeconfig(kcp, ws, f"admin-{ws}") for ws in (COMPUTE, "team-a", "team-b", "team-c")}
         team = {t: kubeconfig(kcp, f"team-{t}", f"user-{t}", token) for t, token in TEAMS.items()}
-        yield Env(kcp, sim, controller, admin, team)
-        assert splitter.stop() == 0, splitter.log_tail(60)
-        assert controller.stop() == 0, controller.log_tail(60)
-    finally:
-        for process in reversed(started):
-            process.stop()
+        yield Env(kcp, fleet.sim, fleet.controller, admin, team)
 
 
 @pytest.fixture(scope="module")
@@ -147,11 +85,11 @@ def compute(env: Env) -> Env:
                           for region in ("eu", "us")))
     apply(env, compute, {"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
                          "metadata": {"name": "kubernetes"}, "spec": {}})
-    apply(env, compute, *role("bind-workloads-a", "apiexports.apis.kcp.io", ["kubernetes"], "team-a"),
-          *role("bind-workloads-b", "apiexports.apis.kcp.io", ["kubernetes"], "team-b"),
-          *role("bind-scheduling", "apiexports.apis.kcp.io", ["scheduling.kcp.io"], "system:authenticated"),
-          *role("bind-everywhere-a", "locations.scheduling.kcp.io", ["eu", "us"], "team-a"),
-          *role("bind-eu-b", "locations.scheduling.kcp.io", ["eu"], "team-b"))
+    apply(env, compute, *bind_role("bind-workloads-a", "apis.kcp.io", "apiexports", ["kubernetes"], "team-a"),
+          *bind_role("bind-workloads-b", "apis.kcp.io", "apiexports", ["kubernetes"], "team-b"),
+          *bind_role("bind-scheduling", "apis.kcp.io", "apiexports", ["scheduling.kcp.io"], "system:authenticated"),
+          *bind_role("bind-everywhere-a", "scheduling.kcp.io", "locations", ["eu", "us"], "team-a"),
+          *bind_role("bind-eu-b", "scheduling.kcp.io", "locations", ["eu"], "team-b"))
     for name in REGIONS:
         kubectl(env, compute, "wait", f"synctarget/{name}", "--for=condition=Ready", "--timeout=120s")
     eventually(lambda: ".deployments.apps" in kubectl(env, compute, "get", "apiexport", "kubernetes", "-o",
