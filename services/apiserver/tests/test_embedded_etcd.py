@@ -101,3 +101,26 @@ async def test_stop_ends_the_supervision_with_the_process(tmp_path: Path, creds:
     assert process is not None
     await server.stop()
     assert process.returncode is not None and server.process is process and server.restarts == 0
+
+
+async def test_an_etcd_that_exits_at_start_because_its_port_was_taken_starts_again_on_new_ports(
+        tmp_path: Path, creds: EtcdCredentials, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A port picked free can be taken before etcd binds it (seen in CI): etcd exits 1, and is started again."""
+    import socket
+
+    from kcp_apiserver.storage import embedded_etcd
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    ports = iter([taken.getsockname()[1]])
+    real = embedded_etcd.free_port
+    monkeypatch.setattr(embedded_etcd, "free_port", lambda host="127.0.0.1": next(ports, None) or real(host))
+    server = EmbeddedEtcd(tmp_path, tls=creds.server, grace_period=5.0)
+    try:
+        await server.start()
+        assert server.client_port != taken.getsockname()[1]
+        assert "address already in use" in server.log_path.read_text()  # the first etcd did exit for it
+    finally:
+        await server.stop()
+        taken.close()

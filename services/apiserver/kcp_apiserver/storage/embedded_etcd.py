@@ -23,6 +23,11 @@ from kcpcommon.tasks import cancel_and_wait, spawn
 log = structlog.get_logger("etcd")
 
 READY_TIMEOUT = 120.0  # seconds for etcd to serve after it starts (it loads its data and replays its log first)
+STARTS = 3  # tries to start etcd when it exits before serving (see `EmbeddedEtcd.start`)
+
+
+class EtcdExited(RuntimeError):
+    """etcd exited before it served."""
 
 
 async def answers(port: int, tls: ssl.SSLContext | None) -> bool:
@@ -104,16 +109,35 @@ class EmbeddedEtcd:
         return f"127.0.0.1:{self.client_port}"
 
     async def start(self) -> None:
-        """Start etcd and return once it serves; fails if it exits first or does not serve in time."""
-        self.client_port, self.peer_port = free_port(), free_port()
-        await self._launch()
-        try:
-            async with asyncio.timeout(READY_TIMEOUT):
-                await self._wait_serving()
-        except BaseException:
-            await self._kill()
-            raise
+        """Start etcd and return once it serves; fails if it does not serve in time, or exits `STARTS` times.
+
+        An etcd that exits at once is started again on new ports: a port picked free can be taken by another
+        process before etcd binds it, and a previous etcd on the same data dir may hold its lock a moment longer
+        (seen once in CI: a simulated cluster restarted on its root dir, its etcd exited 1)."""
+        for attempt in range(1, STARTS + 1):
+            self.client_port, self.peer_port = free_port(), free_port()
+            await self._launch()
+            try:
+                async with asyncio.timeout(READY_TIMEOUT):
+                    await self._wait_serving()
+                break
+            except EtcdExited as exc:
+                await self._kill()
+                if attempt == STARTS:
+                    raise RuntimeError(f"{exc}: {self._log_tail()}") from None
+                log.warning("embedded etcd exited before serving; starting it again on new ports", error=str(exc),
+                            attempt=attempt, log_tail=self._log_tail())
+                await asyncio.sleep(0.5 * attempt)
+            except BaseException:
+                await self._kill()
+                raise
         self._supervisor = spawn(self._supervise(), name="embedded-etcd-supervisor")
+
+    def _log_tail(self, lines: int = 5) -> str:
+        try:
+            return " | ".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
 
     def live(self) -> bool:
         """False once etcd has stayed down past the grace period despite the restarts."""
@@ -156,7 +180,7 @@ class EmbeddedEtcd:
         while True:
             if self.process is None or self.process.returncode is not None:
                 code = None if self.process is None else self.process.returncode
-                raise RuntimeError(f"etcd exited with {code}; see {self.log_path}")
+                raise EtcdExited(f"etcd exited with {code}; see {self.log_path}")
             if await answers(self.client_port, tls):
                 return
             await asyncio.sleep(0.1)
