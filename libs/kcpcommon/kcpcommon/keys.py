@@ -54,6 +54,12 @@ def sync_target_key(workspace: str, name: str) -> str:
     return "".join(out)
 
 
+def placed_keys(labels: Mapping[str, Any] | None) -> dict[str, str]:
+    """The SyncTarget keys an object's placed labels name -> their value (`Placed`, or the splitter's `Draining`)."""
+    return {k[len(PLACED_LABEL_PREFIX):]: str(v) for k, v in (labels or {}).items()
+            if str(k).startswith(PLACED_LABEL_PREFIX)}
+
+
 def placed_label(workspace: str, name: str) -> str:
     """The Namespace label that places it on SyncTarget `name` of `workspace`."""
     return PLACED_LABEL_PREFIX + sync_target_key(workspace, name)

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kcpcommon.keys import PLACED, PLACED_LABEL_PREFIX, ObjectKey, cluster_of, placed_label, sync_target_key
+from kcpcommon.keys import placed_keys as labels_placed_keys
 from kcpcommon.labelselector import selector_matches
 from kcpcommon.store import CLUSTER_INDEX, IndexReader
 
@@ -47,8 +48,7 @@ def target_key_index(target: Obj) -> list[str]:
 
 def placed_keys(namespace: Obj) -> dict[str, str]:
     """The SyncTarget keys a Namespace's placed labels name -> `Placed` or `Draining`."""
-    return {k[len(PLACED_LABEL_PREFIX):]: str(v) for k, v in (_meta(namespace).get("labels") or {}).items()
-            if k.startswith(PLACED_LABEL_PREFIX)}
+    return labels_placed_keys(_meta(namespace).get("labels"))
 
 
 def placed_index(namespace: Obj) -> list[str]:

@@ -39,6 +39,7 @@ from .placements import (
     selected_locations,
     selects_namespace,
 )
+from .status import with_times
 
 log = structlog.get_logger(COMPONENT)
 
@@ -55,18 +56,6 @@ def _names(names: Sequence[str]) -> str:
 
 def _condition(type_: str, ok: bool, reason: str, message: str) -> dict[str, str]:
     return {"type": type_, "status": "True" if ok else "False", "reason": reason, "message": message}
-
-
-def merge_conditions(old: Sequence[Mapping[str, Any]] | None, new: Sequence[dict[str, str]],
-                     now: datetime) -> list[dict[str, Any]]:
-    """`new` in its order; lastTransitionTime moves only when a condition's status does."""
-    before = {c.get("type"): c for c in old or ()}
-    out: list[dict[str, Any]] = []
-    for cond in new:
-        previous = before.get(cond["type"]) or {}
-        same = previous.get("status") == cond["status"] and previous.get("lastTransitionTime")
-        out.append({**cond, "lastTransitionTime": previous["lastTransitionTime"] if same else format_time(now)})
-    return out
 
 
 def requester_of(placement: Mapping[str, Any]) -> tuple[str, list[str]] | None:
@@ -151,7 +140,8 @@ class PlacementReconciler:
         old = placement.get("status") or {}
         status = {"phase": "Pending" if not targets else ("Bound" if governed else "Unbound"),
                   "locations": allowed, "syncTargets": targets, "namespaces": len(governed),
-                  "conditions": merge_conditions(old.get("conditions"), conditions, self._now())}
+                  "conditions": with_times(conditions, old.get("conditions"), format_time(self._now()),
+                                            update_times=False)}
         if status != old:
             await self._write(key, placement, status)
         return Result(requeue_after=self.access_ttl) if selected else None

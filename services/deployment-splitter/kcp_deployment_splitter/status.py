@@ -129,8 +129,9 @@ def aggregate(root: Mapping[str, Any], children: Sequence[Child], *, settled: bo
 
 
 def with_times(new: Sequence[Mapping[str, Any]], old: Sequence[Mapping[str, Any]] | None,
-               now: str) -> list[dict[str, Any]]:
-    """kube's condition clock: lastTransitionTime moves when status flips, lastUpdateTime when anything does."""
+               now: str, *, update_times: bool = True) -> list[dict[str, Any]]:
+    """kube's condition clock: lastTransitionTime moves when status flips, lastUpdateTime when anything does
+    (`update_times=False`: a type whose conditions have no lastUpdateTime, as most but a Deployment's)."""
     before = {c.get("type"): c for c in old or [] if isinstance(c, Mapping)}
     out: list[dict[str, Any]] = []
     for cond in new:
@@ -138,7 +139,7 @@ def with_times(new: Sequence[Mapping[str, Any]], old: Sequence[Mapping[str, Any]
         same_status = prev.get("status") == cond["status"]
         unchanged = same_status and prev.get("reason") == cond.get("reason") and prev.get("message") == cond.get(
             "message")
-        out.append({**cond,
-                    "lastUpdateTime": prev.get("lastUpdateTime", now) if unchanged else now,
+        times = {"lastUpdateTime": prev.get("lastUpdateTime", now) if unchanged else now} if update_times else {}
+        out.append({**cond, **times,
                     "lastTransitionTime": prev.get("lastTransitionTime", now) if same_status else now})
     return out

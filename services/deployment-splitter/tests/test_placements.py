@@ -13,7 +13,8 @@ from kcp_deployment_splitter.placements import (
     selected_locations,
     selects_namespace,
 )
-from kcp_deployment_splitter.reconcile_placements import merge_conditions, requester_of
+from kcp_deployment_splitter.reconcile_placements import requester_of
+from kcp_deployment_splitter.status import with_times
 
 from kcpcommon.keys import PLACED, PLACED_LABEL_PREFIX, placed_label, sync_target_key
 
@@ -85,13 +86,13 @@ def test_the_requester_is_read_from_kcp_s_annotation_only() -> None:
     assert requester_of({"metadata": {}}) is None
 
 
-def test_a_condition_keeps_its_transition_time_while_its_status_holds() -> None:
-    from datetime import UTC, datetime
-    first = merge_conditions(None, [{"type": "Ready", "status": "True", "reason": "r", "message": ""}],
-                             datetime(2026, 1, 1, tzinfo=UTC))
-    again = merge_conditions(first, [{"type": "Ready", "status": "True", "reason": "r2", "message": "m"}],
-                             datetime(2026, 1, 2, tzinfo=UTC))
-    assert again[0]["lastTransitionTime"] == first[0]["lastTransitionTime"]
-    flipped = merge_conditions(again, [{"type": "Ready", "status": "False", "reason": "r", "message": ""}],
-                               datetime(2026, 1, 3, tzinfo=UTC))
-    assert flipped[0]["lastTransitionTime"] != first[0]["lastTransitionTime"]
+def test_a_placement_s_condition_keeps_its_transition_time_while_its_status_holds_and_has_no_update_time() -> None:
+    first = with_times([{"type": "Ready", "status": "True", "reason": "r", "message": ""}], None, "T0",
+                       update_times=False)
+    again = with_times([{"type": "Ready", "status": "True", "reason": "r2", "message": "m"}], first, "T1",
+                       update_times=False)
+    assert again[0]["lastTransitionTime"] == first[0]["lastTransitionTime"] == "T0"
+    assert "lastUpdateTime" not in again[0]  # the Placement's schema has none: it would be pruned, and rewritten
+    flipped = with_times([{"type": "Ready", "status": "False", "reason": "r", "message": ""}], again, "T2",
+                         update_times=False)
+    assert flipped[0]["lastTransitionTime"] == "T2"

@@ -32,7 +32,8 @@ from kcp_apiserver.registry.builtin import NAMESPACE
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
-from kcpcommon.keys import PLACED, PLACED_LABEL_PREFIX, is_upsynced, sync_target_key
+from kcpcommon.keys import PLACED, is_upsynced, sync_target_key
+from kcpcommon.keys import placed_keys as labels_placed_keys
 from kcpcommon.labelselector import selector_matches
 from kcpcommon.quantity import format_quantity, try_parse_quantity
 
@@ -73,9 +74,8 @@ def counted(obj: Mapping[str, Any]) -> bool:
 
 def placed_keys(namespace: Mapping[str, Any]) -> frozenset[str]:
     """The SyncTarget keys a Namespace is Placed on (not those it is Draining from)."""
-    labels = (namespace.get("metadata") or {}).get("labels") or {}
-    return frozenset(k[len(PLACED_LABEL_PREFIX):] for k, v in labels.items()
-                     if k.startswith(PLACED_LABEL_PREFIX) and v == PLACED)
+    return frozenset(k for k, v in labels_placed_keys((namespace.get("metadata") or {}).get("labels")).items()
+                     if v == PLACED)
 
 
 def hard_of(hard: Mapping[str, Any] | None) -> dict[str, tuple[str, Fraction]]:
