@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,9 +217,10 @@ def children_of(env: Env, team: str) -> dict[str, int]:
 
 
 def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> None:
-    """The admin marks the cluster carrying team B (and part of team A) unschedulable: every workspace's workloads
-    move off it, make-before-break, its SyncTarget counts the workspaces it still serves down to 0, and the
-    physical cluster ends with nothing of any team."""
+    """The admin cordons the cluster carrying team B (and part of team A): what runs there stays, a new namespace
+    goes elsewhere. Then evicts it: every workspace's workloads move off it, make-before-break, its SyncTarget
+    shows the drain (`status.eviction`, `status.servedWorkspaces` down to 0) and ends `Evicted`, and the physical
+    cluster ends with nothing of any team."""
     env = compute
     apply(env, env.team["a"], {**placement("anywhere", None), "spec": {
         "locationWorkspace": COMPUTE, "namespaceSelector": {}, "numberOfClusters": 3}})
@@ -240,12 +242,30 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
                 low[team].append(available(env, team))
             time.sleep(0.1)
 
+    def eviction() -> dict[str, Any]:
+        return json.loads(kubectl(env, env.admin[COMPUTE], "get", "synctarget", carrying, "-o", "json")).get(
+            "status", {}).get("eviction") or {}
+
+    kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
+            '{"spec":{"unschedulable":true}}')
+    cordoned = eventually(lambda: (e := eviction()).get("phase") == "Cordoned" and e, "the SyncTarget shows Cordoned")
+    assert cordoned["workspaces"] == 2 and cordoned["deployments"] == 2, cordoned  # team A's and team B's web
+    kubectl(env, env.team["a"], "create", "namespace", "fresh")
+
+    def placed_on(team: str, namespace: str) -> int:
+        labels = json.loads(kubectl(env, env.team[team], "get", "namespace", namespace, "-o", "json"))[
+            "metadata"].get("labels") or {}
+        return sum(1 for k, v in labels.items() if k.startswith("placed.workload.kcp.io/") and v == "Placed")
+
+    eventually(lambda: placed_on("a", "fresh") == 2, "a new namespace of team A goes to the two others only")
+    assert placed_on("a", "default") == 3 and children_of(env, "b") == {carrying: 4}  # the cordon moved nothing
     sampler = threading.Thread(target=watch, daemon=True)
     sampler.start()
     try:
         begun = time.monotonic()
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
-                '{"spec":{"unschedulable":true}}')
+                json.dumps({"spec": {"evictAfter": now}}))
         eventually(lambda: children_of(env, "b") == {other: 4}, "team B moved to the other eu cluster", timeout=120)
         eventually(lambda: set(children_of(env, "a")) == {other, "us-1"} and available(env, "a") == 4,
                    "team A off the decommissioned cluster", timeout=120)
@@ -260,6 +280,8 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
 
         eventually(empty, "nothing of any team left on the decommissioned cluster", timeout=60)
         emptied = time.monotonic() - begun
+        done = eventually(lambda: (e := eviction()).get("phase") == "Evicted" and e, "the SyncTarget shows Evicted")
+        assert (done["workspaces"], done["namespaces"], done["deployments"]) == (0, 0, 0), done
     finally:
         stop.set()
         sampler.join()

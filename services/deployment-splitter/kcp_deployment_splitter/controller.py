@@ -14,6 +14,9 @@
   namespace leaving a SyncTarget waits for that);
 - `classes`, keyed by logical cluster: queued when a class changes, or an object starts or stops naming
   one where it is placed (`classes_index`);
+- `evictions`, keyed by SyncTarget (cordoned or evicted): queued when it changes in a way its
+  `status.eviction` reads, a Namespace placed or assigned on it changes, or a split Deployment's share on it
+  comes, goes or is rescaled;
 - `revisions`, keyed by root: queued when the root changes or a ReplicaSet it controls does; its
   workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp);
 - `statefulset-history` and `daemonset-history`, keyed by set: queued when the set changes or a
@@ -35,7 +38,7 @@ from kcpcommon.controller import Controller, Reconciler
 from kcpcommon.identities import AcrossIdentities, BoundIdentities
 from kcpcommon.informer import InformerView, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
-from kcpcommon.keys import ObjectKey, key_for, sync_target_key
+from kcpcommon.keys import ASSIGNMENT_LABEL, ObjectKey, key_for, sync_target_key
 from kcpcommon.sharding import owns
 from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, cluster_namespace_value
 
@@ -60,6 +63,7 @@ from .placements import (
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
 from .reconcile_classes import ClassPlacer
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
+from .reconcile_evictions import EvictionReporter, evicting, eviction_facts, share_target
 from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
 from .reconcile_placements import PlacementReconciler
@@ -120,6 +124,7 @@ class SplitterController:
         self.classes: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
         self.placements: Controller[ObjectKey] | None = None
+        self.evictions: Controller[ObjectKey] | None = None
         objects: dict[str, AcrossIdentities] = {}
         if settings.place_dependencies or settings.schedule_namespaces:
             objects = {kind: self._informer(api_version, plural, namespaced=True)
@@ -151,6 +156,7 @@ class SplitterController:
             for kind, informer in followers.items():
                 if kind not in objects:
                     _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
+            self._report_evictions(kcp)
         for kind, informer in objects.items():
             _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
         self.deployments.add_handler(on_add=self._deployment, on_update=self._deployment_update,
@@ -182,6 +188,60 @@ class SplitterController:
 
         _on_change(self.placement_informer, placement_changed, "splitter-placements")
         _on_change(self.location_informer, location_changed, "splitter-locations")
+
+    def _report_evictions(self, kcp: ClientFactory) -> None:
+        """The `evictions` controller (reconcile_evictions.py) and what queues it."""
+        reporter = EvictionReporter(kcp, targets=self.targets.indexer, namespaces=self.namespace_informer.indexer,
+                                    deployments=self.deployments.indexer, grace_period=self.settings.grace_period,
+                                    now=lambda: datetime.now(UTC))
+        self.evictions = evictions = self._controller("evictions", reporter.reconcile)
+        self.running.append((evictions, lambda: self.targets.has_synced and self.namespace_informer.has_synced
+                             and self.deployments.has_synced))
+
+        def queue(keys: Any) -> None:
+            for key in keys:
+                target = self.targets.indexer.get(key)
+                if target is not None and evicting(target) and self._mine(key.cluster):
+                    evictions.enqueue(key)
+
+        def target_changed(old: Any, new: Any) -> None:
+            if eviction_facts(old) != eviction_facts(new):
+                queue([key_for(new)])
+
+        def on_namespace(namespace: Any) -> list[ObjectKey]:
+            cluster = key_for(namespace).cluster
+            keys = [k for value in placed_keys(namespace)
+                    for k in self.targets.indexer.index_keys(TARGET_KEY_INDEX, value)]
+            assigned = ((namespace.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL)
+            return keys + ([ObjectKey(cluster, "", assigned)] if assigned else [])
+
+        def namespace_changed(old: Any, new: Any) -> None:
+            if ((old.get("metadata") or {}).get("labels")) != ((new.get("metadata") or {}).get("labels")):
+                queue({*on_namespace(old), *on_namespace(new)})
+
+        def share(deployment: Any) -> None:
+            deployment = deleted_object(deployment)
+            target = share_target(deployment)
+            if target is None:
+                return
+            key = key_for(deployment)
+            namespace = self.namespace_informer.indexer.get(ObjectKey(key.cluster, "", key.namespace))
+            keys = on_namespace(namespace) if namespace is not None else [ObjectKey(key.cluster, "", target)]
+            queue(k for k in keys if k.name == target)
+
+        def share_changed(old: Any, new: Any) -> None:
+            if (old.get("spec") or {}).get("replicas") != (new.get("spec") or {}).get("replicas") \
+                    or bool((old.get("metadata") or {}).get("deletionTimestamp")) != bool(
+                        (new.get("metadata") or {}).get("deletionTimestamp")):
+                share(new)
+
+        self.targets.add_handler(on_add=lambda t: queue([key_for(t)]), on_update=target_changed,
+                                 on_delete=lambda t: None, name="splitter-evictions")
+        self.namespace_informer.add_handler(on_add=lambda n: queue(on_namespace(n)), on_update=namespace_changed,
+                                            on_delete=lambda n: queue(on_namespace(deleted_object(n))),
+                                            name="splitter-evictions-namespaces")
+        self.deployments.add_handler(on_add=share, on_update=share_changed, on_delete=share,
+                                     name="splitter-evictions-deployments")
 
     def _placements_using(self, workspace: str) -> None:
         """Queue the Placements whose Locations are in `workspace`."""

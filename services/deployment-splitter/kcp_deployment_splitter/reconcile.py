@@ -247,7 +247,7 @@ def _failure(reason: str, message: str) -> dict[str, str]:
 
 
 def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str, Any]) -> str:
-    lost = ", ".join(f"{t}: {why}" for t, why in sorted({**targets.lost, **targets.grace}.items())) or \
+    lost = ", ".join(f"{t}: {why}" for t, why in sorted({**targets.lost, **targets.cordoned}.items())) or \
         "none registered"
     keep = f"; replicas stay on {', '.join(sorted(children))}" if children else ""
     return f"no Ready, schedulable SyncTarget in logical cluster {cluster} ({lost}){keep}"

@@ -1,10 +1,11 @@
 """Which SyncTargets may run replicas now, which are lost (and why), and when that next changes.
 
-kcp's scheduler rules are the anchor: a target is a home for replicas while it is Ready, schedulable
-and not past `spec.evictAfter`. A target that stops being Ready keeps the replicas it holds for a grace
-period (a blip must not move workloads about) but is given no new ones; after that, and at once when it
-is unschedulable, evicted or deleted, its replicas go to the others. A target that has never been Ready
-holds nothing, so it gets nothing. `TargetView` says all of it for one moment, so the decision
+kcp's scheduler rules are the anchor: a target is a home for new replicas while it is Ready, schedulable
+and not past `spec.evictAfter`. A cordoned one (`spec.unschedulable`, as `kubectl cordon` a Node) keeps
+what it holds and is given nothing new; evicting it (`spec.evictAfter` passed) is the drain. A target
+that stops being Ready keeps the replicas it holds for a grace period (a blip must not move workloads
+about) but is given no new ones; after that, and at once when it is evicted or deleted, its replicas go
+to the others. A target that has never been Ready holds nothing, so it gets nothing. `TargetView` says all of it for one moment, so the decision
 is a pure function of what the informers hold and the clock.
 """
 
@@ -30,12 +31,13 @@ def ready_condition(target: Mapping[str, Any]) -> Mapping[str, Any] | None:
 class TargetView:
     """The targets of one logical cluster at one moment."""
 
-    usable: tuple[str, ...]  # replicas may be placed here (includes targets inside their grace period)
+    usable: tuple[str, ...]  # replicas may be here (includes the cordoned: see usable_for)
     lost: Mapping[str, str]  # target name -> why its replicas leave ("NotReady for 30s", "unschedulable", ...)
     allocatable: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     recheck_after: float | None = None  # seconds until a grace period or evictAfter changes the answer
-    # usable targets inside their grace period -> why ("NotReady for 12s"): they keep what they hold, no more
-    grace: Mapping[str, str] = field(default_factory=dict)
+    # usable targets that keep what they hold and get nothing new -> why: cordoned ("unschedulable") or
+    # inside their NotReady grace period ("NotReady for 12s")
+    cordoned: Mapping[str, str] = field(default_factory=dict)
     # every target whose Ready is not True (in its grace period or lost): its syncer copies no status up, so
     # what its objects show is old. Without a duration, so a status naming it stays the same while it lasts.
     not_ready: Mapping[str, str] = field(default_factory=dict)
@@ -45,7 +47,7 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
     """Sort `targets` (SyncTarget objects) into usable and lost, as of `now`."""
     usable: list[str] = []
     lost: dict[str, str] = {}
-    grace: dict[str, str] = {}
+    cordoned: dict[str, str] = {}
     not_ready: dict[str, str] = {}
     allocatable: dict[str, Mapping[str, Any]] = {}
     waits: list[float] = []
@@ -59,9 +61,6 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
         if meta.get("deletionTimestamp"):
             lost[name] = "deleted"
             continue
-        if spec.get("unschedulable"):
-            lost[name] = "unschedulable"
-            continue
         evict_at = parse_time(spec.get("evictAfter"))
         if evict_at is not None:
             until = (evict_at - now).total_seconds()
@@ -69,6 +68,8 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
                 lost[name] = f"evicted after {spec['evictAfter']}"
                 continue
             waits.append(until)
+        if spec.get("unschedulable"):
+            cordoned[name] = "unschedulable"
         cond = ready_condition(target)
         if cond is not None and cond.get("status") == "True":
             usable.append(name)
@@ -83,10 +84,12 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
             lost[name] = "not Ready yet"  # a new target earns replicas by becoming Ready, not by waiting
         else:
             usable.append(name)
-            grace[name] = f"NotReady for {int(down_for)}s"
+            cordoned.setdefault(name, f"NotReady for {int(down_for)}s")
             waits.append(grace_period - down_for)
+        if name in lost:
+            cordoned.pop(name, None)
         not_ready[name] = "NotReady" if cond is not None else "not Ready yet"
-    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None, grace, not_ready)
+    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None, cordoned, not_ready)
 
 
 def leaving(targets: TargetView, names: Iterable[str], why: str) -> TargetView:
@@ -97,14 +100,14 @@ def leaving(targets: TargetView, names: Iterable[str], why: str) -> TargetView:
         return targets
     return replace(targets, usable=tuple(t for t in targets.usable if t not in gone),
                    lost={**targets.lost, **dict.fromkeys(sorted(gone), why)},
-                   grace={t: w for t, w in targets.grace.items() if t not in gone})
+                   cordoned={t: w for t, w in targets.cordoned.items() if t not in gone})
 
 
 def usable_for(targets: TargetView, holding: Iterable[str]) -> tuple[str, ...]:
-    """The targets one workload may be placed on: the Ready ones, and those in their grace period that
-    already hold some of it (a NotReady cluster keeps its share through a blip, but earns none)."""
+    """The targets one workload may be placed on: the Ready ones, and the cordoned ones that already hold
+    some of it (a cordoned cluster, or a NotReady one through a blip, keeps its share but earns none)."""
     held = set(holding)
-    return tuple(t for t in targets.usable if t not in targets.grace or t in held)
+    return tuple(t for t in targets.usable if t not in targets.cordoned or t in held)
 
 
 def placement_facts(target: Mapping[str, Any]) -> tuple[Any, ...]:
