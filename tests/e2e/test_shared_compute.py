@@ -288,3 +288,38 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
     for team, samples in low.items():
         assert samples and min(samples) >= 3, (team, samples)  # replicas - maxUnavailable
     assert emptied < 60, emptied
+
+
+def test_capacity_bounds_overflow_to_another_cluster_then_hold_replicas_until_raised(compute: Env) -> None:
+    """After the decommission team A runs on the other eu cluster and us-1, team B (4 pods) on that eu cluster. A
+    bound on us-1 sends A's replicas over it to the eu cluster; with both bounded, a scale-up's replicas that fit
+    nowhere wait (`ReplicaFailure`, `CapacityBoundsReached`); raising the bound places them."""
+    env = compute
+    evicted = [t for t in REGIONS if kubectl(env, env.admin[COMPUTE], "get", "synctarget", t, "-o",
+                                              "jsonpath={.spec.evictAfter}")]
+    eu = next(t for t in REGIONS if REGIONS[t] == "eu" and t not in evicted)
+    eventually(lambda: children_of(env, "a") == {eu: 2, "us-1": 2}, "team A split over the two clusters left",
+               timeout=60)
+
+    def bound(target: str, pods: int) -> None:
+        kubectl(env, env.admin[COMPUTE], "patch", "synctarget", target, "--type=merge", "-p",
+                json.dumps({"spec": {"capacityBounds": {"pods": str(pods)}}}))
+
+    bound("us-1", 1)
+    eventually(lambda: children_of(env, "a") == {eu: 3, "us-1": 1}, "A's replicas over us-1's bound go to eu",
+               timeout=60)
+    bound(eu, 7)  # team B's 4 and team A's 3: full
+    kubectl(env, env.team["a"], "scale", "deployment/web", "--replicas=6")
+
+    def failure() -> dict[str, Any]:
+        status = json.loads(kubectl(env, env.team["a"], "get", "deployment", "web", "-o", "json")).get("status") or {}
+        return next((c for c in status.get("conditions") or [] if c["type"] == "ReplicaFailure"), {})
+
+    held = eventually(lambda: (c := failure()).get("reason") == "CapacityBoundsReached" and c,
+                      "the replicas over every bound wait, said on the Deployment", timeout=60)
+    assert "2 replica(s) wait for room" in held["message"] and "us-1 (pods=1)" in held["message"], held
+    assert children_of(env, "a") == {eu: 3, "us-1": 1}
+    assert sum(children_of(env, "b").values()) == 4  # team B keeps what it had under the same bound
+    bound("us-1", 10)
+    eventually(lambda: children_of(env, "a") == {eu: 3, "us-1": 3} and not failure(),
+               "raising the bound places the waiting replicas", timeout=60)

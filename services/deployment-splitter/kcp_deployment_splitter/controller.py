@@ -40,7 +40,7 @@ from kcpcommon.informer import InformerView, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import ASSIGNMENT_LABEL, ObjectKey, key_for, sync_target_key
 from kcpcommon.sharding import owns
-from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, cluster_namespace_value
+from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
 from .capacity import CapacityTracker
 from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
@@ -56,6 +56,7 @@ from .placements import (
     PLACEMENTS,
     TARGET_KEY_INDEX,
     location_workspace_index,
+    namespace_targets,
     placed_index,
     placed_keys,
     target_key_index,
@@ -102,7 +103,8 @@ class SplitterController:
         tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
                                   retry_period=settings.capacity_retry_period, clock=time.monotonic,
                                   wall=lambda: datetime.now(UTC))
-        self.load = TargetLoad()
+        self.placed_namespaces: IndexReader | None = None  # the Namespaces, when the namespace rule runs
+        self.load = TargetLoad(resolve=self._sync_target_of)
         load = self.deployments.add_handler(on_add=self.load.on_add, on_update=self.load.on_update,
                                             on_delete=self.load.on_delete, name="splitter-load")
         self.splitter = splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
@@ -139,7 +141,7 @@ class SplitterController:
         if settings.schedule_namespaces:
             self.namespace_informer = self._informer("v1", "namespaces", namespaced=False)
             self.namespace_informer.add_indexers({PLACED_INDEX: placed_index})
-            splitter.namespaces = self.namespace_informer.indexer
+            self.placed_namespaces = splitter.namespaces = self.namespace_informer.indexer
             followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
                                        for kind, (api_version, plural) in WORKLOAD_KINDS.items()}}
             self._place(kcp)
@@ -188,6 +190,15 @@ class SplitterController:
 
         _on_change(self.placement_informer, placement_changed, "splitter-placements")
         _on_change(self.location_informer, location_changed, "splitter-locations")
+
+    def _sync_target_of(self, cluster: str, namespace: str, target: str) -> str:
+        """The key of the SyncTarget named `target` that a Deployment in `cluster`/`namespace` runs on: its
+        workspace's own, or the one the namespace is placed on (shared compute)."""
+        found, _ = namespace_targets(self.targets.indexer, self.placed_namespaces, cluster, namespace)
+        for candidate in found:
+            if (candidate.get("metadata") or {}).get("name") == target:
+                return sync_target_key(key_for(candidate).cluster, target)
+        return sync_target_key(cluster, target)
 
     def _report_evictions(self, kcp: ClientFactory) -> None:
         """The `evictions` controller (reconcile_evictions.py) and what queues it."""

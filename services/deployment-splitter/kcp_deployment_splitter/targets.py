@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from kcpcommon.keys import cluster_of, sync_target_key
 from kcpcommon.kubetime import parse_time
 from kcpcommon.quantity import try_parse_quantity as parse_quantity
 
@@ -41,6 +42,10 @@ class TargetView:
     # every target whose Ready is not True (in its grace period or lost): its syncer copies no status up, so
     # what its objects show is old. Without a duration, so a status naming it stays the same while it lasts.
     not_ready: Mapping[str, str] = field(default_factory=dict)
+    # target name -> its sync_target_key (what the load of every workspace on it is summed by)
+    keys: Mapping[str, str] = field(default_factory=dict)
+    # target name -> `spec.capacityBounds`: the most its admin lets the workloads of every workspace request there
+    bounds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: float) -> TargetView:
@@ -50,6 +55,8 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
     cordoned: dict[str, str] = {}
     not_ready: dict[str, str] = {}
     allocatable: dict[str, Mapping[str, Any]] = {}
+    keys: dict[str, str] = {}
+    bounds: dict[str, Mapping[str, Any]] = {}
     waits: list[float] = []
     for target in targets:
         meta = target.get("metadata") or {}
@@ -58,6 +65,10 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
             continue
         spec = target.get("spec") or {}
         allocatable[name] = (target.get("status") or {}).get("allocatable") or {}
+        if (workspace := cluster_of(target)) is not None:
+            keys[name] = sync_target_key(workspace, name)
+        if spec.get("capacityBounds"):
+            bounds[name] = spec["capacityBounds"]
         if meta.get("deletionTimestamp"):
             lost[name] = "deleted"
             continue
@@ -89,7 +100,8 @@ def view(targets: Iterable[Mapping[str, Any]], *, now: datetime, grace_period: f
         if name in lost:
             cordoned.pop(name, None)
         not_ready[name] = "NotReady" if cond is not None else "not Ready yet"
-    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None, cordoned, not_ready)
+    return TargetView(tuple(sorted(usable)), lost, allocatable, min(waits) if waits else None, cordoned, not_ready,
+                      keys, bounds)
 
 
 def leaving(targets: TargetView, names: Iterable[str], why: str) -> TargetView:
@@ -122,7 +134,7 @@ def placement_facts(target: Mapping[str, Any]) -> tuple[Any, ...]:
     cond = ready_condition(target) or {}
     return (meta.get("deletionTimestamp"), meta.get("creationTimestamp"), spec.get("unschedulable"),
             spec.get("evictAfter"), cond.get("status"), cond.get("lastTransitionTime"),
-            (target.get("status") or {}).get("allocatable") or {})
+            (target.get("status") or {}).get("allocatable") or {}, spec.get("capacityBounds") or {})
 
 
 def room_for(requests: Mapping[str, Any], allocatable: Mapping[str, Any],

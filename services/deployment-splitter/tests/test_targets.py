@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kcp_deployment_splitter.targets import room_for, usable_for, view
+from kcp_deployment_splitter.targets import placement_facts, room_for, usable_for, view
+
+from kcpcommon.keys import CLUSTER_ANNOTATION, sync_target_key
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
@@ -90,3 +92,12 @@ def test_room_is_the_tightest_resource_after_what_others_use() -> None:
     assert room_for({"cpu": "500m"}, allocatable, {"cpu": "3"}) == 2
     assert room_for({}, {"pods": "5"}, {"pods": 2}) == 3
     assert room_for({"cpu": "1"}, {}) is None
+
+
+def test_capacity_bounds_and_the_sync_target_key_are_read_and_a_bound_change_wakes_the_roots() -> None:
+    bounded = target("a", capacityBounds={"pods": "5"})
+    bounded["metadata"]["annotations"] = {CLUSTER_ANNOTATION: "compute"}
+    seen = view([bounded, target("b")], now=NOW, grace_period=30)
+    assert seen.bounds == {"a": {"pods": "5"}} and seen.keys == {"a": sync_target_key("compute", "a")}
+    raised = {**bounded, "spec": {**bounded["spec"], "capacityBounds": {"pods": "9"}}}
+    assert placement_facts(bounded) != placement_facts(raised)
