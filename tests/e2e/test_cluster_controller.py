@@ -27,6 +27,7 @@ from physical_fixtures import Physical, sim_only
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, SyncerProcess, eventually, sim_cluster, syncer_env
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcpcommon.keys import PLACED, placed_label
 from kcpcommon.sharding import owns
 from kcpsyncer import downstream_namespace
 
@@ -107,7 +108,7 @@ def test_the_controller_installs_the_synctarget_crd_into_admin(env: Env) -> None
     seed = (REPO / "services/cluster-controller/tests/seed-004-synctarget.yaml").read_text()
     run_kubectl(env.kcp, "apply", "-f", "-", input_text=seed)
     out = run_kubectl(env.kcp, "get", "clusters").stdout
-    assert out.split("\n")[0].split() == ["NAME", "READY", "SYNCER", "CAPACITY", "AGE"]
+    assert out.split("\n")[0].split() == ["NAME", "READY", "SYNCER", "EVICTION", "CAPACITY", "AGE"]
     run_kubectl(env.kcp, "delete", "synctarget", "my-cluster", "--timeout=60s")
 
 
@@ -446,6 +447,59 @@ def test_a_pull_mode_syncers_kcp_identity_cannot_read_another_logical_cluster(pu
     eventually(lambda: not [ns for ns in down.get("/api/v1/namespaces")["items"]
                             if (ns["metadata"].get("labels") or {}).get("workload.kcp.io/sync-target") == "west"
                             and not ns["metadata"].get("deletionTimestamp")], "the installed syncer removed")
+
+
+@sim_only(PULL_ON_THE_SIM)
+def test_a_pull_mode_syncer_serves_placed_workspaces_through_the_syncer_view_and_reaches_nothing_else(
+        pull_env: PullEnv) -> None:
+    """Shared compute in pull mode: the SyncTarget's installed syncer (a ServiceAccount of the compute workspace,
+    a stranger everywhere else) reaches a team's namespace placed on it through kcp's syncer virtual workspace, and
+    only that: not the team's other namespaces, not the team's workspace directly, not another SyncTarget's view."""
+    compute, team = "pull-compute", "pull-team"
+    kubeconfig = logical_cluster(EnvLike(pull_env), compute)
+    run_kubectl(pull_env.kcp, "apply", "-f", "-", input_text=sync_target("north", pull_env.physical),
+                kubeconfig=kubeconfig)
+    up = Rest(pull_env.kcp).at(compute)
+    eventually(lambda: condition(up, "north", "SyncerReady").get("status") == "True", "the syncer Deployment available")
+    workdir = pull_env.root / "syncer-north"
+    command = installed_syncer(pull_env.physical, "north", workdir)
+    mine = Rest(pull_env.kcp).at(team)
+    placed = {ASSIGNMENT_LABEL: "north", placed_label(compute, "north"): PLACED}
+    mine.create("/api/v1/namespaces", {"metadata": {"name": "private", "labels": {ASSIGNMENT_LABEL: "north"}}})
+    mine.patch("/api/v1/namespaces/default", {"metadata": {"labels": placed}})
+    for namespace in ("default", "private"):
+        mine.create(f"/api/v1/namespaces/{namespace}/configmaps", {
+            "metadata": {"name": "plans", "labels": {ASSIGNMENT_LABEL: "north"}}, "data": {"where": namespace}})
+    log = open(pull_env.root / "syncer-north.log", "ab")
+    syncer = subprocess.Popen(command, stdout=log, stderr=log, env=syncer_env(), start_new_session=True)
+    log.close()
+    try:
+        wait_ready(EnvLike(pull_env), kubeconfig, "north", timeout=30)
+        down = Rest(pull_env.physical)
+        synced = f"/api/v1/namespaces/{downstream_namespace(team, 'default')}/configmaps/plans"
+        copy = eventually(lambda: down.get(synced), "the placed namespace's ConfigMap synced down through the view")
+        assert copy["data"] == {"where": "default"}
+        assert not down.get(f"/api/v1/namespaces/{downstream_namespace(team, 'private')}/configmaps/plans")
+        token = workdir / "kcp.kubeconfig"
+        view = f"{pull_env.kcp.url}/services/syncer/{compute}/north/clusters/{team}"
+
+        def as_syncer(server: str, *args: str) -> subprocess.CompletedProcess[str]:
+            return run_kubectl(pull_env.kcp, "--server", server, *args, kubeconfig=token, check=False)
+
+        allowed = as_syncer(view, "get", "configmap", "plans", "-n", "default", "-o", "jsonpath={.data.where}")
+        assert allowed.returncode == 0 and allowed.stdout == "default", allowed.stderr
+        listed = as_syncer(view, "get", "namespaces", "-o", "name")
+        assert listed.stdout.split() == ["namespace/default"], listed
+        for server, args in ((view, ("get", "configmap", "plans", "-n", "private")),
+                             (view, ("create", "configmap", "dropped", "-n", "private")),
+                             (f"{pull_env.kcp.url}/services/syncer/{compute}/south/clusters/{team}",
+                              ("get", "configmap", "plans", "-n", "default")),
+                             (f"{pull_env.kcp.url}/clusters/{team}", ("get", "configmap", "plans", "-n", "default"))):
+            refused = as_syncer(server, *args)
+            assert refused.returncode != 0 and "forbidden" in refused.stderr.lower(), (server, args, refused.stderr)
+    finally:
+        syncer.send_signal(signal.SIGTERM)
+        syncer.wait(30)
 
 
 @dataclass

@@ -161,6 +161,15 @@ class ClientFactory(BaseClientFactory):
         return f"{self.server}/clusters/{_check_cluster(cluster)}"
 
 
+    def through(self, path: str) -> ClientFactory:
+        """The same credentials and budget, with every logical cluster under `<server><path>` (a virtual workspace
+        such as kcp's syncer view, `/services/syncer/<cluster>/<synctarget>`). Close it after."""
+        configuration = copy.deepcopy(self._configuration)
+        configuration.host = self.server + "/" + path.strip("/")
+        bucket = self._owner.bucket
+        return ClientFactory(configuration, component=self.user_agent.partition("/")[0], version=self.version,
+                             qps=bucket.qps, burst=bucket.burst, request_timeout=self.request_timeout)
+
     def with_budget(self, *, component: str, qps: float, burst: int) -> ClientFactory:
         """The same server and credentials with a rate budget and connections of its own: what a component
         run inside this process (a push-mode syncer) would have as its own process. Close it after."""

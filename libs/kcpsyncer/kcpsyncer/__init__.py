@@ -46,7 +46,7 @@ from .names import (
 
 __all__ = ["ASSIGNMENT_LABEL", "BURST", "DEFAULT_RESOURCES", "FIELD_MANAGER", "NAMESPACE_LOCATOR_ANNOTATION",
            "QPS", "SyncerOptions", "connect", "downstream_namespace", "keep_bodies_out_of_logs", "run_syncer",
-           "syncer_finalizer"]
+           "syncer_finalizer", "syncer_view"]
 
 COMPONENT = "kcp-syncer"
 VERSION = package_version("kcp-syncer-lib")  # in the User-Agent: kcp-syncer/<version>
@@ -87,6 +87,19 @@ class SyncerOptions:
     # the SyncTarget's workspace, when not `logical_cluster` (an engine of a placed workspace): named on the
     # downstream namespaces, so a syncer finds its own again across workspaces
     sync_target_workspace: str = ""
+    # how the workspaces placed on the SyncTarget are reached (placed.py): kcp's syncer virtual workspace of this
+    # SyncTarget (`syncer_view(upstream, ...)`: a pull-mode syncer, whose identity reaches nothing else), or, None,
+    # `upstream` itself (push mode: the cluster controller's identity reads every workspace)
+    placed_upstream: ClientFactory | None = None
+
+
+SYNCER_VIEW = "/services/syncer/{cluster}/{sync_target}"  # kcp's syncer virtual workspace of one SyncTarget
+
+
+def syncer_view(upstream: ClientFactory, *, logical_cluster: str, sync_target: str) -> ClientFactory:
+    """kcp's syncer virtual workspace of SyncTarget `sync_target` of `logical_cluster`, with `upstream`'s
+    credentials: the placed namespaces of every workspace, and nothing more (close it after)."""
+    return upstream.through(SYNCER_VIEW.format(cluster=logical_cluster, sync_target=sync_target))
 
 
 async def connect(from_kubeconfig: str | Path | None, to_kubeconfig: str | Path, *, sync_target: str,

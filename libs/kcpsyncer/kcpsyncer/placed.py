@@ -17,9 +17,11 @@ per workspace W != C that has one: W's objects assigned to T go down exactly as 
   that was draining when this syncer stopped is found again by its namespaces downstream (made for this
   SyncTarget, by their key annotation; not going already), and its engine runs again until they are gone.
 - An engine that fails is logged and restarted with backoff; the others go on.
-- Reading Namespaces over `*` takes an identity that may: push mode's (the cluster controller's) may, a pull-mode
-  syncer's (a ServiceAccount of C) may not yet. The 403 is logged once and the look retried with backoff, so
-  such a syncer serves C alone until its identity is granted more (left for later).
+- Reading Namespaces over `*` takes an identity that may: push mode's (the cluster controller's) does it directly;
+  a pull-mode syncer's (a ServiceAccount of C, a stranger in every other workspace) goes through kcp's syncer
+  virtual workspace of T (`options.placed_upstream`), which it may use with verb `sync` on T and which shows only
+  the namespaces placed on T and what is in them. A 403 is logged once and the look retried with backoff, so a
+  syncer without the grant serves C alone until it gets it.
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ class PlacedWorkspaces:
         self._engine = engine
         self._idle_check = idle_check
         self._backoff = backoff
-        self._resource = options.upstream.dynamic(WILDCARD_CLUSTER).resource("v1", "namespaces", namespaced=False)
+        self.upstream = options.placed_upstream or options.upstream
+        self._resource = self.upstream.dynamic(WILDCARD_CLUSTER).resource("v1", "namespaces", namespaced=False)
         self.namespaces = namespaces if namespaces is not None else SharedInformer(
             self._resource, cluster=WILDCARD_CLUSTER, label_selector=self.selector,
             name=f"informer:*:v1/namespaces[{self.selector}]")
@@ -177,8 +180,9 @@ class PlacedWorkspaces:
 
     async def _serve(self, workspace: str, served: _Served) -> None:
         """Run `workspace`'s engine; restart it with backoff when it fails."""
-        options = dataclasses.replace(self.options, logical_cluster=workspace, heartbeat=False, tunnel=False,
-                                      serve_placed=False, sync_target_workspace=self.compute)
+        options = dataclasses.replace(self.options, upstream=self.upstream, logical_cluster=workspace,
+                                      heartbeat=False, tunnel=False, serve_placed=False,
+                                      sync_target_workspace=self.compute)
         delays = self._backoff()
         while True:
             served.engine = self._engine(options, self._registry)

@@ -11,7 +11,8 @@ the namespaces it made for itself:
   get and delete of the namespace itself (kube authorizes a request on namespace N as one in N). It is
   bound by a RoleBinding in each namespace the syncer made: one carrying its owner label whose name is
   the hash of this logical cluster and the namespace its locator annotation names (so a label put on
-  kube-system earns nothing).
+  kube-system earns nothing), and one it made for a workspace placed on the SyncTarget (named the same way
+  from that workspace, with that workspace's owner label and the SyncTarget's key annotation).
 
 The syncer creates a namespace, then writes into it: its writes are refused (403) and retried with
 backoff until this controller has bound the namespace. A watch on the cluster's namespaces carrying the
@@ -22,7 +23,8 @@ list a namespaced type cluster-wide, the syncer watches it one namespace of its 
 
 Upstream (in kcp, in the SyncTarget's logical cluster): a ServiceAccount `kcp-syncer-<name>` in
 namespace `default`, a ClusterRole limited to the synced types, their status, Events and this
-SyncTarget, and its binding. The Secret's `kcp.kubeconfig` carries a token for that account from
+SyncTarget (with kcp's verb `sync` on it: the syncer virtual workspace of it, through which the syncer
+reaches the workspaces placed on it and nothing else of them), and its binding. The Secret's `kcp.kubeconfig` carries a token for that account from
 kcp's TokenRequest API: service-account tokens work only in their own logical cluster, so the
 syncer cannot read any other. `cluster.kubeconfig` reaches the physical cluster with a token for
 the downstream ServiceAccount; a cluster without the TokenRequest API gets the SyncTarget's own
@@ -49,12 +51,12 @@ import yaml
 from kcpcommon.clients import ClientFactory, KubeClientFactory
 from kcpcommon.errors import APIClientError, APINotFoundError
 from kcpcommon.informer import SharedInformer
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.tasks import cancel_and_wait, spawn
 from kcpsyncer import NAMESPACE_LOCATOR_ANNOTATION
 from kcpsyncer import downstream_namespace as mapped_namespace
 from kcpsyncer.discovery import resolve
-from kcpsyncer.names import OWNER_LABEL, owner
+from kcpsyncer.names import OWNER_LABEL, SYNC_TARGET_KEY_ANNOTATION, owner
 from kcpsyncer.upsync import UPSYNCED_RESOURCES
 
 from . import VERSION
@@ -124,19 +126,26 @@ def own_namespace_rules(namespaced: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 def mapped_namespace_of(key: ObjectKey, namespace: dict[str, Any]) -> bool:
-    """`namespace` is one the syncer of `key` maps an upstream namespace to: its name is the hash of this
-    logical cluster and the namespace its locator names (only a hash preimage would pass for kube-system)."""
+    """`namespace` is one the syncer of `key` maps an upstream namespace to: its name is the hash of the workspace
+    and the namespace its locator names (only a hash preimage would pass for kube-system), that workspace being
+    this logical cluster, or one placed on the SyncTarget (the namespace then names the SyncTarget's key, as the
+    syncer's engine of a placed workspace writes it, and carries that workspace's owner label)."""
     metadata = namespace.get("metadata") or {}
-    if (metadata.get("labels") or {}).get(OWNER_LABEL) != owner(key.cluster, key.name):
-        return False
+    annotations = metadata.get("annotations") or {}
     try:
-        locator = json.loads((metadata.get("annotations") or {}).get(NAMESPACE_LOCATOR_ANNOTATION) or "")
+        locator = json.loads(annotations.get(NAMESPACE_LOCATOR_ANNOTATION) or "")
     except ValueError:
         return False
-    if not isinstance(locator, dict) or locator.get("logicalCluster") != key.cluster:
+    if not isinstance(locator, dict) or not isinstance(locator.get("logicalCluster"), str):
+        return False
+    workspace = locator["logicalCluster"]
+    if workspace != key.cluster and annotations.get(SYNC_TARGET_KEY_ANNOTATION) != sync_target_key(key.cluster,
+                                                                                                   key.name):
+        return False
+    if (metadata.get("labels") or {}).get(OWNER_LABEL) != owner(workspace, key.name):
         return False
     upstream = locator.get("namespace")
-    return isinstance(upstream, str) and metadata.get("name") == mapped_namespace(key.cluster, upstream)
+    return isinstance(upstream, str) and metadata.get("name") == mapped_namespace(workspace, upstream)
 
 
 def syncer_args(key: ObjectKey, resources: tuple[str, ...], heartbeat_interval: float) -> list[str]:
@@ -224,7 +233,8 @@ class PullMode:
             rules.append({"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]})
         rules += [{"apiGroups": ["workload.kcp.io"], "resources": ["synctargets", "synctargets/status",
                                                                    "synctargets/tunnel"],  # the pods' streams
-                   "resourceNames": [key.name], "verbs": ["get", "list", "watch", "update", "patch"]},
+                   # `sync`: kcp's syncer virtual workspace of it, to the workspaces placed on it
+                   "resourceNames": [key.name], "verbs": ["get", "list", "watch", "update", "patch", "sync"]},
                   # SyncFailed Events, and the mirrored pods' Events (kept in step with the cluster's)
                   {"apiGroups": [""], "resources": ["events"],
                    "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"]},
@@ -305,13 +315,14 @@ class PullMode:
             return
         self._stop_watch(key)
         informer = SharedInformer(downstream.dynamic().resource("v1", "namespaces", namespaced=False),
-                                  cluster=key.name, label_selector=f"{OWNER_LABEL}={owner(key.cluster, key.name)}",
+                                  cluster=key.name, label_selector=OWNER_LABEL,  # its own and its placed ones'
                                   name=f"pull:{key.cluster}:{key.name}:namespaces")
         unbound = asyncio.Event()
 
         def seen(namespace: dict[str, Any]) -> None:
             metadata = namespace.get("metadata") or {}
-            if metadata.get("uid") not in self._bound.get(key, set()) and not metadata.get("deletionTimestamp"):
+            if metadata.get("uid") not in self._bound.get(key, set()) and not metadata.get("deletionTimestamp") \
+                    and mapped_namespace_of(key, namespace):
                 unbound.set()
 
         async def bind_when_seen() -> None:
@@ -345,8 +356,7 @@ class PullMode:
     async def _bind_own_namespaces(self, key: ObjectKey, downstream: KubeClientFactory) -> None:
         """A RoleBinding to the own-namespaces ClusterRole in each namespace the syncer made, once per namespace."""
         client = downstream.dynamic()
-        listed = await client.resource("v1", "namespaces", namespaced=False).list(
-            label_selector=f"{OWNER_LABEL}={owner(key.cluster, key.name)}")
+        listed = await client.resource("v1", "namespaces", namespaced=False).list(label_selector=OWNER_LABEL)
         bound = self._bound.setdefault(key, set())
         for namespace in listed.get("items") or []:
             metadata = namespace["metadata"]

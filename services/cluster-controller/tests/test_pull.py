@@ -17,10 +17,10 @@ from kcp_cluster_controller.pull import (
     upstream_account,
 )
 
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpsyncer import NAMESPACE_LOCATOR_ANNOTATION
 from kcpsyncer import downstream_namespace as mapped_namespace
-from kcpsyncer.names import OWNER_LABEL, namespace_locator, owner
+from kcpsyncer.names import OWNER_LABEL, SYNC_TARGET_KEY_ANNOTATION, namespace_locator, owner
 
 KEY = ObjectKey("org", "", "east")
 
@@ -130,3 +130,19 @@ def test_only_a_namespace_named_after_its_locator_in_this_logical_cluster_is_bou
     assert not mapped_namespace_of(KEY, _namespace(mapped, owner_value="someone-else",
                                                    locator=namespace_locator("org", "default")))
     assert not mapped_namespace_of(KEY, _namespace(mapped, owner_value=own, locator="not json"))
+
+
+def test_a_namespace_made_for_a_workspace_placed_on_the_sync_target_is_bound_only_with_its_key() -> None:
+    """Shared compute: the engine of placed workspace `team` makes `hash(team, default)` with team's owner label
+    and the SyncTarget's key annotation; without the key (another SyncTarget's placed workspace), or with the
+    SyncTarget's own owner label, it is not this syncer's."""
+    placed = mapped_namespace("team", "default")
+    made = _namespace(placed, owner_value=owner("team", KEY.name), locator=namespace_locator("team", "default"))
+    assert not mapped_namespace_of(KEY, made)
+    made["metadata"]["annotations"][SYNC_TARGET_KEY_ANNOTATION] = sync_target_key(KEY.cluster, KEY.name)  # type: ignore[index]
+    assert mapped_namespace_of(KEY, made)
+    made["metadata"]["labels"][OWNER_LABEL] = owner(KEY.cluster, KEY.name)  # type: ignore[index]
+    assert not mapped_namespace_of(KEY, made)
+    elsewhere = _namespace(placed, owner_value=owner("team", KEY.name), locator=namespace_locator("team", "default"))
+    elsewhere["metadata"]["annotations"][SYNC_TARGET_KEY_ANNOTATION] = sync_target_key("other", KEY.name)  # type: ignore[index]
+    assert not mapped_namespace_of(KEY, elsewhere)

@@ -32,6 +32,10 @@ class SyncerSettings(BaseSettings):
     health_port: int = Field(0, ge=0, le=65535, description="port of the /healthz, /readyz and /metrics server; "
                                                             "0: a free port, logged at start")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged")
+    placed_through_view: bool = Field(True, description="reach the workspaces placed on the SyncTarget through "
+                                                         "kcp's syncer virtual workspace of it (/services/syncer/"
+                                                         "<logical cluster>/<sync target>; needs verb sync on the "
+                                                         "SyncTarget); off: directly, as the identity may")
     qps: float = Field(QPS, ge=0, description="API requests per second to each side, sustained (0: unlimited)")
     burst: int = Field(BURST, ge=0, description="API requests allowed in a burst above qps")
 

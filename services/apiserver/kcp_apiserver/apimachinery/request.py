@@ -74,6 +74,14 @@ class ExportRef:
     name: str  # the export
 
 
+@dataclass(frozen=True, slots=True)
+class SyncTargetRef:
+    """A SyncTarget's syncer virtual workspace a request came through (`/services/syncer/<cluster>/<name>/...`)."""
+
+    cluster: str  # the compute workspace holding the SyncTarget
+    name: str  # the SyncTarget
+
+
 @dataclass(slots=True)
 class RequestContext:
     """One request's identity, target and options; built by the filters, read by registry and admission."""
@@ -89,6 +97,8 @@ class RequestContext:
     deadline: float | None = None  # the event loop's time at which --request-timeout ends it (None: no limit)
     export: ExportRef | None = None  # came through this export's virtual workspace (info names the consumer)
     initializer: str = ""  # came through this initializer's (`<path>:<name>`) initializing virtual workspace
+    syncer: SyncTargetRef | None = None  # came through this SyncTarget's syncer virtual workspace (info names the
+    # workspace reached)
 
     @property
     def cluster(self) -> str:

@@ -14,6 +14,7 @@ from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.rbac.authorizer import Decision
 from kcp_apiserver.tenancy.access import initialize_request
+from kcp_apiserver.tenancy.syncerview import sync_request
 
 __all__ = ["AlwaysAllow", "Authorizer", "Decision", "authorization", "forbidden_message"]
 
@@ -53,7 +54,10 @@ def judged(ctx: RequestContext) -> RequestContext:
     """What the authorizer is asked about: the request itself, or, through an APIExport's virtual workspace,
     its verb on the export's content in the provider's logical cluster (kcp's rule; the consumers' own RBAC is
     not consulted, as kcp's view reaches them with an identity of its own); through an initializing virtual
-    workspace, `initialize` on the initializer's WorkspaceType (the workspace's owner acts inside it)."""
+    workspace, `initialize` on the initializer's WorkspaceType (the workspace's owner acts inside it); through a
+    syncer virtual workspace, `sync` on the SyncTarget in its workspace (the view narrows what it reaches)."""
+    if ctx.syncer is not None:
+        return replace(ctx, info=sync_request(ctx.syncer))
     if ctx.initializer:
         request = initialize_request(ctx.initializer)
         if request is None:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
-from kcp_apiserver.apimachinery.request import ExportRef, RequestContext, RequestInfo
+from kcp_apiserver.apimachinery.request import ExportRef, RequestContext, RequestInfo, SyncTargetRef
 from kcp_apiserver.endpoints.wire import CONTEXT
 from kcp_apiserver.filters import Handler
 from kcp_apiserver.registry.clusters import DEFAULT_CLUSTER, check_cluster_name
@@ -18,6 +18,7 @@ NAMESPACE_SUBRESOURCES = {"status", "finalize"}
 WEBSOCKET_CREATES = frozenset({"exec", "attach", "portforward"})
 APIEXPORT_PREFIX = "/services/apiexport/"  # kcp's virtual workspace of an export's provider
 INITIALIZING_PREFIX = "/services/initializingworkspaces/"  # kcp's virtual workspace of an initializer's controller
+SYNCER_PREFIX = "/services/syncer/"  # kcp's virtual workspace of a SyncTarget's syncer
 
 
 def split_cluster(path: str) -> tuple[str, str]:
@@ -60,6 +61,23 @@ def split_initializing(path: str) -> tuple[str, str]:
     except st.APIError:
         raise st.APIError(404, "NotFound", "the server could not find the requested resource") from None
     return initializer, "/" + rest
+
+
+def split_syncer(path: str) -> tuple[SyncTargetRef | None, str]:
+    """`/services/syncer/<compute cluster>/<synctarget>/clusters/<workspace or *>/rest` -> (the SyncTarget,
+    `/clusters/<workspace or *>/rest`); any other path is returned as it is. Under the prefix, anything but that
+    shape is 404, as kcp's virtual workspace answers."""
+    if not path.startswith(SYNCER_PREFIX):
+        return None, path
+    compute, _, rest = path[len(SYNCER_PREFIX):].partition("/")
+    target, _, rest = rest.partition("/")
+    if not compute or not target or compute == "*" or not rest.startswith("clusters/"):
+        raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+    try:
+        check_cluster_name(compute)
+    except st.APIError:
+        raise st.APIError(404, "NotFound", "the server could not find the requested resource") from None
+    return SyncTargetRef(compute, target), "/" + rest
 
 
 def parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
@@ -129,10 +147,11 @@ async def request_info(request: web.Request, handler: Handler) -> web.StreamResp
     watch = request.query.get("watch", "") in ("1", "true", "True")
     export, path = split_apiexport(request.path)
     initializer, path = split_initializing(path)
+    syncer, path = split_syncer(path)
     info = parse(request.method, path, watch)
     if (info.verb == "get" and info.resource == "pods" and not info.group and info.subresource in WEBSOCKET_CREATES
             and request.headers.get("Upgrade", "").lower() == "websocket"):
         info = replace(info, verb="create")
     request[CONTEXT] = RequestContext(info, user_agent=request.headers.get("User-Agent", ""), export=export,
-                                      initializer=initializer)
+                                      initializer=initializer, syncer=syncer)
     return await handler(request)

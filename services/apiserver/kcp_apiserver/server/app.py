@@ -16,6 +16,7 @@ from kcp_apiserver.endpoints.fieldvalidation import FieldValidator
 from kcp_apiserver.endpoints.handlers import ResourceHandlers
 from kcp_apiserver.endpoints.initializing import InitializingViewHandlers
 from kcp_apiserver.endpoints.nonresource import NonResourceHandlers
+from kcp_apiserver.endpoints.syncerview import SyncerViewHandlers
 from kcp_apiserver.endpoints.wire import request_context
 from kcp_apiserver.filters.audit import AuditLog, add_audit_id_header, audit
 from kcp_apiserver.filters.authentication import authentication
@@ -75,6 +76,7 @@ class APIServer:
         self.handlers: ResourceHandlers | None = None
         self.export_views: ExportViewHandlers | None = None
         self.initializing_views: InitializingViewHandlers | None = None
+        self.syncer_views: SyncerViewHandlers | None = None
         self.non_resource = NonResourceHandlers(self.catalog, metrics=self.metrics.registry,
                                                 ping_storage=self.storage.current_revision,
                                                 is_ready=lambda: self.ready, live_checks=config.live_checks,
@@ -117,6 +119,8 @@ class APIServer:
         if config.initializing_views is not None:
             self.initializing_views = InitializingViewHandlers(self.handlers, self.non_resource,
                                                                config.initializing_views(parts))
+        if config.syncer_views is not None:
+            self.syncer_views = SyncerViewHandlers(self.handlers, self.non_resource, await config.syncer_views(parts))
         for build_extension in config.extensions:
             await self._run(build_extension(parts))
         backoff = Backoff(initial=STARTUP_RETRY_MIN, cap=STARTUP_RETRY_MAX)
@@ -192,12 +196,16 @@ class APIServer:
         info = ctx.info
         if ctx.export is not None and self.export_views is None:
             raise st.APIError(404, "NotFound", "the server could not find the requested resource")
+        if ctx.syncer is not None and self.syncer_views is None:
+            raise st.APIError(404, "NotFound", "the server could not find the requested resource")
         if ctx.initializer:
             if self.initializing_views is None:
                 raise st.APIError(404, "NotFound", "the server could not find the requested resource")
             if not info.wildcard:  # one logical cluster: the ordinary handlers, as its owner
                 await self.initializing_views.enter(ctx)
         if not info.is_resource:
+            if self.syncer_views is not None and ctx.syncer is not None:
+                return await self.syncer_views.handle(request, ctx)
             if self.export_views is not None and ctx.export is not None:
                 return await self.export_views.handle(request, ctx)
             if self.initializing_views is not None and ctx.initializer and info.wildcard:
@@ -217,6 +225,8 @@ class APIServer:
         """A resource request: the catalog's, or through an APIExport's virtual workspace."""
         if ctx.export is not None and self.export_views is not None:
             return await self.export_views.handle(request, ctx)
+        if ctx.syncer is not None and self.syncer_views is not None:
+            return await self.syncer_views.handle(request, ctx)
         if ctx.initializer and ctx.info.wildcard and self.initializing_views is not None:
             return await self.initializing_views.handle_wildcard(request, ctx)
         assert self.handlers is not None

@@ -21,6 +21,7 @@ from kcp_apiserver.endpoints.apiexports import ExportContent
 from kcp_apiserver.endpoints.base import Visibility, WatchSettings
 from kcp_apiserver.endpoints.initializing import InitializingContent
 from kcp_apiserver.endpoints.reviews import Answer
+from kcp_apiserver.endpoints.syncerview import SyncerContent
 from kcp_apiserver.filters.authentication import Authenticator
 from kcp_apiserver.filters.authorization import AlwaysAllow, Authorizer
 from kcp_apiserver.registry.actions import Action
@@ -90,3 +91,5 @@ class ServerConfig:
     # initializers' virtual workspaces (`/services/initializingworkspaces/...`), built once admission is (None: not
     # served)
     initializing_views: Callable[[ServerParts], InitializingContent] | None = None
+    # SyncTargets' syncer virtual workspaces (`/services/syncer/...`), built once admission is (None: not served)
+    syncer_views: Callable[[ServerParts], Awaitable[SyncerContent]] | None = None

@@ -49,6 +49,7 @@ from kcp_apiserver.tenancy.access import FollowWorkspaces, WorkspaceAccess
 from kcp_apiserver.tenancy.admission import WorkspaceOwner
 from kcp_apiserver.tenancy.controller import WorkspaceController
 from kcp_apiserver.tenancy.initializing import InitializerLift, InitializingViews
+from kcp_apiserver.tenancy.syncerview import SyncerViews
 from kcp_apiserver.tenancy.typeadmission import WorkspaceTypeAdmission
 from kcp_apiserver.tenancy.typelookup import cluster_type_lookup, type_lookup
 from kcp_apiserver.tenancy.types import RESOURCES as TENANCY
@@ -168,6 +169,14 @@ def workspace_types(authorizer: RBACAuthorizer) -> AdmissionFactory:
 
 async def initializer_lift(parts: ServerParts) -> InitializerLift:
     return InitializerLift()
+
+
+async def syncer_views(parts: ServerParts) -> SyncerViews:
+    """The SyncTargets' syncer virtual workspaces: who may use one is the authorizer's `sync` check; what it shows,
+    the placed namespaces, followed from the Namespaces' informer (the server's shared one)."""
+    views = SyncerViews(await parts.informers.get(NAMESPACE))
+    await views.start()
+    return views
 
 
 def initializing_views(parts: ServerParts) -> InitializingViews:
@@ -316,4 +325,5 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
         live_checks=live_checks or {},
         export_views=export_views,
         initializing_views=initializing_views,
+        syncer_views=syncer_views,
     )
