@@ -170,10 +170,13 @@ class Splitter:
         current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
+        # what runs as last reported, even a generation behind (a child scaled down only loses pods)
+        reported = {t: min(Child(t, c).count("availableReplicas"), n) for t, c in children.items()
+                    for n in (current[t],)}
         loose = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
         writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone),
-                      floor=budgets.floor or 0)
-        held = _held_message({t: n - loose[t] for t, n in writes.items() if n > loose[t]}, loose, available,
+                      floor=budgets.floor or 0, reported=reported)
+        held = _held_message({t: n - loose[t] for t, n in writes.items() if n > loose[t]}, loose, reported,
                              budgets)
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
             generation = str((root.get("metadata") or {}).get("generation") or 0)

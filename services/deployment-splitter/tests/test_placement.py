@@ -68,6 +68,14 @@ def test_the_floor_takes_the_fewest_replicas_from_shrinking_children_in_name_ord
     assert step({"c": 6}, current, available, capacity={"c": 2}, floor=6) == {"a": 3, "b": 1, "c": 6}
 
 
+def test_the_floor_counts_a_just_shrunk_child_by_its_last_report_not_as_unproven() -> None:
+    # east was kept at 1; its status still reports the generation before (4 available): not proven, but running
+    desired, current = {"west": 4}, {"east": 1, "west": 4}
+    proven, reported = {"east": 0, "west": 2}, {"east": 1, "west": 2}
+    assert step(desired, current, proven, capacity={"west": 2}, floor=3) == {"east": 0, "west": 4}
+    assert step(desired, current, proven, capacity={"west": 2}, floor=3, reported=reported) == {"east": 1, "west": 4}
+
+
 def test_a_deleted_target_is_not_held_by_the_floor() -> None:
     assert step({"west": 10}, {"east": 10, "west": 10}, {"east": 10, "west": 4}, capacity={"west": 4},
                 gone=frozenset({"east"}), floor=8) == {"east": 0, "west": 10}
