@@ -223,6 +223,7 @@ async def test_a_budget_keeps_old_replicas_while_a_capped_new_cluster_is_short_a
     small["status"]["allocatable"] = {"pods": "2"}
     targets.upsert(small)
     budgets.upsert(budget("web-pdb", 3))
+    budgets.upsert(budget("typo", "three"))  # kube's API would refuse it: left out, and said
     writes = _Writes(deployments)
     splitter = Splitter(writes, deployments=deployments, targets=targets, grace_period=30,  # type: ignore[arg-type]
                         capacity=CapacityTracker(grace_period=30, retry_period=600, clock=lambda: 0.0,
@@ -238,3 +239,5 @@ async def test_a_budget_keeps_old_replicas_while_a_capped_new_cluster_is_short_a
     progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
     assert ("Kept 1 replicas (1 on east): moving them would violate the pod's disruption budget \"web-pdb\" "
             "(minAvailable: 3; 2 would be available, it needs 3).") in progressing["message"]
+    assert ("Ignored PodDisruptionBudget typo: spec.minAvailable: 'three' must be an integer or a percentage"
+            in progressing["message"])
