@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,9 +217,10 @@ def children_of(env: Env, team: str) -> dict[str, int]:
 
 
 def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> None:
-    """The admin marks the cluster carrying team B (and part of team A) unschedulable: every workspace's workloads
-    move off it, make-before-break, its SyncTarget counts the workspaces it still serves down to 0, and the
-    physical cluster ends with nothing of any team."""
+    """The admin cordons the cluster carrying team B (and part of team A): what runs there stays, a new namespace
+    goes elsewhere. Then evicts it: every workspace's workloads move off it, make-before-break, its SyncTarget
+    shows the drain (`status.eviction`, `status.servedWorkspaces` down to 0) and ends `Evicted`, and the physical
+    cluster ends with nothing of any team."""
     env = compute
     apply(env, env.team["a"], {**placement("anywhere", None), "spec": {
         "locationWorkspace": COMPUTE, "namespaceSelector": {}, "numberOfClusters": 3}})
@@ -240,12 +242,30 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
                 low[team].append(available(env, team))
             time.sleep(0.1)
 
+    def eviction() -> dict[str, Any]:
+        return json.loads(kubectl(env, env.admin[COMPUTE], "get", "synctarget", carrying, "-o", "json")).get(
+            "status", {}).get("eviction") or {}
+
+    kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
+            '{"spec":{"unschedulable":true}}')
+    cordoned = eventually(lambda: (e := eviction()).get("phase") == "Cordoned" and e, "the SyncTarget shows Cordoned")
+    assert cordoned["workspaces"] == 2 and cordoned["deployments"] == 2, cordoned  # team A's and team B's web
+    kubectl(env, env.team["a"], "create", "namespace", "fresh")
+
+    def placed_on(team: str, namespace: str) -> int:
+        labels = json.loads(kubectl(env, env.team[team], "get", "namespace", namespace, "-o", "json"))[
+            "metadata"].get("labels") or {}
+        return sum(1 for k, v in labels.items() if k.startswith("placed.workload.kcp.io/") and v == "Placed")
+
+    eventually(lambda: placed_on("a", "fresh") == 2, "a new namespace of team A goes to the two others only")
+    assert placed_on("a", "default") == 3 and children_of(env, "b") == {carrying: 4}  # the cordon moved nothing
     sampler = threading.Thread(target=watch, daemon=True)
     sampler.start()
     try:
         begun = time.monotonic()
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
-                '{"spec":{"unschedulable":true}}')
+                json.dumps({"spec": {"evictAfter": now}}))
         eventually(lambda: children_of(env, "b") == {other: 4}, "team B moved to the other eu cluster", timeout=120)
         eventually(lambda: set(children_of(env, "a")) == {other, "us-1"} and available(env, "a") == 4,
                    "team A off the decommissioned cluster", timeout=120)
@@ -260,9 +280,46 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
 
         eventually(empty, "nothing of any team left on the decommissioned cluster", timeout=60)
         emptied = time.monotonic() - begun
+        done = eventually(lambda: (e := eviction()).get("phase") == "Evicted" and e, "the SyncTarget shows Evicted")
+        assert (done["workspaces"], done["namespaces"], done["deployments"]) == (0, 0, 0), done
     finally:
         stop.set()
         sampler.join()
     for team, samples in low.items():
         assert samples and min(samples) >= 3, (team, samples)  # replicas - maxUnavailable
     assert emptied < 60, emptied
+
+
+def test_capacity_bounds_overflow_to_another_cluster_then_hold_replicas_until_raised(compute: Env) -> None:
+    """After the decommission team A runs on the other eu cluster and us-1, team B (4 pods) on that eu cluster. A
+    bound on us-1 sends A's replicas over it to the eu cluster; with both bounded, a scale-up's replicas that fit
+    nowhere wait (`ReplicaFailure`, `CapacityBoundsReached`); raising the bound places them."""
+    env = compute
+    evicted = [t for t in REGIONS if kubectl(env, env.admin[COMPUTE], "get", "synctarget", t, "-o",
+                                              "jsonpath={.spec.evictAfter}")]
+    eu = next(t for t in REGIONS if REGIONS[t] == "eu" and t not in evicted)
+    eventually(lambda: children_of(env, "a") == {eu: 2, "us-1": 2}, "team A split over the two clusters left",
+               timeout=60)
+
+    def bound(target: str, pods: int) -> None:
+        kubectl(env, env.admin[COMPUTE], "patch", "synctarget", target, "--type=merge", "-p",
+                json.dumps({"spec": {"capacityBounds": {"pods": str(pods)}}}))
+
+    bound("us-1", 1)
+    eventually(lambda: children_of(env, "a") == {eu: 3, "us-1": 1}, "A's replicas over us-1's bound go to eu",
+               timeout=60)
+    bound(eu, 7)  # team B's 4 and team A's 3: full
+    kubectl(env, env.team["a"], "scale", "deployment/web", "--replicas=6")
+
+    def failure() -> dict[str, Any]:
+        status = json.loads(kubectl(env, env.team["a"], "get", "deployment", "web", "-o", "json")).get("status") or {}
+        return next((c for c in status.get("conditions") or [] if c["type"] == "ReplicaFailure"), {})
+
+    held = eventually(lambda: (c := failure()).get("reason") == "CapacityBoundsReached" and c,
+                      "the replicas over every bound wait, said on the Deployment", timeout=60)
+    assert "2 replica(s) wait for room" in held["message"] and "us-1 (pods=1)" in held["message"], held
+    assert children_of(env, "a") == {eu: 3, "us-1": 1}
+    assert sum(children_of(env, "b").values()) == 4  # team B keeps what it had under the same bound
+    bound("us-1", 10)
+    eventually(lambda: children_of(env, "a") == {eu: 3, "us-1": 3} and not failure(),
+               "raising the bound places the waiting replicas", timeout=60)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -181,7 +182,7 @@ def test_with_no_ready_cluster_the_root_says_so_and_the_children_stay(
     eventually(lambda: not condition(rest, "api", "ReplicaFailure"), "condition cleared")
 
 
-def test_a_new_ready_cluster_gets_a_share_and_an_unschedulable_one_gives_it_back(
+def test_a_new_ready_cluster_gets_a_share_a_cordoned_one_keeps_it_and_an_evicted_one_gives_it_back(
         kcp: KcpServer, splitter: SplitterProcess) -> None:
     rest = fleet(kcp, "east")
     rest.create(DEPLOYMENTS, deployment("svc", 6))
@@ -192,9 +193,16 @@ def test_a_new_ready_cluster_gets_a_share_and_an_unschedulable_one_gives_it_back
     eventually(lambda: replicas_of(rest, "svc") == {"east": 6, "west": 3}, "west grows first")
     report(rest, "svc--west")
     eventually(lambda: replicas_of(rest, "svc") == {"east": 3, "west": 3}, "respread 3/3")
+    # cordon: what west holds stays, a new Deployment goes to east only
     rest.patch("/apis/workload.kcp.io/v1alpha1/synctargets/west", {"spec": {"unschedulable": True}})
+    rest.create(DEPLOYMENTS, deployment("later", 4))
+    eventually(lambda: replicas_of(rest, "later") == {"east": 4}, "the new Deployment avoids the cordoned west")
+    assert replicas_of(rest, "svc") == {"east": 3, "west": 3}
+    # evict: west's share moves to east
+    rest.patch("/apis/workload.kcp.io/v1alpha1/synctargets/west",
+               {"spec": {"evictAfter": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}})
     eventually(lambda: replicas_of(rest, "svc")["east"] == 6, "east takes west's share")
-    event_with(rest, "svc", "moved 3 replicas from west: unschedulable")
+    event_with(rest, "svc", "moved 3 replicas from west: evicted after")
 
 
 def test_scaling_the_root_rescales_the_children(kcp: KcpServer, splitter: SplitterProcess) -> None:

@@ -15,6 +15,9 @@
   namespace leaving a SyncTarget waits for that);
 - `classes`, keyed by logical cluster: queued when a class changes, or an object starts or stops naming
   one where it is placed (`classes_index`);
+- `evictions`, keyed by SyncTarget (cordoned or evicted): queued when it changes in a way its
+  `status.eviction` reads, a Namespace placed or assigned on it changes, or a split Deployment's share on it
+  comes, goes or is rescaled;
 - `revisions`, keyed by root: queued when the root changes or a ReplicaSet it controls does; its
   workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp);
 - `statefulset-history` and `daemonset-history`, keyed by set: queued when the set changes or a
@@ -36,9 +39,9 @@ from kcpcommon.controller import Controller, Reconciler
 from kcpcommon.identities import AcrossIdentities, BoundIdentities
 from kcpcommon.informer import InformerView, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
-from kcpcommon.keys import ObjectKey, key_for, sync_target_key
+from kcpcommon.keys import ASSIGNMENT_LABEL, ObjectKey, key_for, sync_target_key
 from kcpcommon.sharding import owns
-from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, cluster_namespace_value
+from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
 from .capacity import CapacityTracker
 from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
@@ -55,6 +58,7 @@ from .placements import (
     PLACEMENTS,
     TARGET_KEY_INDEX,
     location_workspace_index,
+    namespace_targets,
     placed_index,
     placed_keys,
     target_key_index,
@@ -62,6 +66,7 @@ from .placements import (
 from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
 from .reconcile_classes import ClassPlacer
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
+from .reconcile_evictions import EvictionReporter, evicting, eviction_facts, share_target
 from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
 from .reconcile_placements import PlacementReconciler
@@ -100,7 +105,8 @@ class SplitterController:
         tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
                                   retry_period=settings.capacity_retry_period, clock=time.monotonic,
                                   wall=lambda: datetime.now(UTC))
-        self.load = TargetLoad()
+        self.placed_namespaces: IndexReader | None = None  # the Namespaces, when the namespace rule runs
+        self.load = TargetLoad(resolve=self._sync_target_of)
         load = self.deployments.add_handler(on_add=self.load.on_add, on_update=self.load.on_update,
                                             on_delete=self.load.on_delete, name="splitter-load")
         self.splitter = splitter = Splitter(kcp, deployments=self.deployments.indexer, targets=self.targets.indexer,
@@ -128,6 +134,7 @@ class SplitterController:
         self.classes: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
         self.placements: Controller[ObjectKey] | None = None
+        self.evictions: Controller[ObjectKey] | None = None
         objects: dict[str, AcrossIdentities] = {}
         if settings.place_dependencies or settings.schedule_namespaces:
             objects = {kind: self._informer(api_version, plural, namespaced=True)
@@ -142,7 +149,7 @@ class SplitterController:
         if settings.schedule_namespaces:
             self.namespace_informer = self._informer("v1", "namespaces", namespaced=False)
             self.namespace_informer.add_indexers({PLACED_INDEX: placed_index})
-            splitter.namespaces = self.namespace_informer.indexer
+            self.placed_namespaces = splitter.namespaces = self.namespace_informer.indexer
             followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
                                        for kind, (api_version, plural) in WORKLOAD_KINDS.items()}}
             self._place(kcp)
@@ -159,6 +166,7 @@ class SplitterController:
             for kind, informer in followers.items():
                 if kind not in objects:
                     _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
+            self._report_evictions(kcp)
         for kind, informer in objects.items():
             _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
         self.deployments.add_handler(on_add=self._deployment, on_update=self._deployment_update,
@@ -190,6 +198,69 @@ class SplitterController:
 
         _on_change(self.placement_informer, placement_changed, "splitter-placements")
         _on_change(self.location_informer, location_changed, "splitter-locations")
+
+    def _sync_target_of(self, cluster: str, namespace: str, target: str) -> str:
+        """The key of the SyncTarget named `target` that a Deployment in `cluster`/`namespace` runs on: its
+        workspace's own, or the one the namespace is placed on (shared compute)."""
+        found, _ = namespace_targets(self.targets.indexer, self.placed_namespaces, cluster, namespace)
+        for candidate in found:
+            if (candidate.get("metadata") or {}).get("name") == target:
+                return sync_target_key(key_for(candidate).cluster, target)
+        return sync_target_key(cluster, target)
+
+    def _report_evictions(self, kcp: ClientFactory) -> None:
+        """The `evictions` controller (reconcile_evictions.py) and what queues it."""
+        reporter = EvictionReporter(kcp, targets=self.targets.indexer, namespaces=self.namespace_informer.indexer,
+                                    deployments=self.deployments.indexer, grace_period=self.settings.grace_period,
+                                    now=lambda: datetime.now(UTC))
+        self.evictions = evictions = self._controller("evictions", reporter.reconcile)
+        self.running.append((evictions, lambda: self.targets.has_synced and self.namespace_informer.has_synced
+                             and self.deployments.has_synced))
+
+        def queue(keys: Any) -> None:
+            for key in keys:
+                target = self.targets.indexer.get(key)
+                if target is not None and evicting(target) and self._mine(key.cluster):
+                    evictions.enqueue(key)
+
+        def target_changed(old: Any, new: Any) -> None:
+            if eviction_facts(old) != eviction_facts(new):
+                queue([key_for(new)])
+
+        def on_namespace(namespace: Any) -> list[ObjectKey]:
+            cluster = key_for(namespace).cluster
+            keys = [k for value in placed_keys(namespace)
+                    for k in self.targets.indexer.index_keys(TARGET_KEY_INDEX, value)]
+            assigned = ((namespace.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL)
+            return keys + ([ObjectKey(cluster, "", assigned)] if assigned else [])
+
+        def namespace_changed(old: Any, new: Any) -> None:
+            if ((old.get("metadata") or {}).get("labels")) != ((new.get("metadata") or {}).get("labels")):
+                queue({*on_namespace(old), *on_namespace(new)})
+
+        def share(deployment: Any) -> None:
+            deployment = deleted_object(deployment)
+            target = share_target(deployment)
+            if target is None:
+                return
+            key = key_for(deployment)
+            namespace = self.namespace_informer.indexer.get(ObjectKey(key.cluster, "", key.namespace))
+            keys = on_namespace(namespace) if namespace is not None else [ObjectKey(key.cluster, "", target)]
+            queue(k for k in keys if k.name == target)
+
+        def share_changed(old: Any, new: Any) -> None:
+            if (old.get("spec") or {}).get("replicas") != (new.get("spec") or {}).get("replicas") \
+                    or bool((old.get("metadata") or {}).get("deletionTimestamp")) != bool(
+                        (new.get("metadata") or {}).get("deletionTimestamp")):
+                share(new)
+
+        self.targets.add_handler(on_add=lambda t: queue([key_for(t)]), on_update=target_changed,
+                                 on_delete=lambda t: None, name="splitter-evictions")
+        self.namespace_informer.add_handler(on_add=lambda n: queue(on_namespace(n)), on_update=namespace_changed,
+                                            on_delete=lambda n: queue(on_namespace(deleted_object(n))),
+                                            name="splitter-evictions-namespaces")
+        self.deployments.add_handler(on_add=share, on_update=share_changed, on_delete=share,
+                                     name="splitter-evictions-deployments")
 
     def _placements_using(self, workspace: str) -> None:
         """Queue the Placements whose Locations are in `workspace`."""

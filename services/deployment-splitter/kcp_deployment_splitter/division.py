@@ -10,7 +10,7 @@ weights put it, so the shares always add up to the total.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 
 def largest_remainder(total: int, weights: Mapping[str, int]) -> dict[str, int]:
@@ -31,8 +31,11 @@ def largest_remainder(total: int, weights: Mapping[str, int]) -> dict[str, int]:
     return shares
 
 
-def divide(total: int, weights: Mapping[str, int], capacity: Mapping[str, int] | None = None) -> dict[str, int]:
-    """`largest_remainder`, then capped per target by `capacity` (absent: unlimited), overflow re-divided."""
+def divide(total: int, weights: Mapping[str, int], capacity: Mapping[str, int] | None = None,
+           bounded: Collection[str] = ()) -> dict[str, int]:
+    """`largest_remainder`, then capped per target by `capacity` (absent: unlimited), overflow re-divided.
+    A target in `bounded` has a capacity its admin set (a SyncTarget's `spec.capacityBounds`): what nobody has
+    room for never goes over it, so the shares may add up to less than the total."""
     shares = largest_remainder(total, weights)
     if not capacity:
         return shares
@@ -53,7 +56,8 @@ def divide(total: int, weights: Mapping[str, int], capacity: Mapping[str, int] |
             break
         for name in full:
             open_weights.pop(name, None)
-    if remaining > 0:  # nobody has room: the rest stays where the weights alone would put it
-        for name, share in largest_remainder(remaining, {n: w for n, w in weights.items() if w > 0}).items():
+    unbounded = {n: w for n, w in weights.items() if w > 0 and n not in bounded}
+    if remaining > 0 and unbounded:  # nobody has room: the rest stays where the weights alone would put it
+        for name, share in largest_remainder(remaining, unbounded).items():
             placed[name] += share
     return placed

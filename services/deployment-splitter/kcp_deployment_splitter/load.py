@@ -6,21 +6,32 @@ O(N) per root and O(N^2) to spread N roots, so the sums are kept here instead: e
 contribution is remembered by key and moved between sums when it changes. The sums follow the
 informer's handler, a moment behind its cache; an estimate that is a few events old is no worse
 than one two workers read at the same time.
+
+The sums are per SyncTarget (its `sync_target_key`), not per logical cluster: with shared compute, the
+Deployments of every workspace placed on one physical cluster take from the same allocatable. `resolve`
+says which SyncTarget a Deployment assigned to a target name in its namespace is on (the splitter asks
+its caches: the workspace's own SyncTarget, or the one the namespace is placed on).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from kcpcommon.informer import DeletedFinalStateUnknown, deleted_object
-from kcpcommon.keys import ObjectKey, key_for
+from kcpcommon.keys import ObjectKey, key_for, sync_target_key
 
 from .capacity import requested_by
 from .names import ASSIGNMENT_LABEL
 
-Slot = tuple[str, str]  # (logical cluster, target)
+Slot = str  # a SyncTarget's sync_target_key(workspace, name)
+Resolve = Callable[[str, str, str], Slot]  # (logical cluster, namespace, target name) -> the SyncTarget's key
+
+
+def own_workspace(cluster: str, namespace: str, target: str) -> Slot:
+    """The single-workspace model: a target name means the SyncTarget of the Deployment's own workspace."""
+    return sync_target_key(cluster, target)
 
 
 def _add(total: dict[str, Fraction], amounts: Mapping[str, Fraction], sign: int) -> None:
@@ -33,9 +44,10 @@ def _add(total: dict[str, Fraction], amounts: Mapping[str, Fraction], sign: int)
 
 
 class TargetLoad:
-    """Requests per (logical cluster, target), kept up to date by `on_add`/`on_update`/`on_delete`."""
+    """Requests per SyncTarget, kept up to date by `on_add`/`on_update`/`on_delete`."""
 
-    def __init__(self) -> None:
+    def __init__(self, resolve: Resolve = own_workspace) -> None:
+        self._resolve = resolve
         self._parts: dict[ObjectKey, tuple[Slot, dict[str, Fraction]]] = {}
         self._totals: dict[Slot, dict[str, Fraction]] = {}
 
@@ -48,12 +60,12 @@ class TargetLoad:
     def on_delete(self, obj: Mapping[str, Any] | DeletedFinalStateUnknown) -> None:
         self._set(key_for(deleted_object(obj)), None)
 
-    def used(self, cluster: str, target: str, *, excluding: Iterable[ObjectKey] = ()) -> dict[str, Fraction]:
-        """What the Deployments on `target` request, less those in `excluding` (a root's own children)."""
-        total = dict(self._totals.get((cluster, target), {}))
+    def used(self, slot: Slot, *, excluding: Iterable[ObjectKey] = ()) -> dict[str, Fraction]:
+        """What the Deployments on SyncTarget `slot` request, less those in `excluding` (a root's own children)."""
+        total = dict(self._totals.get(slot, {}))
         for key in excluding:
             part = self._parts.get(key)
-            if part is not None and part[0] == (cluster, target):
+            if part is not None and part[0] == slot:
                 _add(total, part[1], -1)
         return total
 
@@ -72,6 +84,6 @@ class TargetLoad:
         amounts = requested_by([obj])
         if not any(amounts.values()):
             return
-        slot = (key.cluster, str(target))
+        slot = self._resolve(key.cluster, key.namespace, str(target))
         self._parts[key] = (slot, amounts)
         _add(self._totals.setdefault(slot, {}), amounts, 1)

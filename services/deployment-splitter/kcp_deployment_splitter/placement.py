@@ -10,7 +10,7 @@ syncer left to wait for: its child goes at once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from .division import divide
@@ -47,13 +47,14 @@ class Plan:
 
 
 def plan(replicas: int, usable: tuple[str, ...], *, placement: Mapping[str, int] | None = None,
-         capacity: Mapping[str, int] | None = None) -> Plan:
-    """Shares of `replicas` over `usable` targets (restricted and weighed by `placement` when given)."""
+         capacity: Mapping[str, int] | None = None, bounded: Collection[str] = ()) -> Plan:
+    """Shares of `replicas` over `usable` targets (restricted and weighed by `placement` when given); `bounded`
+    targets never take more than their `capacity` (see `divide`)."""
     if placement is None:
         weights = dict.fromkeys(usable, 1)
     else:
         weights = {name: placement[name] for name in usable if name in placement}
-    shares = divide(replicas, weights, {t: c for t, c in (capacity or {}).items() if t in weights})
+    shares = divide(replicas, weights, {t: c for t, c in (capacity or {}).items() if t in weights}, bounded)
     return Plan({t: n for t, n in shares.items() if n > 0}, weights)
 
 

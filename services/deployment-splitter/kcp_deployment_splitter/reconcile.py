@@ -19,7 +19,7 @@ from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
 from kcpcommon.errors import APINotFoundError
 from kcpcommon.events import NORMAL, ClientEventSink, EventRecorder
-from kcpcommon.keys import ObjectKey
+from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.kubetime import format_time
 from kcpcommon.metrics import get_or_create
 from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
@@ -40,12 +40,13 @@ from .names import (
 from .placement import InvalidPlacement, Plan, parse_placement, plan, step
 from .placements import namespace_targets
 from .status import Child, aggregate, with_times
-from .targets import TargetView, leaving, usable_for, view
+from .targets import TargetView, leaving, room_for, usable_for, view
 
 log = structlog.get_logger(COMPONENT)
 
 __all__ = ["ROOT_INDEX", "Splitter", "is_root", "root_index_value"]
 
+BOUNDS_RECHECK = 15.0  # seconds until a root with replicas waiting for room under capacityBounds looks again
 ROOT_INDEX = "splitter-root"  # children by (cluster, namespace, root name)
 MOVED = "its namespace's Placement moves it off"
 
@@ -103,13 +104,17 @@ class Splitter:
             if not usable:
                 problem = _failure("NoSchedulableSyncTarget", _no_target_message(key.cluster, targets, children))
             else:
-                caps, wait = self._capacities(key, root, children, targets, usable)
+                caps, bounded, wait = self._capacities(key, root, children, targets, usable)
                 waits.append(wait)
-                chosen = plan(replicas, usable, placement=placement, capacity=caps)
+                chosen = plan(replicas, usable, placement=placement, capacity=caps, bounded=bounded)
                 children, settled, held = await self._place(
                     key, root, children, terminating, chosen, targets, caps,
                     gone={t for t in children if t not in known}
                     | {t for t, why in targets.lost.items() if why == "deleted"}, budgets=budgets)
+                if sum(chosen.shares.values()) < replicas:
+                    problem = _failure("CapacityBoundsReached", _bounds_message(
+                        replicas - sum(chosen.shares.values()), targets, bounded))
+                    waits.append(BOUNDS_RECHECK)  # room others free is not watched: look again
         await self._write_status(key, root, children, settled=settled, problem=problem, targets=targets,
                                  note=" ".join(n for n in (held, _ignored(budgets)) if n))
         later = [w for w in waits if w is not None]
@@ -144,10 +149,12 @@ class Splitter:
         return floor(found, labels, replicas)
 
     def _capacities(self, key: ObjectKey, root: Mapping[str, Any], children: Mapping[str, Mapping[str, Any]],
-                    targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], float | None]:
+                    targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], set[str], float | None]:
+        """What each usable target can take of the root, and which of those caps are its admin's bounds."""
         requests = pod_requests(((root.get("spec") or {}).get("template")) or {})
         waits: list[float] = []
         caps: dict[str, int] = {}
+        bounded: set[str] = set()
         mine = {_child_key(key, t) for t in usable}
         for target in usable:
             allocatable = targets.allocatable.get(target) or {}
@@ -156,12 +163,18 @@ class Splitter:
                 if wait is not None:
                     waits.append(wait)
             # what the other Deployments on this target request comes off its allocatable
-            used = self.load.used(key.cluster, target, excluding=mine) if allocatable else {}
+            slot = targets.keys.get(target) or sync_target_key(key.cluster, target)
+            bounds = targets.bounds.get(target)
+            used = self.load.used(slot, excluding=mine) if allocatable or bounds else {}
             cap = capacity_of(requests=requests, allocatable=allocatable, used=used,
                               learned=self.capacity.learned(key, target, allocatable, children.get(target)))
+            bound = room_for(requests, bounds, used) if bounds else None
+            if bound is not None and (cap is None or bound <= cap):
+                cap = bound
+                bounded.add(target)
             if cap is not None:
                 caps[target] = cap
-        return caps, (min(waits) if waits else None)
+        return caps, bounded, (min(waits) if waits else None)
 
     async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: dict[str, Mapping[str, Any]],
                      terminating: set[str],
@@ -271,8 +284,15 @@ def _failure(reason: str, message: str) -> dict[str, str]:
     return {"type": "ReplicaFailure", "status": "True", "reason": reason, "message": message}
 
 
+def _bounds_message(waiting: int, targets: TargetView, bounded: set[str]) -> str:
+    full = "; ".join(f"{t} ({', '.join(f'{r}={v}' for r, v in sorted(targets.bounds[t].items()))})"
+                     for t in sorted(bounded))
+    return (f"{waiting} replica(s) wait for room: the SyncTargets that could take them are at their capacityBounds: "
+            f"{full}; they are placed when a bound is raised or room frees up")
+
+
 def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str, Any]) -> str:
-    lost = ", ".join(f"{t}: {why}" for t, why in sorted({**targets.lost, **targets.grace}.items())) or \
+    lost = ", ".join(f"{t}: {why}" for t, why in sorted({**targets.lost, **targets.cordoned}.items())) or \
         "none registered"
     keep = f"; replicas stay on {', '.join(sorted(children))}" if children else ""
     return f"no Ready, schedulable SyncTarget in logical cluster {cluster} ({lost}){keep}"

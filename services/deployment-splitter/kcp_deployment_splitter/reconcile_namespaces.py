@@ -81,7 +81,7 @@ class NamespaceScheduler:
         current = (meta.get("labels") or {}).get(ASSIGNMENT_LABEL)
         target = choose(key.name, current, usable_for(targets, [current] if current else []))
         why = "no Ready, schedulable SyncTarget: " + ", ".join(
-            f"{t} {r}" for t, r in sorted({**targets.lost, **targets.grace}.items()))
+            f"{t} {r}" for t, r in sorted({**targets.lost, **targets.cordoned}.items()))
         await self._namespace(key, namespace, target, why)
         if target is not None:
             await self._objects(key, target)
@@ -127,7 +127,7 @@ class NamespaceScheduler:
             message = f"Placement {name} puts it on SyncTargets {', '.join(chosen)} of workspace {workspace}"
         else:
             message = (f"Placement {name}: no Ready, schedulable SyncTarget of workspace {workspace} it may use: "
-                       + (", ".join(f"{t} {r}" for t, r in sorted({**targets.lost, **targets.grace}.items()))
+                       + (", ".join(f"{t} {r}" for t, r in sorted({**targets.lost, **targets.cordoned}.items()))
                           or f"its Locations offer {', '.join(sorted(allowed)) or 'none'}"))
         cond = scheduled_condition(_old_condition(namespace), ", ".join(chosen) or None, message)
         if chosen:

@@ -49,3 +49,11 @@ def test_when_nobody_has_room_the_rest_stays_where_the_weights_put_it() -> None:
 
 def test_capacity_above_the_share_changes_nothing() -> None:
     assert divide(15, {"east": 1, "west": 1}, {"east": 100, "west": 100}) == {"east": 8, "west": 7}
+
+
+def test_an_admin_s_bound_is_never_exceeded_so_the_shares_may_add_up_to_less() -> None:
+    """capacityBounds: the overflow goes to targets with room, and what nobody has room for waits."""
+    assert divide(10, {"a": 1, "b": 1}, {"a": 2}, bounded={"a"}) == {"a": 2, "b": 8}
+    assert divide(10, {"a": 1, "b": 1}, {"a": 2, "b": 3}, bounded={"a", "b"}) == {"a": 2, "b": 3}
+    # a bounded target full and an estimate-capped one: the rest goes to the estimate, as when nobody has room
+    assert divide(10, {"a": 1, "b": 1}, {"a": 2, "b": 3}, bounded={"a"}) == {"a": 2, "b": 8}
