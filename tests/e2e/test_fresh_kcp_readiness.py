@@ -39,6 +39,10 @@ def test_splitter_and_cluster_controller_are_ready_on_a_fresh_kcp_and_split_once
         rest.create(DEPLOYMENTS, deployment("web", 4))
         eventually(lambda: replicas_of(rest, "web") == {"east": 2, "west": 2},
                    f"web split once Deployments are served ({splitter.log_tail()})", timeout=90)
+        # PodDisruptionBudgets stay unserved (nothing imported them): said once, not warned at every retry
+        budgets = [line for line in splitter.log_path.read_text().splitlines() if "poddisruptionbudgets" in line]
+        assert [line for line in budgets if "type not served" in line] and not [
+            line for line in budgets if "list/watch failed" in line], budgets
     finally:
         for process in (splitter, controller):
             if process.alive():

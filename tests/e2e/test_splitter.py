@@ -40,10 +40,14 @@ def core_crd(plural: str, kind: str) -> dict[str, Any]:
     return definition
 
 
+PDB_CRD = crd("policy", "poddisruptionbudgets", "PodDisruptionBudget")
+PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+
+
 def install_core_types(rest: Rest) -> None:
-    """Services, PVCs and StatefulSets, as imported from physical clusters."""
+    """Services, PVCs, StatefulSets and PodDisruptionBudgets, as imported from physical clusters."""
     for definition in (core_crd("services", "Service"), core_crd("persistentvolumeclaims", "PersistentVolumeClaim"),
-                       crd("apps", "statefulsets", "StatefulSet")):
+                       crd("apps", "statefulsets", "StatefulSet"), PDB_CRD):
         status, body = rest.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", definition)
         assert status in (201, 409), (status, body)
     eventually(lambda: rest.request("GET", "/api/v1/namespaces/default/services")[0] == 200, "Services served")
@@ -242,6 +246,31 @@ def test_replicas_a_cluster_has_no_room_for_go_where_there_is_room(kcp: KcpServe
     report(rest, "light--small", ready=2)
     eventually(lambda: replicas_of(rest, "light") == {"big": 8, "small": 2}, "3 move to big")
     event_with(rest, "light", "moved 3 replicas from small: it runs 2 of 5")
+
+
+def test_a_disruption_budget_keeps_the_old_cluster_s_replicas_while_the_new_one_runs_fewer_than_it_needs(
+        kcp: KcpServer, splitter: SplitterProcess) -> None:
+    rest = fleet(kcp, "east", "west", allocatable={"west": {"cpu": "64", "pods": "2"}})
+    install_types(rest, PDB_CRD)  # a SyncTarget imported poddisruptionbudgets.policy
+    rest.create(PDBS, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "guard"},
+                       "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "guarded"}}}})
+    rest.create(DEPLOYMENTS, deployment("guarded", 4, **{"splitter.kcp.io/placement": "east"}))
+    eventually(lambda: replicas_of(rest, "guarded") == {"east": 4}, "all on east")
+    report(rest, "guarded--east")
+    rest.patch(f"{DEPLOYMENTS}/guarded", {"metadata": {"annotations": {"splitter.kcp.io/placement": "west"}}})
+    eventually(lambda: replicas_of(rest, "guarded") == {"east": 4, "west": 4}, "west grows first")
+    report(rest, "guarded--west", ready=2)  # west has room for 2 pods: its share is as available as it gets
+    # without the budget east's child would go now, leaving 2 available; minAvailable 3 keeps 1 there
+    eventually(lambda: replicas_of(rest, "guarded") == {"east": 1, "west": 4}, "east keeps 1 for the budget")
+    event_with(rest, "guarded", "would violate the pod's disruption budget \"guard\"")
+    eventually(lambda: "Kept 1 replicas (1 on east)" in condition(rest, "guarded", "Progressing").get("message", ""),
+               "Progressing names the budget holding east")
+    report(rest, "guarded--east")  # its syncer reports the child at its new size: the splitter sums it, keeps it
+    eventually(lambda: root_status(rest, "guarded").get("availableReplicas") == 3, "3 available: 1 east, 2 west")
+    assert replicas_of(rest, "guarded") == {"east": 1, "west": 4}
+    assert "disruption budget" in condition(rest, "guarded", "Progressing")["message"]
+    rest.delete(f"{PDBS}/guard")  # no budget: the move completes, as it would have at once without one
+    eventually(lambda: replicas_of(rest, "guarded") == {"west": 4}, "east's child goes once the budget is gone")
 
 
 def test_hand_edits_and_deletes_of_children_are_repaired_and_deleting_the_root_deletes_them(

@@ -15,7 +15,8 @@ The rules, as client-go settled them after years of production:
   at least as long as a 429's Retry-After asks, then try again;
 - a list answered `404` means the type is not served (yet: kcp serves a type
   once a SyncTarget imports it): `served` turns False, and the retries follow
-  the type until it appears, so a daemon need not wait for it to be ready.
+  the type until it appears, so a daemon need not wait for it to be ready; that
+  is logged once (info), the retries only at debug level, as it is no failure.
 """
 
 from __future__ import annotations
@@ -106,13 +107,17 @@ class Reflector:
                 self._log.info("watch history is gone; relisting", reason=exc.reason, message=exc.message,
                                resource_version=self.last_sync_resource_version)
             except APIClientError as exc:
-                if must_list and isinstance(exc, APINotFoundError):
-                    self.served = False
-                if is_resource_version_too_large(exc):  # the server is behind us (etcd restored?): start over
-                    must_list = True
                 delay = max(backoff.next(), exc.retry_after or 0.0)
-                self._log.warning("list/watch failed; retrying", status=exc.status, reason=exc.reason,
-                                  message=exc.message, retry_in=round(delay, 3))
+                if must_list and isinstance(exc, APINotFoundError):
+                    # not served (yet) is the normal state of an optional type: said once, not every retry
+                    level = self._log.info if self.served else self._log.debug
+                    self.served = False
+                    level("type not served; following it until it is", retry_in=round(delay, 3))
+                else:
+                    if is_resource_version_too_large(exc):  # the server is behind us (etcd restored?): start over
+                        must_list = True
+                    self._log.warning("list/watch failed; retrying", status=exc.status, reason=exc.reason,
+                                      message=exc.message, retry_in=round(delay, 3))
             except Exception:  # the sink failed: its state can't be trusted, rebuild it
                 must_list = True
                 delay = backoff.next()

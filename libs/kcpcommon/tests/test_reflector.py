@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from kcpcommon.errors import (
     APIGoneError,
@@ -162,3 +163,22 @@ async def test_an_informer_is_ready_while_its_type_is_not_served_and_lists_once_
     assert seen == [(False, False), (False, True), (False, True)]
     assert informer.has_synced and informer.synced_or_unserved and informer.reflector.served
     assert [o["metadata"]["name"] for o in informer.indexer.list()] == ["a"]
+
+
+async def test_a_type_not_served_is_said_once_not_warned_at_every_retry() -> None:
+    """An optional type (PodDisruptionBudgets before any SyncTarget imports them) must not fill the logs."""
+    not_served = APINotFoundError("the server could not find the requested resource", status=404, reason="NotFound")
+    resource = ScriptedResource([not_served, not_served, not_served, page("5", "a")], [])
+    informer = SharedInformer(resource, cluster="admin",  # type: ignore[arg-type]
+                              options=ReflectorOptions(backoff_initial=0.01, backoff_cap=0.02, short_watch=0))
+    with capture_logs() as logs:
+        task = spawn(informer.run(), name="informer")
+        try:
+            await asyncio.wait_for(resource.done.wait(), 5)
+        finally:
+            await cancel_and_wait(task)
+    said = [(e["log_level"], e["event"]) for e in logs if "served" in e["event"] or "failed" in e["event"]]
+    assert said == [("info", "type not served; following it until it is"),
+                    ("debug", "type not served; following it until it is"),
+                    ("debug", "type not served; following it until it is")]
+    assert informer.has_synced and informer.reflector.served

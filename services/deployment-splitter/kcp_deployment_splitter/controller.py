@@ -3,7 +3,8 @@
 - `deployment-splitter`, keyed by root: queued when the root changes, when one of its children
   changes (by the root label) and, for every root of a logical cluster, when a SyncTarget there
   changes in a way placement reads (`placement_facts`: not its heartbeat; a target inside its grace
-  period comes back through each root's `requeue_after`);
+  period comes back through each root's `requeue_after`); every root of a namespace when a
+  PodDisruptionBudget there comes, goes or changes its spec (disruption.py);
 - `dependencies`, keyed by namespace: queued when a dependency in it changes, or a Deployment starts
   or stops using something (`uses_index`: not a status update);
 - `namespaces`, keyed by namespace: queued when the Namespace, an object in it or a SyncTarget of its
@@ -45,6 +46,7 @@ from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, IndexReader,
 from .capacity import CapacityTracker
 from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
 from .dependencies import KINDS
+from .disruption import PDBS
 from .expectations import Expectations
 from .load import TargetLoad
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, ROOT_LABEL, SYNC_TARGETS
@@ -111,9 +113,15 @@ class SplitterController:
                                             grace_period=settings.grace_period, capacity=tracker, load=self.load,
                                             expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic),
                                             registry=registry)
+        # PodDisruptionBudgets are served only where a SyncTarget imports them: unserved is "none"
+        self.budgets = self._informer(*PDBS, namespaced=True)
+        splitter.budgets = self.budgets.indexer
         self.controller = self._controller("deployment-splitter", splitter.reconcile)
         self.running: list[tuple[Controller[ObjectKey], Callable[[], bool]]] = [
-            (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced and load.has_synced)]
+            (self.controller, lambda: self.deployments.has_synced and self.targets.has_synced and load.has_synced
+             and self.budgets.synced_or_unserved)]
+        self.budgets.add_handler(on_add=self._budget, on_update=self._budget_update, on_delete=self._budget,
+                                 name="splitter-poddisruptionbudgets")
         self.replica_sets = self._informer(*REPLICA_SETS, namespaced=True)
         self.replica_sets.add_indexers({OWNER_INDEX: owner_index})
         revisions = Revisions(kcp, deployments=self.deployments.indexer, replica_sets=self.replica_sets.indexer,
@@ -285,6 +293,21 @@ class SplitterController:
             deployment = cache.get(key)
             if deployment is not None and is_root(deployment):
                 self.controller.enqueue(key)
+
+    def _budget(self, obj: Any) -> None:
+        """A PodDisruptionBudget came or went: the roots of its namespace (which it selects is theirs to see)."""
+        key = key_for(deleted_object(obj))
+        if not self._mine(key.cluster):
+            return
+        cache = self.deployments.indexer
+        for root in cache.index_keys(CLUSTER_NAMESPACE_INDEX, cluster_namespace_value(key.cluster, key.namespace)):
+            deployment = cache.get(root)
+            if deployment is not None and is_root(deployment):
+                self.controller.enqueue(root)
+
+    def _budget_update(self, old: Any, new: Any) -> None:
+        if old.get("spec") != new.get("spec"):  # not the disruption controller's status counts
+            self._budget(new)
 
     def _keep_set_histories(self, kcp: ClientFactory) -> None:
         """One history controller per set kind (reconcile_history.py), over one ControllerRevision informer."""

@@ -59,8 +59,19 @@ def plan(replicas: int, usable: tuple[str, ...], *, placement: Mapping[str, int]
 
 
 def step(desired: Mapping[str, int], current: Mapping[str, int], available: Mapping[str, int], *,
-         capacity: Mapping[str, int] | None = None, gone: frozenset[str] = frozenset()) -> dict[str, int]:
-    """Replicas to write per target now (0: delete that child); `current` maps existing children."""
+         capacity: Mapping[str, int] | None = None, gone: frozenset[str] = frozenset(),
+         floor: int = 0, reported: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Replicas to write per target now (0: delete that child); `current` maps existing children.
+
+    `floor` is the available replicas a PodDisruptionBudget wants kept (disruption.py). Growing shares
+    count as "available" once they reach their capacity, so when capacity caps a new share the old ones
+    may go while the total available is below the replicas; the floor then keeps back available replicas
+    on shrinking children, the fewest that reach it, as kube's eviction API refuses to go below a budget.
+    A deleted target's child is not held: no syncer is left to run it, and losing it is not voluntary.
+    `reported` (default `available`) is what the floor counts: a child just shrunk has a status one
+    generation behind, which `available` counts as 0 (nothing proven), but scaling down only deletes
+    pods, so its last report, capped at its replicas, is what still runs; counting 0 would let it go.
+    """
     capacity = capacity or {}
     # a share is grown once its child has it available (or all its cluster can run): a child written
     # at its new size but not there yet still holds the old ones back
@@ -72,4 +83,21 @@ def step(desired: Mapping[str, int], current: Mapping[str, int], available: Mapp
             out[target] = want
         else:  # keep the ready ones until the new share is; kube's ReplicaSet removes unready pods first
             out[target] = max(want, min(have, available.get(target, 0)))
+    return _keep_floor(out, current, available if reported is None else reported, floor, gone)
+
+
+def _keep_floor(out: dict[str, int], current: Mapping[str, int], available: Mapping[str, int], floor: int,
+                gone: frozenset[str]) -> dict[str, int]:
+    """Raise shrinking children back towards their available replicas until `floor` stay available."""
+    short = floor - sum(min(n, available.get(t, 0)) for t, n in out.items())
+    for target in sorted(out):
+        if short <= 0:
+            break
+        if target in gone:
+            continue
+        keep = min(current.get(target, 0), available.get(target, 0))
+        if keep > out[target]:
+            back = min(keep - out[target], short)
+            out[target] += back
+            short -= back
     return out

@@ -22,10 +22,11 @@ from kcpcommon.events import NORMAL, ClientEventSink, EventRecorder
 from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.kubetime import format_time
 from kcpcommon.metrics import get_or_create
-from kcpcommon.store import IndexReader
+from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
 from .capacity import CapacityTracker, capacity_of, pod_requests
 from .children import desired_child, is_root, matches, repaired
+from .disruption import Budgets, floor
 from .expectations import Expectations
 from .load import TargetLoad
 from .names import (
@@ -60,9 +61,10 @@ class Splitter:
     def __init__(self, kcp: ClientFactory, *, deployments: IndexReader, targets: IndexReader, grace_period: float,
                  capacity: CapacityTracker, load: TargetLoad, expectations: Expectations,
                  registry: CollectorRegistry, now: Callable[[], datetime] = lambda: datetime.now(UTC),
-                 namespaces: IndexReader | None = None) -> None:
+                 namespaces: IndexReader | None = None, budgets: IndexReader | None = None) -> None:
         self.kcp = kcp
         self.deployments = deployments
+        self.budgets = budgets  # PodDisruptionBudgets (disruption.py); None: none served anywhere
         self.targets = targets
         self.namespaces = namespaces  # their placed labels name the SyncTargets of a workspace without its own
         self.load = load
@@ -94,7 +96,9 @@ class Splitter:
                 PLACEMENT_ANNOTATION))
         except InvalidPlacement as exc:
             placement, problem = None, _failure("InvalidPlacement", f"annotation {PLACEMENT_ANNOTATION}: {exc}")
-        settled = False
+        settled, held = False, ""
+        replicas = int((root.get("spec") or {}).get("replicas", 1) or 0)
+        budgets = self._budgets(key, root, replicas)
         if problem is None:
             usable = tuple(t for t in usable_for(targets, children) if placement is None or placement.get(t, 0) > 0)
             if not usable:
@@ -102,16 +106,17 @@ class Splitter:
             else:
                 caps, bounded, wait = self._capacities(key, root, children, targets, usable)
                 waits.append(wait)
-                replicas = int((root.get("spec") or {}).get("replicas", 1) or 0)
                 chosen = plan(replicas, usable, placement=placement, capacity=caps, bounded=bounded)
-                children, settled = await self._place(key, root, children, terminating, chosen, targets, caps,
-                                                      gone={t for t in children if t not in known}
-                                                      | {t for t, why in targets.lost.items() if why == "deleted"})
+                children, settled, held = await self._place(
+                    key, root, children, terminating, chosen, targets, caps,
+                    gone={t for t in children if t not in known}
+                    | {t for t, why in targets.lost.items() if why == "deleted"}, budgets=budgets)
                 if sum(chosen.shares.values()) < replicas:
                     problem = _failure("CapacityBoundsReached", _bounds_message(
                         replicas - sum(chosen.shares.values()), targets, bounded))
                     waits.append(BOUNDS_RECHECK)  # room others free is not watched: look again
-        await self._write_status(key, root, children, settled=settled, problem=problem, targets=targets)
+        await self._write_status(key, root, children, settled=settled, problem=problem, targets=targets,
+                                 note=" ".join(n for n in (held, _ignored(budgets)) if n))
         later = [w for w in waits if w is not None]
         return Result(requeue_after=min(later) + 0.1) if later else None
 
@@ -134,6 +139,14 @@ class Splitter:
         """Children being deleted (a syncer's finalizer holds them while its cluster is away) are not placements."""
         terminating = {t for t, c in children.items() if (c.get("metadata") or {}).get("deletionTimestamp")}
         return {t: c for t, c in children.items() if t not in terminating}, terminating
+
+    def _budgets(self, key: ObjectKey, root: Mapping[str, Any], replicas: int) -> Budgets:
+        """What the PodDisruptionBudgets of the root's namespace ask of its pods."""
+        if self.budgets is None:
+            return Budgets()
+        found = self.budgets.by_index(CLUSTER_NAMESPACE_INDEX, cluster_namespace_value(key.cluster, key.namespace))
+        labels = ((((root.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
+        return floor(found, labels, replicas)
 
     def _capacities(self, key: ObjectKey, root: Mapping[str, Any], children: Mapping[str, Mapping[str, Any]],
                     targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], set[str], float | None]:
@@ -166,19 +179,27 @@ class Splitter:
     async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: dict[str, Mapping[str, Any]],
                      terminating: set[str],
                      chosen: Plan, targets: TargetView, caps: Mapping[str, int],
-                     gone: set[str]) -> tuple[dict[str, Mapping[str, Any]], bool]:
+                     gone: set[str], budgets: Budgets) -> tuple[dict[str, Mapping[str, Any]], bool, str]:
         current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
-        writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
+        # what runs as last reported, even a generation behind (a child scaled down only loses pods)
+        reported = {t: min(Child(t, c).count("availableReplicas"), n) for t, c in children.items()
+                    for n in (current[t],)}
+        loose = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
+        writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone),
+                      floor=budgets.floor or 0, reported=reported)
+        held = _held_message({t: n - loose[t] for t, n in writes.items() if n > loose[t]}, loose, reported,
+                             budgets)
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
             generation = str((root.get("metadata") or {}).get("generation") or 0)
             rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
                            != generation for c in children.values())
             reason, message = _decision(chosen.shares, current, targets, caps, children, rescaled=rescaled)
+            message = f"{message}; {held}" if held else message
             self._decisions.labels(reason).inc()
             log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
-                     namespace=key.namespace, name=key.name)
+                     namespace=key.namespace, name=key.name, disruption_budget=budgets.budget or None)
             self.events.record({**root, "apiVersion": "apps/v1", "kind": "Deployment"}, NORMAL, reason, message,
                                cluster=key.cluster)  # written in the background
         # the children's writes go out together: a reconcile waits for the slowest write, not for the sum
@@ -188,7 +209,8 @@ class Splitter:
                                                for target, replicas in writes.items()))
         result = {target: child for target, child in zip(writes, outcomes, strict=True)
                   if child is not None}
-        return result, {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
+        settled = {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
+        return result, settled, held
 
     async def _write_child(self, key: ObjectKey, root: Mapping[str, Any], target: str, replicas: int,
                            existing: Mapping[str, Any] | None, terminating: bool) -> Mapping[str, Any] | None:
@@ -219,10 +241,13 @@ class Splitter:
 
     async def _write_status(self, key: ObjectKey, root: Mapping[str, Any],
                             children: Mapping[str, Mapping[str, Any]], *, settled: bool,
-                            problem: dict[str, str] | None, targets: TargetView) -> None:
+                            problem: dict[str, str] | None, targets: TargetView, note: str = "") -> None:
         kids = [Child(t, children[t], stale=targets.not_ready.get(t, "")) for t in sorted(children)]
         extra = [problem] if problem else []
         new = aggregate(root, kids, settled=settled, extra_conditions=extra)
+        if note:  # a disruption budget holding replicas back: why the rollout is not done
+            new["conditions"] = [{**c, "message": f"{c['message']} {note}"} if c["type"] == "Progressing" else c
+                                 for c in new["conditions"]]
         old = dict(root.get("status") or {})
         new["conditions"] = with_times(new["conditions"], old.get("conditions"), format_time())
         if _same_status(old, new):
@@ -298,6 +323,21 @@ def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: Ta
     if sum(current.values()) != total and rescaled:
         return "Scaled", f"scaled to {total} replicas: {spread}"
     return "Rebalanced", f"spread {total} replicas: {spread}"
+
+
+def _held_message(held: Mapping[str, int], loose: Mapping[str, int], available: Mapping[str, int],
+                  budgets: Budgets) -> str:
+    """kube's eviction refusal, for the replicas a budget keeps where the plan would take them away."""
+    if not held:
+        return ""
+    kept = ", ".join(f"{n} on {t}" for t, n in sorted(held.items()))
+    after = sum(min(n, available.get(t, 0)) for t, n in loose.items())
+    return (f"Kept {sum(held.values())} replicas ({kept}): moving them would violate the pod's disruption budget "
+            f'"{budgets.budget}" ({budgets.rule}; {after} would be available, it needs {budgets.floor}).')
+
+
+def _ignored(budgets: Budgets) -> str:
+    return " ".join(f"Ignored PodDisruptionBudget {name}: {why}." for name, why in sorted(budgets.ignored.items()))
 
 
 def _short(allocatable: Mapping[str, Any]) -> str:

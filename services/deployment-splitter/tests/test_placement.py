@@ -49,6 +49,38 @@ def test_scaling_down_shrinks_at_once() -> None:
     assert step({"east": 3, "west": 2}, {"east": 8, "west": 7}, {}) == {"east": 3, "west": 2}
 
 
+def test_a_disruption_budget_keeps_old_replicas_while_a_capped_new_share_is_short_of_it() -> None:
+    # west can run 4 of its 10 (its capacity): without a floor east goes and only 4 stay available
+    desired, current, available = {"west": 10}, {"east": 10, "west": 10}, {"east": 10, "west": 4}
+    assert step(desired, current, available, capacity={"west": 4}) == {"east": 0, "west": 10}
+    # minAvailable 8: east keeps the 4 that reach it, not all 10
+    assert step(desired, current, available, capacity={"west": 4}, floor=8) == {"east": 4, "west": 10}
+    # only available replicas count: east has 3 available, all it can give
+    assert step(desired, current, {"east": 3, "west": 4}, capacity={"west": 4}, floor=8) == {"east": 3, "west": 10}
+    # once the new share is available the floor holds nothing back
+    assert step(desired, current, {"east": 10, "west": 10}, capacity={"west": 4}, floor=10) == {"east": 0, "west": 10}
+
+
+def test_the_floor_takes_the_fewest_replicas_from_shrinking_children_in_name_order() -> None:
+    current, available = {"a": 3, "b": 3, "c": 6}, {"a": 3, "b": 3, "c": 2}
+    assert step({"c": 6}, current, available, capacity={"c": 2}) == {"a": 0, "b": 0, "c": 6}
+    assert step({"c": 6}, current, available, capacity={"c": 2}, floor=4) == {"a": 2, "b": 0, "c": 6}
+    assert step({"c": 6}, current, available, capacity={"c": 2}, floor=6) == {"a": 3, "b": 1, "c": 6}
+
+
+def test_the_floor_counts_a_just_shrunk_child_by_its_last_report_not_as_unproven() -> None:
+    # east was kept at 1; its status still reports the generation before (4 available): not proven, but running
+    desired, current = {"west": 4}, {"east": 1, "west": 4}
+    proven, reported = {"east": 0, "west": 2}, {"east": 1, "west": 2}
+    assert step(desired, current, proven, capacity={"west": 2}, floor=3) == {"east": 0, "west": 4}
+    assert step(desired, current, proven, capacity={"west": 2}, floor=3, reported=reported) == {"east": 1, "west": 4}
+
+
+def test_a_deleted_target_is_not_held_by_the_floor() -> None:
+    assert step({"west": 10}, {"east": 10, "west": 10}, {"east": 10, "west": 4}, capacity={"west": 4},
+                gone=frozenset({"east"}), floor=8) == {"east": 0, "west": 10}
+
+
 def test_requests_and_use_by_other_deployments() -> None:
     template = {"spec": {"containers": [{"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}},
                                         {"resources": {"limits": {"cpu": "250m"}}}]}}

@@ -185,3 +185,59 @@ async def test_a_target_not_ready_past_the_grace_period_loses_its_replicas_when_
     await splitter.reconcile(key)
     grown = [body for verb, body in writes.log if verb == "replace" and body["metadata"]["name"] == "web--east"]
     assert grown and grown[0]["spec"]["replicas"] == 4
+
+
+# --- PodDisruptionBudgets: what they wake, and what they hold back through the reconciler ---
+
+def budget(name: str, min_available: Any, *, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default", "resourceVersion": "1",
+                         "annotations": {CLUSTER_ANNOTATION: CLUSTER}},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": "web"}}},
+            "status": status or {}}
+
+
+def test_a_budget_s_spec_wakes_the_roots_of_its_namespace_and_its_status_does_not() -> None:
+    controller = controller_with_roots("web", "api")
+    controller._budget(budget("web", 3))
+    assert len(controller.controller.queue) == 2
+    fresh = controller_with_roots("web")
+    fresh._budget_update(budget("web", 3), budget("web", 3, status={"currentHealthy": 3}))
+    assert len(fresh.controller.queue) == 0
+    fresh._budget_update(budget("web", 3), budget("web", 4))
+    assert len(fresh.controller.queue) == 1
+
+
+async def test_a_budget_keeps_old_replicas_while_a_capped_new_cluster_is_short_and_the_root_says_why() -> None:
+    deployments = Indexer(key_for, {ROOT_INDEX: lambda o: [f"{CLUSTER}|default|{o['metadata']['labels'][ROOT_LABEL]}"]
+                                    if ROOT_LABEL in o["metadata"]["labels"] else []})
+    targets, budgets = Indexer(key_for), Indexer(key_for)
+    web = root("web", 4)
+    web["metadata"]["annotations"]["splitter.kcp.io/placement"] = "west"  # everything moves to west
+    west = child_of(web, "west", 4)
+    west["status"].update(readyReplicas=2, availableReplicas=2)  # west runs 2 of 4: all its 2 pods fit
+    for obj in (web, child_of(web, "east", 4), west):
+        deployments.upsert(obj)
+    targets.upsert(sync_target("east"))
+    small = sync_target("west")
+    small["status"]["allocatable"] = {"pods": "2"}
+    targets.upsert(small)
+    budgets.upsert(budget("web-pdb", 3))
+    budgets.upsert(budget("typo", "three"))  # kube's API would refuse it: left out, and said
+    writes = _Writes(deployments)
+    splitter = Splitter(writes, deployments=deployments, targets=targets, grace_period=30,  # type: ignore[arg-type]
+                        capacity=CapacityTracker(grace_period=30, retry_period=600, clock=lambda: 0.0,
+                                                 wall=lambda: NOW),
+                        load=TargetLoad(), expectations=Expectations(ttl=15, clock=lambda: 0.0),
+                        registry=CollectorRegistry(), now=lambda: NOW, budgets=budgets)
+    await splitter.reconcile(ObjectKey(CLUSTER, "default", "web"))
+    east = [body for verb, body in writes.log if body["metadata"]["name"] == "web--east"]
+    # without the budget east's child is deleted (west is at its capacity); minAvailable 3 keeps 1 there
+    assert [(verb, body["spec"]["replicas"]) for verb, body in writes.log
+            if body["metadata"]["name"] == "web--east"] == [("replace", 1)], east
+    status = next(body["status"] for verb, body in writes.log if body["metadata"]["name"] == "web")
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert ("Kept 1 replicas (1 on east): moving them would violate the pod's disruption budget \"web-pdb\" "
+            "(minAvailable: 3; 2 would be available, it needs 3).") in progressing["message"]
+    assert ("Ignored PodDisruptionBudget typo: spec.minAvailable: 'three' must be an integer or a percentage"
+            in progressing["message"])
