@@ -27,6 +27,7 @@ from daemon_process import ClusterControllerProcess
 from syncer_fixtures import eventually
 
 from kcp_process import KcpServer, run_kubectl
+from kcpsyncer import DEFAULT_RESOURCES
 
 USERS = {"alice-token": ("alice", "team-a"), "bob-token": ("bob", "team-b"), "carol-token": ("carol", "team-c")}
 TEAMS = {"a": "alice-token", "b": "bob-token", "c": "carol-token"}
@@ -78,7 +79,8 @@ def compute(env: Env) -> Env:
     fleet = env.sim.root
     apply(env, compute, *({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
                            "metadata": {"name": name, "labels": {"region": region}},
-                           "spec": {"kubeconfig": (fleet / f"sim-{i}.kubeconfig").read_text()}}
+                           "spec": {"kubeconfig": (fleet / f"sim-{i}.kubeconfig").read_text(),
+                                    "resources": [*DEFAULT_RESOURCES, "poddisruptionbudgets.policy"]}}
                           for i, (name, region) in enumerate(REGIONS.items(), start=1)))
     apply(env, compute, *({"apiVersion": "scheduling.kcp.io/v1alpha1", "kind": "Location",
                            "metadata": {"name": region, "labels": {"region": region}},
@@ -176,6 +178,8 @@ def test_changing_one_attribute_moves_a_team_without_disruption(compute: Env) ->
             low.append(int(out or 0))
             time.sleep(0.1)
 
+    apply(env, env.team["a"], {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web"},
+                               "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "web"}}}})
     sampler = threading.Thread(target=watch, daemon=True)
     sampler.start()
     try:
@@ -198,7 +202,7 @@ def test_changing_one_attribute_moves_a_team_without_disruption(compute: Env) ->
     finally:
         stop.set()
         sampler.join()
-    assert low and min(low) >= 3, low  # replicas - maxUnavailable
+    assert low and min(low) >= 3, low  # replicas - maxUnavailable, and the PodDisruptionBudget's minAvailable
     events = kubectl(env, env.team["a"], "get", "events", "-A", "--field-selector", "reason=Placed")
     assert "us-1" in events, events
 
