@@ -157,6 +157,11 @@ def test_one_syncer_serves_every_workspace_placed_on_its_cluster(env: Env) -> No
                 "--for=jsonpath={.status.availableReplicas}=1", "--timeout=90s")
         eventually(lambda c=config: kubectl(env, c, "get", "pods", "--namespace", "default", "-o", "name"),
                    f"{team}'s pod mirrored into its workspace")  # and its pod is mirrored up
+    # a team's pod's log through kcp: the compute workspace's SyncTarget's tunnel carries it (the team has none)
+    pod = kubectl(env, env.teams[TEAM_A], "get", "pods", "--namespace", "default", "-o", "name").split()[0]
+    logs = run_kubectl(env.kcp, "logs", pod, "--namespace", "default", "--tail", "3", kubeconfig=env.teams[TEAM_A],
+                       check=False)
+    assert logs.returncode == 0 and logs.stdout.strip(), logs.stderr
     # one syncer for the SyncTarget: the compute workspace's push syncer, serving both teams
     eventually(lambda: placed_gauge(env) == 2, "the syncer serves two placed workspaces")
     beating = metric(env, "kcp_syncer_last_heartbeat_timestamp_seconds")

@@ -63,11 +63,13 @@ class StreamRequest:
     query: tuple[tuple[str, str], ...] = ()
     protocols: tuple[str, ...] = ()
     upgrade: str = ""
+    # the workspace of the pod when it is not the SyncTarget's own: one placed on the SyncTarget (shared compute)
+    cluster: str = ""
 
     def encode(self) -> str:
         return json.dumps({"id": self.id, "subresource": self.subresource, "namespace": self.namespace,
                            "name": self.name, "query": [list(p) for p in self.query],
-                           "protocols": list(self.protocols), "upgrade": self.upgrade})
+                           "protocols": list(self.protocols), "upgrade": self.upgrade, "cluster": self.cluster})
 
     @classmethod
     def decode(cls, text: str) -> StreamRequest:
@@ -85,8 +87,11 @@ class StreamRequest:
         upgrade = raw.get("upgrade") or ""
         if upgrade not in UPGRADES:
             raise TunnelProtocolError(f"no upgrade {upgrade!r}: one of {sorted(UPGRADES)}")
+        cluster = raw.get("cluster") or ""
+        if not isinstance(cluster, str):
+            raise TunnelProtocolError("cluster must be a string")
         return cls(str(fields["id"]), str(fields["subresource"]), str(fields["namespace"]), str(fields["name"]),
-                   query, _strings(raw.get("protocols") or [], "protocols"), upgrade)
+                   query, _strings(raw.get("protocols") or [], "protocols"), upgrade, cluster)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ The syncer holds a control WebSocket to its SyncTarget's `tunnel` subresource wi
 `StreamRequest` it dials back a data WebSocket and opens the stream downstream with its own credentials
 (kcpcommon.tunnel has the wire). It maps the upstream namespace itself and serves only a pod that carries
 its owner label and comes from that logical cluster and namespace: kcp names a pod, never a path, and
-cannot make the syncer reach anything it did not sync.
+cannot make the syncer reach anything it did not sync. A pod of a workspace placed on the SyncTarget (the
+request names that workspace) is served the same way, with that workspace's namespace mapping and owner
+label: what this syncer's engine of that workspace synced.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .names import (
     UPSTREAM_CLUSTER_ANNOTATION,
     UPSTREAM_NAMESPACE_ANNOTATION,
     downstream_namespace,
+    owner,
 )
 from .objects import meta
 
@@ -67,6 +70,7 @@ class Tunnel:
         self.down = downstream.api_client()
         self.pods = downstream.dynamic().resource("v1", "pods", namespaced=True)
         self.lc, self.owner, self.log = logical_cluster, owner, log.bind(tunnel=sync_target)
+        self.target = sync_target
         self.path = f"/apis/{HEARTBEAT_GROUP_VERSION}/synctargets/{sync_target}/{TUNNEL_SUBRESOURCE}"
         self._streams: set[asyncio.Task[None]] = set()
 
@@ -124,9 +128,10 @@ class Tunnel:
     async def _open(self, request: StreamRequest) -> tuple[StreamHead, aiohttp.ClientWebSocketResponse
                                                                       | aiohttp.ClientResponse | Upgraded | None]:
         """The downstream request for `request`, if the pod is this syncer's: its head and its stream."""
-        namespace = downstream_namespace(self.lc, request.namespace)
+        workspace = request.cluster or self.lc
+        namespace = downstream_namespace(workspace, request.namespace)
         try:
-            if not _NAME.match(request.name) or not await self._owns(namespace, request):
+            if not _NAME.match(request.name) or not await self._owns(namespace, request, workspace):
                 return _not_found(request.name), None
         except APIClientError as exc:
             code = exc.status if exc.status >= 400 else 503
@@ -163,13 +168,14 @@ class Tunnel:
                               body=answer.body.decode(errors="replace")), None
         return StreamHead(101, protocol=answer.headers.get("x-stream-protocol-version", "")), answer
 
-    async def _owns(self, namespace: str, request: StreamRequest) -> bool:
+    async def _owns(self, namespace: str, request: StreamRequest, workspace: str) -> bool:
         try:
             pod = await self.pods.get(request.name, namespace=namespace)
         except APINotFoundError:
             return False
         labels, annotations = meta(pod).get("labels") or {}, meta(pod).get("annotations") or {}
-        return (labels.get(OWNER_LABEL) == self.owner and annotations.get(UPSTREAM_CLUSTER_ANNOTATION) == self.lc
+        mine = self.owner if workspace == self.lc else owner(workspace, self.target)
+        return (labels.get(OWNER_LABEL) == mine and annotations.get(UPSTREAM_CLUSTER_ANNOTATION) == workspace
                 and annotations.get(UPSTREAM_NAMESPACE_ANNOTATION) == request.namespace)
 
     async def _answer(self, path: str, request: StreamRequest) -> StreamHead:

@@ -138,3 +138,12 @@ async def test_the_syncer_reconnects_a_dropped_tunnel_and_serves_streams_on_it(
     finally:
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_pod_of_another_workspace_is_served_only_as_the_engine_of_that_placed_workspace_synced_it(
+        tunnel: Tunnel, cluster: tuple[TestServer, list[str]]) -> None:
+    """kcp names the pod's workspace when it is placed on the SyncTarget: the namespace is then mapped from that
+    workspace, and the pod must carry that workspace's owner label (the fixture's pods are this workspace's)."""
+    head, opened = await tunnel._open(StreamRequest("1", "log", "default", "web", cluster="team-a"))
+    assert (head.status, opened) == (404, None)
+    assert cluster[1] == []

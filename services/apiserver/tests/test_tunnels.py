@@ -15,16 +15,20 @@ from aiohttp.test_utils import TestClient, TestServer
 from kcp_apiserver.apimachinery.status import APIError
 from kcp_apiserver.endpoints import podstreams
 from kcp_apiserver.endpoints.podstreams import sync_target_of
-from kcp_apiserver.endpoints.tunnels import Tunnels
+from kcp_apiserver.endpoints.tunnels import PodRoute, Tunnels
+from kcpcommon.keys import sync_target_key
 from kcpcommon.tunnel import StreamHead, StreamRequest, TunnelProtocolError, relay
 
 TARGET = ("tenant", "east")
+ROUTE = PodRoute(TARGET, "tenant")
 
 
 def test_a_stream_request_keeps_repeated_query_parameters() -> None:
     request = StreamRequest("id1", "exec", "default", "web", (("command", "sh"), ("command", "-c")),
                             ("v5.channel.k8s.io", "v4.channel.k8s.io"), "websocket")
     assert StreamRequest.decode(request.encode()) == request
+    placed = StreamRequest("id2", "log", "default", "web", cluster="team-a")  # a pod of a placed workspace
+    assert StreamRequest.decode(placed.encode()) == placed
     head = StreamHead(101, protocol="v5.channel.k8s.io")
     assert StreamHead.decode(head.encode()) == head
 
@@ -73,7 +77,7 @@ async def served() -> AsyncIterator[tuple[Tunnels, TestClient[web.Request, web.A
     app.router.add_get("/far", _far_end)
     app.router.add_get("/near", _near_end)
     app.router.add_get("/far-closed", _far_closed)
-    app.router.add_get("/log", lambda request: podstreams._log(tunnels, request, TARGET, "default", "web"))
+    app.router.add_get("/log", lambda request: podstreams._log(tunnels, request, ROUTE, "default", "web"))
     client = TestClient(_AsServed(app))
     await client.start_server()
     try:
@@ -106,7 +110,7 @@ async def test_a_stream_is_the_connection_the_syncer_dials_back_with_its_id(
             await data.close()
 
     dialing = asyncio.create_task(syncer())
-    async with tunnels.stream(TARGET, "log", "default", "web", (("follow", "true"),)) as data:
+    async with tunnels.stream(ROUTE, "log", "default", "web", (("follow", "true"),)) as data:
         assert StreamHead.decode((await data.receive()).data).status == 200
         assert (await data.receive()).data == b"line 1\n"
     await dialing
@@ -130,7 +134,7 @@ async def test_a_dial_back_for_another_sync_target_or_an_unknown_id_is_not_found
             await data.receive()
 
     dialing = asyncio.create_task(impostor_then_syncer())
-    async with tunnels.stream(TARGET, "exec", "default", "web", ()) as data:
+    async with tunnels.stream(ROUTE, "exec", "default", "web", ()) as data:
         assert StreamHead.decode((await data.receive()).data).protocol == "v5.channel.k8s.io"
     await dialing
     await control.close()
@@ -141,7 +145,7 @@ async def test_without_a_tunnel_or_once_it_dropped_streams_are_unavailable(
         served: tuple[Tunnels, TestClient[web.Request, web.Application]]) -> None:
     tunnels, client = served
     with pytest.raises(APIError) as none:
-        async with tunnels.stream(TARGET, "log", "default", "web", ()):
+        async with tunnels.stream(ROUTE, "log", "default", "web", ()):
             pass
     assert none.value.code == 503 and 'SyncTarget "east" has no tunnel' in none.value.message
     control = await _connected(tunnels, client)
@@ -152,7 +156,7 @@ async def test_without_a_tunnel_or_once_it_dropped_streams_are_unavailable(
 
     dropping = asyncio.create_task(drop())
     with pytest.raises(APIError) as dropped:
-        async with tunnels.stream(TARGET, "log", "default", "web", ()):
+        async with tunnels.stream(ROUTE, "log", "default", "web", ()):
             pass
     await dropping
     assert dropped.value.code == 503 and "tunnel closed" in dropped.value.message
@@ -213,3 +217,12 @@ async def test_a_quiet_followed_log_ends_at_the_syncer_once_its_client_left(
         async with asyncio.timeout(5):
             assert (await data.receive()).type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
     await control.close()
+
+
+def test_a_placed_namespace_s_pods_go_to_the_connected_sync_target_its_labels_name() -> None:
+    """Shared compute: the pod's namespace is placed on compute's `east`; its tunnel is registered there."""
+    tunnels = Tunnels()
+    tunnels._control[("compute", "east")] = object()  # type: ignore[assignment]  # a connected control socket
+    assert tunnels.placed("east", {sync_target_key("compute", "east")}) == ("compute", "east")
+    assert tunnels.placed("east", {sync_target_key("other", "east")}) is None
+    assert tunnels.placed("west", {sync_target_key("compute", "east")}) is None

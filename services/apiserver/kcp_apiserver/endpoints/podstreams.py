@@ -22,10 +22,12 @@ from aiohttp import WSMsgType, web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.endpoints import spdyupgrade
-from kcp_apiserver.endpoints.tunnels import Target, Tunnels
+from kcp_apiserver.endpoints.tunnels import PodRoute, Tunnels
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
+from kcp_apiserver.registry.builtin import NAMESPACE
 from kcp_apiserver.registry.builtin.podcolumns import UPSYNC, UPSYNC_LABEL_PREFIX
 from kcp_apiserver.registry.resource import Obj
+from kcpcommon.keys import placed_keys
 from kcpcommon.tunnel import SPDY, WEBSOCKET, StreamHead, TunnelProtocolError, relay, relay_bytes
 
 UPGRADE_REQUIRED = "Upgrade request required"
@@ -61,9 +63,9 @@ def _error(head: StreamHead) -> web.Response:
     return web.Response(status=head.status, body=head.body.encode(), content_type="application/json")
 
 
-async def _log(tunnels: Tunnels, request: web.Request, target: Target, namespace: str,
+async def _log(tunnels: Tunnels, request: web.Request, route: PodRoute, namespace: str,
                name: str) -> web.StreamResponse:
-    async with tunnels.stream(target, "log", namespace, name, _pairs(request.query)) as data:
+    async with tunnels.stream(route, "log", namespace, name, _pairs(request.query)) as data:
         head = await _head(data)
         if head.status != 200:
             return _error(head)
@@ -91,15 +93,15 @@ def _client_gone(request: web.Request) -> bool:
     return request.transport is None or request.transport.is_closing()
 
 
-async def _upgraded(tunnels: Tunnels, request: web.Request, subresource: str, target: Target, namespace: str,
+async def _upgraded(tunnels: Tunnels, request: web.Request, subresource: str, route: PodRoute, namespace: str,
                     name: str) -> web.StreamResponse:
     upgrade = request.headers.get("Upgrade", "")
     if upgrade.upper() == SPDY.upper():
-        return await _spdy(tunnels, request, subresource, target, namespace, name)
+        return await _spdy(tunnels, request, subresource, route, namespace, name)
     if upgrade.lower() != WEBSOCKET:
-        return await _not_upgraded(tunnels, request, subresource, target, namespace, name)
+        return await _not_upgraded(tunnels, request, subresource, route, namespace, name)
     offered = _header_values(request, "Sec-WebSocket-Protocol")
-    async with tunnels.stream(target, subresource, namespace, name, _pairs(request.query), offered,
+    async with tunnels.stream(route, subresource, namespace, name, _pairs(request.query), offered,
                               upgrade=WEBSOCKET) as data:
         head = await _head(data)
         if head.status != 101:
@@ -110,12 +112,12 @@ async def _upgraded(tunnels: Tunnels, request: web.Request, subresource: str, ta
         return client
 
 
-async def _spdy(tunnels: Tunnels, request: web.Request, subresource: str, target: Target, namespace: str,
+async def _spdy(tunnels: Tunnels, request: web.Request, subresource: str, route: PodRoute, namespace: str,
                 name: str) -> web.StreamResponse:
     """kubectl's SPDY/3.1 (before 1.30, when told to, or after a failed WebSocket upgrade): the cluster's
     SPDY connection, byte for byte, with the stream protocol version it chose."""
     offered = _header_values(request, "X-Stream-Protocol-Version")
-    async with tunnels.stream(target, subresource, namespace, name, _pairs(request.query), offered,
+    async with tunnels.stream(route, subresource, namespace, name, _pairs(request.query), offered,
                               upgrade=SPDY) as data:
         head = await _head(data)
         if head.status != 101:
@@ -128,11 +130,11 @@ async def _spdy(tunnels: Tunnels, request: web.Request, subresource: str, target
         return connection.response
 
 
-async def _not_upgraded(tunnels: Tunnels, request: web.Request, subresource: str, target: Target, namespace: str,
+async def _not_upgraded(tunnels: Tunnels, request: web.Request, subresource: str, route: PodRoute, namespace: str,
                         name: str) -> web.StreamResponse:
     """A stream asked for without an upgrade: the cluster's answer (its refusal of the pod or container, or
     kube's "Upgrade request required")."""
-    async with tunnels.stream(target, subresource, namespace, name, _pairs(request.query)) as data:
+    async with tunnels.stream(route, subresource, namespace, name, _pairs(request.query)) as data:
         head = await _head(data)
     if head.status >= 400:
         return _error(head)
@@ -141,6 +143,19 @@ async def _not_upgraded(tunnels: Tunnels, request: web.Request, subresource: str
 
 def _header_values(request: web.Request, name: str) -> tuple[str, ...]:
     return tuple(v.strip() for h in request.headers.getall(name, []) for v in h.split(",") if v.strip())
+
+
+async def _route(tunnels: Tunnels, call: ActionCall, sync_target: str) -> PodRoute:
+    """The pod's SyncTarget: one of another workspace its namespace is placed on (shared compute: the tunnel of
+    that SyncTarget's syncer is registered there), else the one of that name in the pod's own workspace."""
+    try:
+        namespace = await call.registry.get(NAMESPACE, call.cluster, "", call.namespace)
+    except st.APIError as exc:
+        if exc.code != 404:
+            raise
+        namespace = {}
+    placed = tunnels.placed(sync_target, placed_keys((namespace.get("metadata") or {}).get("labels")))
+    return PodRoute(placed or (call.cluster, sync_target), call.cluster)
 
 
 def pod_stream_actions(tunnels: Tunnels) -> tuple[Action, ...]:
@@ -152,12 +167,12 @@ def pod_stream_actions(tunnels: Tunnels) -> tuple[Action, ...]:
             sync_target = sync_target_of(pod)
             if sync_target is None:
                 raise st.bad_request(f"pod {call.name} does not have a host assigned")
-            target = (call.cluster, sync_target)
+            route = await _route(tunnels, call, sync_target)
 
             async def respond(request: web.Request) -> web.StreamResponse:
                 if subresource == "log":
-                    return await _log(tunnels, request, target, call.namespace, call.name)
-                return await _upgraded(tunnels, request, subresource, target, call.namespace, call.name)
+                    return await _log(tunnels, request, route, call.namespace, call.name)
+                return await _upgraded(tunnels, request, subresource, route, call.namespace, call.name)
 
             return ActionResult(respond=respond)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -22,6 +22,7 @@ from aiohttp import web
 
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.registry.actions import Action, ActionCall, ActionResult
+from kcpcommon.keys import sync_target_key
 from kcpcommon.tunnel import STREAM_PARAM, TUNNEL_SUBRESOURCE, StreamRequest
 
 log = structlog.get_logger(__name__)
@@ -30,6 +31,15 @@ DIAL_BACK_TIMEOUT = 10.0  # seconds a syncer has to dial back for a stream
 HEARTBEAT = 20.0  # seconds between pings on a control connection: a dead syncer's tunnel goes within two
 
 Target = tuple[str, str]  # (logical cluster, SyncTarget name)
+
+
+@dataclass(frozen=True)
+class PodRoute:
+    """Where a pod's streams go: the SyncTarget whose syncer runs it, and the pod's workspace (the SyncTarget's
+    own, or one placed on it)."""
+
+    target: Target
+    cluster: str
 
 
 @dataclass
@@ -49,6 +59,11 @@ class Tunnels:
 
     def connected(self, target: Target) -> bool:
         return target in self._control
+
+    def placed(self, name: str, keys: Collection[str]) -> Target | None:
+        """The connected SyncTarget named `name` whose `sync_target_key` is one of `keys` (a namespace's placed
+        labels: its pods run on a SyncTarget of another workspace, shared compute)."""
+        return next((t for t in sorted(self._control) if t[1] == name and sync_target_key(*t) in keys), None)
 
     async def serve_control(self, request: web.Request, target: Target) -> web.WebSocketResponse:
         """Holds a syncer's control connection until it closes; a newer one for the same SyncTarget wins."""
@@ -86,10 +101,11 @@ class Tunnels:
         return ws
 
     @asynccontextmanager
-    async def stream(self, target: Target, subresource: str, namespace: str, name: str,
+    async def stream(self, route: PodRoute, subresource: str, namespace: str, name: str,
                      query: tuple[tuple[str, str], ...],
                      protocols: tuple[str, ...] = (), *, upgrade: str = "") -> AsyncIterator[web.WebSocketResponse]:
-        """The data connection of a new stream to `target`'s syncer; kube's 503 when there is no tunnel."""
+        """The data connection of a new stream to the route's syncer; kube's 503 when there is no tunnel."""
+        target = route.target
         control = self._control.get(target)
         if control is None or control.closed:
             raise st.APIError(503, "ServiceUnavailable",
@@ -100,7 +116,7 @@ class Tunnels:
         self._pending[stream_id] = pending
         try:
             await control.send_str(StreamRequest(stream_id, subresource, namespace, name, query, protocols,
-                                                upgrade).encode())
+                                                upgrade, "" if route.cluster == target[0] else route.cluster).encode())
             async with asyncio.timeout(self.dial_back_timeout):
                 data = await pending.connected
         except (ConnectionError, TimeoutError) as exc:
