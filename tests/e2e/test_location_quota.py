@@ -160,3 +160,17 @@ def test_a_team_over_its_quota_on_a_location_is_refused_until_the_admin_raises_i
     print(f"from the raise to the children written with 8 replicas: {placed:.2f} s")
     assert placed < 5, placed
     kubectl(env, env.team, "wait", "deployment/web", "--for=jsonpath={.status.availableReplicas}=8", "--timeout=120s")
+
+
+def test_a_bound_for_every_workspace_on_a_location_counts_them_all_and_names_them(env: Env) -> None:
+    """`workspace: "*"`: the Location's bound for all teams together (read across workspaces), checked beside the
+    team's own: a scale within the team's quota but past the Location's is refused naming all workspaces."""
+    kubectl(env, env.team, "wait", "deployment/web", "--for=jsonpath={.spec.replicas}=8", "--timeout=30s")
+    bounded = location("20")
+    bounded["spec"]["quotas"].append({"workspace": "*", "hard": {"pods": "9"}})
+    apply(env, env.compute, bounded)
+    over = run_kubectl(env.kcp, "scale", "deployment/web", "--replicas=10", kubeconfig=env.team, check=False)
+    assert over.returncode != 0, over.stdout
+    assert 'exceeded quota: location "eu" of workspace "compute" for all workspaces, requested: pods=2, ' \
+           "used: pods=8, limited: pods=9" in over.stderr, over.stderr
+    kubectl(env, env.team, "scale", "deployment/web", "--replicas=9")  # within both

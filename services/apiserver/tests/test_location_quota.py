@@ -7,14 +7,14 @@ from typing import Any, cast
 
 import pytest
 
-from kcp_apiserver.admission.location_quota import LocationQuota, Quota, RegistryReads, usage_of
+from kcp_apiserver.admission.location_quota import EVERY_TEAM, LocationQuota, Quota, RegistryReads, usage_of
 from kcp_apiserver.apimachinery import status as st
 from kcp_apiserver.apimachinery.request import RequestContext, RequestInfo, UserInfo
 from kcp_apiserver.registry.admission import CREATE, UPDATE, Attributes
 from kcp_apiserver.registry.catalog import Catalog
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
-from kcpcommon.keys import placed_label, sync_target_key
+from kcpcommon.keys import CLUSTER_ANNOTATION, placed_label, sync_target_key
 
 # kcp's Deployments are bound from the compute workspace's export: a custom type under its identity
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", "deployment", True, identity="abc123")
@@ -47,19 +47,23 @@ class Reads:
         self.objs = deployments
         self.quota_list = quotas
         self.calls = 0
+        self.others: list[Obj] = []  # another team's Deployments (and namespaces), seen only across workspaces
+        self.others_ns: list[Obj] = []
 
     async def namespace(self, cluster: str, name: str) -> Obj | None:
         return self.ns.get(name)
 
     async def quotas(self, team: str, keys: frozenset[str]) -> list[Quota]:
-        return [q for q in self.quota_list if q.team == team]
+        return [q for q in self.quota_list if q.team in (team, EVERY_TEAM)]
 
     async def namespaces(self, cluster: str) -> list[Obj]:
-        return list(self.ns.values())
+        """This team's (no cluster annotation: the team's), plus, across workspaces, the others' (annotated)."""
+        return list(self.ns.values()) + (self.others_ns if cluster == EVERY_TEAM else [])
 
     async def deployments(self, res: Resource, cluster: str) -> list[Obj]:
         self.calls += 1
-        return self.objs
+        return self.objs + (self.others if cluster == EVERY_TEAM else [])
+
 
 
 def write(operation: str, obj: Obj, old: Obj | None = None, subresource: str = "") -> Attributes:
@@ -211,3 +215,21 @@ async def test_quotas_are_found_in_the_compute_workspaces_the_teams_placements_n
     found = await reads.quotas(TEAM, frozenset({sync_target_key(TEAM, "own")}))
     assert [(q.location, q.workspace) for q in found] == [("mine", TEAM)]
     assert await reads.quotas("team-c", frozenset({sync_target_key("compute", "eu-1")})) == []
+
+
+async def test_a_location_bound_for_all_workspaces_counts_every_team_placed_there() -> None:
+    """`workspace: "*"`: the Location's bound for every team together; another team's Deployments count."""
+    theirs = namespace("default", eu_1="Placed")
+    theirs["metadata"]["annotations"] = {CLUSTER_ANNOTATION: "team-other"}
+    other = deployment("web", replicas=5)
+    other["metadata"]["annotations"] = {CLUSTER_ANNOTATION: "team-other"}
+    reads = Reads([namespace("default", eu_1="Placed")], [deployment("web", replicas=1)],
+                  [Quota("eu", "compute", EVERY_TEAM, {"pods": "8"}, EU)])
+    reads.others, reads.others_ns = [other], [theirs]
+    plugin = LocationQuota(reads)
+    await plugin.validate(write(UPDATE, deployment("web", replicas=3), deployment("web", replicas=1)))  # 5 + 3
+    with pytest.raises(st.APIError) as refused:
+        await plugin.validate(write(UPDATE, deployment("web", replicas=4), deployment("web", replicas=1)))
+    assert refused.value.code == 403
+    assert 'exceeded quota: location "eu" of workspace "compute" for all workspaces, requested: pods=3, ' \
+        "used: pods=6, limited: pods=8" in refused.value.message

@@ -32,11 +32,12 @@ from kcp_apiserver.registry.builtin import NAMESPACE
 from kcp_apiserver.registry.catalog import Catalog, WatchCaches
 from kcp_apiserver.registry.resource import Obj, Resource
 from kcp_apiserver.registry.store import Registry
-from kcpcommon.keys import PLACED, is_upsynced, sync_target_key
+from kcpcommon.keys import PLACED, cluster_of, is_upsynced, sync_target_key
 from kcpcommon.keys import placed_keys as labels_placed_keys
 from kcpcommon.labelselector import selector_matches
 from kcpcommon.quantity import format_quantity, try_parse_quantity
 
+EVERY_TEAM = "*"  # a quota's workspace that bounds every workspace on the Location together (the Location's bound)
 ROOT_LABEL = "splitter.kcp.io/root"  # on the splitter's children: copies of a root, never counted or judged
 # the names a quota's `hard` may use, and what each counts (kube's `requests.cpu` is the same as `cpu`)
 RESOURCE_NAMES = {"pods": "pods", "cpu": "cpu", "requests.cpu": "cpu", "memory": "memory",
@@ -122,8 +123,9 @@ def refusal(res: Resource, name: str, quota: Quota, over: list[tuple[str, Fracti
     requested = {n: r for n, r, _, _ in over}
     used = {n: u for n, _, u, _ in over}
     limited = {n: h for n, _, _, h in over}
+    whom = "all workspaces" if quota.team == EVERY_TEAM else f'workspace "{quota.team}"'
     message = (f'{res.group_resource} "{name}" is forbidden: exceeded quota: location "{quota.location}" of '
-               f'workspace "{quota.workspace}" for workspace "{quota.team}", requested: {pretty(requested, names)}, '
+               f'workspace "{quota.workspace}" for {whom}, requested: {pretty(requested, names)}, '
                f"used: {pretty(used, names)}, limited: {pretty(limited, names)}")
     details: dict[str, Any] = {"kind": res.plural, "name": name}
     if res.group:
@@ -179,17 +181,22 @@ class LocationQuota:
         quotas = [q for q in await self.reads.quotas(team, keys) if q.targets & keys and hard_of(q.hard)]
         if not quotas:
             return
-        namespaces, deployments = await asyncio.gather(self.reads.namespaces(team),
-                                                       self.reads.deployments(attrs.resource, team))
-        placed = {str(ns["metadata"]["name"]): placed_keys(ns) for ns in namespaces}
+        scopes = sorted({EVERY_TEAM if q.team == EVERY_TEAM else team for q in quotas})
+        reads = await asyncio.gather(*(asyncio.gather(self.reads.namespaces(scope),
+                                                      self.reads.deployments(attrs.resource, scope))
+                                       for scope in scopes))
+        seen = dict(zip(scopes, reads, strict=True))
         for quota in quotas:
-            on_location = {name for name, targets in placed.items() if targets & quota.targets}
+            namespaces, deployments = seen[EVERY_TEAM if quota.team == EVERY_TEAM else team]
+            on_location = {(cluster_of(ns) or team, str(ns["metadata"]["name"])) for ns in namespaces
+                           if placed_keys(ns) & quota.targets}
             used: Usage = {}
             for obj in deployments:
                 meta = obj.get("metadata") or {}
-                if meta.get("namespace") not in on_location or not counted(obj):
+                where = (cluster_of(obj) or team, meta.get("namespace"))
+                if where not in on_location or not counted(obj):
                     continue
-                if meta.get("namespace") == attrs.namespace and meta.get("name") == attrs.name:
+                if where == (team, attrs.namespace) and meta.get("name") == attrs.name:
                     continue  # the object written: its stored version is `old`
                 add(used, usage_of(obj))
             add(used, old)
@@ -210,6 +217,7 @@ class RegistryReads:
         self.caches = caches
 
     async def _read(self, res: Resource, cluster: str, *, name: str = "", fresh: bool = False) -> list[Obj]:
+        scope = None if cluster == EVERY_TEAM else cluster  # every workspace (a Location's bound for all teams)
         if self.caches is None or fresh:
             if name:
                 try:
@@ -218,9 +226,9 @@ class RegistryReads:
                     if exc.code == 404:
                         return []
                     raise
-            return (await self.registry().list(res, cluster, "")).items
+            return (await self.registry().list(res, scope, "")).items
         cache = await self.caches.get(res)
-        return self.registry().list_cached(res, cache, cluster, "", name=name).items
+        return self.registry().list_cached(res, cache, scope, "", name=name).items
 
     async def _list(self, cluster: str, group: str, plural: str, *, fresh: bool = False) -> list[Obj]:
         res = self.catalog.lookup(cluster, group, "v1alpha1", plural)
@@ -245,12 +253,13 @@ class RegistryReads:
             for location in locations:
                 spec = location.get("spec") or {}
                 for entry in spec.get("quotas") or []:
-                    if (entry or {}).get("workspace") != team:
+                    bounds = (entry or {}).get("workspace")
+                    if bounds not in (team, EVERY_TEAM):
                         continue
                     selected = frozenset(key for key, labels in targets.items()
                                          if _selects(spec.get("instanceSelector"), labels))
-                    found.append(Quota(str(location["metadata"]["name"]), workspace, team, entry.get("hard") or {},
-                                       selected))
+                    found.append(Quota(str(location["metadata"]["name"]), workspace, str(bounds),
+                                       entry.get("hard") or {}, selected))
         return found
 
     async def namespaces(self, cluster: str) -> list[Obj]:
