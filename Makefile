@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults kube-cmd bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split bench-compute bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
+        bench-sync bench-split bench-compute bench-tls bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -107,6 +107,10 @@ bench-sim: install
 ## bench-kcpcommon: informer initial sync and work-queue throughput
 bench-kcpcommon: install
 	$(BIN)/python bench/bench_kcpcommon.py
+
+## bench-tls: the RSS one TLS watch costs a client, with asyncio's TLS read buffer and with kcpcommon's
+bench-tls: install
+	$(BIN)/python bench/bench_tls_buffers.py
 
 ## bench-openapi: the /openapi/v2 protobuf body's encode time, for kcp's and a simulated cluster's documents
 bench-openapi: install

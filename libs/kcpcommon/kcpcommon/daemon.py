@@ -33,6 +33,7 @@ from .leaderelection import LeaderElector, LeadershipLost
 from .logs import configure_logging
 from .rlimits import raise_open_files_limit
 from .settings import DaemonSettings, ShardedDaemonSettings, env_var, parse_settings, settings_config
+from .tlsbuffers import shrink_tls_read_buffers
 
 __all__ = ["DaemonSettings", "HealthServer", "ShardedDaemonSettings", "configure_logging", "env_var",
            "parse_settings", "run_daemon", "run_elected", "serve_controller", "settings_config"]
@@ -50,6 +51,7 @@ def run_daemon(main: Callable[[], Coroutine[Any, Any, Any]]) -> int:
     A second signal cancels again, abandoning work still draining.
     """
     raise_open_files_limit()
+    shrink_tls_read_buffers()  # its watches: 84 KiB each instead of 310 KiB
     return asyncio.run(_supervise(main))
 
 
