@@ -37,12 +37,8 @@ def split_apiexport(path: str) -> tuple[ExportRef | None, str]:
     shape is 404, as kcp's virtual workspace answers."""
     if not path.startswith(APIEXPORT_PREFIX):
         return None, path
-    provider, _, rest = path[len(APIEXPORT_PREFIX):].partition("/")
-    export, _, rest = rest.partition("/")
-    if not provider or not export or provider == "*" or not rest.startswith("clusters/"):
-        raise st.APIError(404, "NotFound", "the server could not find the requested resource")
-    check_cluster_name(provider)
-    return ExportRef(provider, export), "/" + rest
+    provider, export, rest = _cluster_and_name(path[len(APIEXPORT_PREFIX):])
+    return ExportRef(provider, export), rest
 
 
 def split_initializing(path: str) -> tuple[str, str]:
@@ -69,15 +65,20 @@ def split_syncer(path: str) -> tuple[SyncTargetRef | None, str]:
     shape is 404, as kcp's virtual workspace answers."""
     if not path.startswith(SYNCER_PREFIX):
         return None, path
-    compute, _, rest = path[len(SYNCER_PREFIX):].partition("/")
-    target, _, rest = rest.partition("/")
-    if not compute or not target or compute == "*" or not rest.startswith("clusters/"):
+    compute, target, rest = _cluster_and_name(path[len(SYNCER_PREFIX):])
+    return SyncTargetRef(compute, target), rest
+
+
+def _cluster_and_name(tail: str) -> tuple[str, str, str]:
+    """`<cluster>/<name>/clusters/<cluster or *>/rest` (what follows a virtual workspace's prefix) -> (cluster,
+    name, `/clusters/<cluster or *>/rest`); 404 for any other shape, as kcp's virtual workspaces answer (400 for a
+    cluster name that cannot be one)."""
+    cluster, _, rest = tail.partition("/")
+    name, _, rest = rest.partition("/")
+    if not cluster or not name or cluster == "*" or not rest.startswith("clusters/"):
         raise st.APIError(404, "NotFound", "the server could not find the requested resource")
-    try:
-        check_cluster_name(compute)
-    except st.APIError:
-        raise st.APIError(404, "NotFound", "the server could not find the requested resource") from None
-    return SyncTargetRef(compute, target), "/" + rest
+    check_cluster_name(cluster)
+    return cluster, name, "/" + rest
 
 
 def parse(method: str, raw_path: str, watch_param: bool) -> RequestInfo:
