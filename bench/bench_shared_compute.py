@@ -20,7 +20,15 @@ Figures:
   controller's RSS growth divided by the objects its syncers hold on the clusters at the end (every downstream
   object carrying the syncer owner label, namespaces included: what the engines keep in their caches);
 - the cluster controller's open connections to kcp and to the sim (each placed workspace's engine opens its own
-  watches), and the watches each server counts (`apiserver_registered_watchers`).
+  watches), and the watches each server counts (`apiserver_registered_watchers`);
+- then (unless `--no-decommission`) decommissioning a cluster carrying many workspaces: the SyncTarget whose
+  cluster holds the most roots' children gets `spec.evictAfter` = now and the splitter moves every workspace's
+  namespaces and Deployments off it, make-before-break. Every 100 ms the watch's roots give the lowest available
+  replicas / spec.replicas (and how many roots fell below replicas - maxUnavailable, kube's default 25% rounded
+  down); evict -> replaced is when the last replacement child (on another target) became available, evict -> empty
+  when the physical cluster holds nothing of the syncers' (owner label, `kcp-<hash>` namespaces and their content)
+  and the SyncTarget's `status.servedWorkspaces` is 0. Issue 25 wants empty < 60 s after replaced for 50
+  Deployments; the cluster is listed every ~0.3 s, and the timeline says which kind of object went last.
 
 Prints a summary and writes bench/results/compute-<time>.json.
 """
@@ -42,7 +50,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -166,13 +174,27 @@ def metric_sum(text: str, name: str, labels: str = "") -> float:
 # --- progress: every Deployment of every workspace, from one wildcard list and watch ---------------------------
 
 
+class Seen(NamedTuple):
+    """One Deployment as the watch last saw it."""
+
+    root: bool
+    spec: int  # spec.replicas
+    available: int  # status.availableReplicas
+    target: str  # a child's SyncTarget (its assignment label)
+    parent: str  # a child's root (its root label)
+    ready_at: float | None  # perf_counter when available first reached spec (> 0) since it last fell short
+    seen_at: float  # perf_counter when the watch first saw it
+
+
 class Deployments:
-    """(workspace, name) -> (root?, spec replicas, available replicas), for every Deployment of the bound type."""
+    """(workspace, name) -> what the watch last saw, for every Deployment of the bound type; and when each one it saw
+    went away (`gone_at`)."""
 
     def __init__(self, kcp: KcpServer, path: str) -> None:
         self.kcp, self.path = kcp, path
         self._lock = threading.Lock()
-        self._seen: dict[tuple[str, str], tuple[bool, int, int, str]] = {}  # + the SyncTarget assigned
+        self._seen: dict[tuple[str, str], Seen] = {}
+        self.gone_at: dict[tuple[str, str], float] = {}
         self.done_at: dict[str, float] = {}  # workspace -> when all its roots were first seen available
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
@@ -185,21 +207,46 @@ class Deployments:
     def stop(self) -> None:
         self._stop.set()
 
-    def state(self) -> dict[tuple[str, str], tuple[bool, int, int, str]]:
+    def state(self) -> dict[tuple[str, str], Seen]:
         with self._lock:
             return dict(self._seen)
 
-    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+    def _seen_now(self, obj: dict[str, Any], before: Seen | None, now: float) -> Seen:
         meta = obj.get("metadata") or {}
-        key = ((meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta.get("name", ""))
+        labels = meta.get("labels") or {}
+        spec = int((obj.get("spec") or {}).get("replicas") or 0)
+        available = int((obj.get("status") or {}).get("availableReplicas") or 0)
+        ready = spec > 0 and available >= spec
+        ready_at = (before.ready_at if before is not None and before.ready_at is not None else now) if ready else None
+        return Seen(ROOT_LABEL not in labels, spec, available, labels.get(ASSIGNMENT_LABEL, ""),
+                    labels.get(ROOT_LABEL, ""), ready_at, before.seen_at if before is not None else now)
+
+    @staticmethod
+    def _key(obj: dict[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return (meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta.get("name", "")
+
+    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+        key, now = self._key(obj), time.perf_counter()
         with self._lock:
             if kind == "DELETED":
-                self._seen.pop(key, None)
+                if self._seen.pop(key, None) is not None:
+                    self.gone_at[key] = now
             else:
-                labels = meta.get("labels") or {}
-                self._seen[key] = (ROOT_LABEL not in labels, int((obj.get("spec") or {}).get("replicas") or 0),
-                                   int((obj.get("status") or {}).get("availableReplicas") or 0),
-                                   labels.get(ASSIGNMENT_LABEL, ""))
+                self._seen[key] = self._seen_now(obj, self._seen.get(key), now)
+                self.gone_at.pop(key, None)
+
+    def _relisted(self, items: list[dict[str, Any]]) -> None:
+        """The list replaces what was seen at once (a sampler never sees half of it); what it lacks went away."""
+        now = time.perf_counter()
+        with self._lock:
+            fresh = {}
+            for item in items:
+                key = self._key(item)
+                fresh[key] = self._seen_now(item, self._seen.get(key), now)
+            for key in self._seen.keys() - fresh.keys():
+                self.gone_at[key] = now
+            self._seen = fresh
 
     def _request(self, query: str, timeout: float) -> Any:
         req = urllib.request.Request(f"{self.kcp.url}{self.path}{query}",
@@ -212,10 +259,7 @@ class Deployments:
                 with self._request("", 60) as resp:
                     listed = json.loads(resp.read())
                 self.relists += 1
-                with self._lock:
-                    self._seen.clear()
-                for item in listed["items"]:
-                    self._apply("ADDED", item)
+                self._relisted(listed["items"])
                 version = listed["metadata"]["resourceVersion"]
                 with self._request(f"?watch=1&resourceVersion={version}&timeoutSeconds=600", 120) as resp:
                     for line in resp:
@@ -237,15 +281,15 @@ def all_available(deployments: Deployments, workspaces: list[str], per_workspace
     """Every workspace has its roots, each available with `replicas`, and every child available as its spec asks;
     records when each workspace first got there."""
     def done() -> bool:
-        by_ws: dict[str, list[tuple[bool, int, int, str]]] = {}
+        by_ws: dict[str, list[Seen]] = {}
         for (ws, _), value in deployments.state().items():
             by_ws.setdefault(ws, []).append(value)
         now = time.perf_counter()
         for ws in workspaces:
             items = by_ws.get(ws, [])
-            roots = [available for root, _, available, _ in items if root]
+            roots = [d.available for d in items if d.root]
             if len(roots) == per_workspace and all(a == replicas for a in roots) and \
-                    all(available == spec for root, spec, available, _ in items if not root):
+                    all(d.available == d.spec for d in items if not d.root):
                 deployments.done_at.setdefault(ws, now)
         return len(deployments.done_at) == len(workspaces)
     return done
@@ -255,9 +299,9 @@ def stuck(deployments: Deployments, workspaces: list[str]) -> str:
     """The workspaces not available yet and the SyncTargets their children are on (a cluster whose nodes are full
     keeps the pods Pending: Placements do not weigh capacity yet, so raise --nodes)."""
     where: dict[str, set[str]] = {}
-    for (ws, _), (root, _, _, target) in deployments.state().items():
-        if ws not in deployments.done_at and not root:
-            where.setdefault(ws, set()).add(target)
+    for (ws, _), seen in deployments.state().items():
+        if ws not in deployments.done_at and not seen.root:
+            where.setdefault(ws, set()).add(seen.target)
     late = [ws for ws in workspaces if ws not in deployments.done_at]
     return ", ".join(f"{ws} (on {', '.join(sorted(where.get(ws, ()))) or 'nothing yet'})" for ws in late)
 
@@ -358,6 +402,180 @@ def downstream_objects(sim: KcpServer) -> dict[str, int]:
         status, body = rest.request("GET", f"/clusters/*{path}?labelSelector={OWNER_LABEL}")
         counts[resource] = len(body["items"]) if status == 200 else -1
     return counts
+
+
+# --- decommissioning one cluster --------------------------------------------------------------------------------
+
+
+def carried(state: dict[tuple[str, str], Seen]) -> dict[str, set[tuple[str, str]]]:
+    """SyncTarget -> the roots (workspace, name) with a child on it."""
+    on: dict[str, set[tuple[str, str]]] = {}
+    for (ws, _), seen in state.items():
+        if not seen.root and seen.target:
+            on.setdefault(seen.target, set()).add((ws, seen.parent))
+    return on
+
+
+def replaced(state: dict[tuple[str, str], Seen], moving: set[tuple[str, str]], target: str,
+             since: float) -> float | None:
+    """When the last replacement child became available, once every root in `moving` is available with no child
+    left on `target` (None before that)."""
+    children: dict[tuple[str, str], list[Seen]] = {}
+    for (ws, _), seen in state.items():
+        if not seen.root and (ws, seen.parent) in moving:
+            children.setdefault((ws, seen.parent), []).append(seen)
+    last = since
+    for key in moving:
+        root, kids = state.get(key), children.get(key, [])
+        if root is None or root.available < root.spec or not kids:
+            return None
+        for kid in kids:
+            if kid.target == target or kid.ready_at is None:
+                return None
+            last = max(last, kid.ready_at)
+    return last
+
+
+def held_on(cluster: Rest) -> dict[str, int]:
+    """What of the syncers' is on one physical cluster, by resource: objects with the owner label or in a namespace
+    a syncer made (`kcp-<hash>`, the pods and ReplicaSets the cluster's controllers make there included), and those
+    namespaces (`terminating`: how many of them are being finalized)."""
+    counts = {}
+    for resource, path in DOWNSTREAM.items():
+        status, body = cluster.request("GET", path)
+        if status != 200:
+            counts[resource] = -1
+            continue
+        mine = [o for o in body["items"] if OWNER_LABEL in ((o.get("metadata") or {}).get("labels") or {})
+                or str((o.get("metadata") or {}).get("namespace" if resource != "namespaces" else "name") or "")
+                .startswith("kcp-")]
+        counts[resource] = len(mine)
+        if resource == "namespaces":
+            counts["terminating"] = sum(1 for o in mine if o["metadata"].get("deletionTimestamp"))
+    return counts
+
+
+def served(compute: Rest, target: str) -> int:
+    return int(((compute.get(f"{TARGETS}/{target}") or {}).get("status") or {}).get("servedWorkspaces") or 0)
+
+
+class Availability:
+    """Every 100 ms, from the watch: each root's lowest available replicas during the move."""
+
+    def __init__(self, deployments: Deployments, period: float = 0.1) -> None:
+        self.deployments, self.period = deployments, period
+        self.lowest: dict[tuple[str, str], tuple[int, int]] = {}  # root -> (available, spec) at its lowest ratio
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-availability")
+
+    def start(self) -> Availability:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            began = time.perf_counter()
+            for key, seen in self.deployments.state().items():
+                if seen.root and seen.spec > 0:
+                    low = self.lowest.get(key)
+                    if low is None or seen.available * low[1] < low[0] * seen.spec:
+                        self.lowest[key] = (seen.available, seen.spec)
+            self.samples += 1
+            self._stop.wait(max(0.0, self.period - (time.perf_counter() - began)))
+
+    def below(self) -> list[tuple[str, str]]:
+        """Roots that dipped below spec - maxUnavailable (kube's default: 25% of spec, rounded down)."""
+        return sorted(key for key, (available, spec) in self.lowest.items() if available < spec - spec // 4)
+
+    def min_ratio(self) -> float:
+        return min((a / s for a, s in self.lowest.values()), default=1.0)
+
+
+def spread(values: list[float]) -> dict[str, float] | None:
+    """first / median / last of some seconds."""
+    values = sorted(values)
+    return {"first": round(values[0], 1), "p50": round(values[len(values) // 2], 1),
+            "last": round(values[-1], 1)} if values else None
+
+
+def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watcher: Deployments,
+                 splitter: SplitterProcess, controller: ClusterControllerProcess) -> dict[str, Any]:
+    """Evict the SyncTarget carrying the most roots' children (`spec.evictAfter` now) and follow the move: the
+    replacements' availability from the watch, the cluster's emptying by listing it, servedWorkspaces."""
+    compute = Rest(kcp).at(COMPUTE)
+    state = watcher.state()
+    on = carried(state)
+    target = max(sorted(on), key=lambda t: len(on[t]))
+    moving = on[target]
+    cluster = Rest(sim).at(target)
+    out: dict[str, Any] = {"target": target, "deployments_moved": len(moving),
+                           "workspaces_moved": len({ws for ws, _ in moving}),
+                           "deployments_per_target": {t: len(on[t]) for t in sorted(on)},
+                           "served_workspaces_before": served(compute, target), "held_before": held_on(cluster)}
+    down_before = metric_sum(controller.metrics(), "kcp_syncer_synced_objects_total", 'direction="down"')
+    sampler = Availability(watcher).start()
+    begun = time.perf_counter()
+    evict_after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    compute.patch(f"{TARGETS}/{target}", {"spec": {"evictAfter": evict_after}})
+    timeline: list[dict[str, Any]] = []  # the cluster's emptying, one entry per look
+    replaced_at = empty_at = None
+    peak_queue = 0.0
+    try:
+        while replaced_at is None or empty_at is None:
+            if time.perf_counter() - begun > args.timeout:
+                out["timed_out"] = True
+                break
+            if replaced_at is None:
+                replaced_at = replaced(watcher.state(), moving, target, begun)
+            if empty_at is None:
+                looked = time.perf_counter()
+                held, serving = held_on(cluster), served(compute, target)
+                timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held})
+                if serving == 0 and not any(held.values()):
+                    empty_at = time.perf_counter()
+            peak_queue = max(peak_queue, metric_sum(splitter.metrics(), "workqueue_depth"))
+            time.sleep(0.25)
+    finally:
+        sampler.stop()
+    state = watcher.state()
+    created, ready, gone = [], [], []
+    for (ws, _), seen in state.items():
+        if not seen.root and (ws, seen.parent) in moving and seen.target != target:
+            created.append(seen.seen_at - begun)
+            if seen.ready_at is not None:
+                ready.append(seen.ready_at - begun)
+    for ws, root in moving:
+        if (ws, f"{root}--{target}") in watcher.gone_at:
+            gone.append(watcher.gone_at[(ws, f"{root}--{target}")] - begun)
+
+    def zero_at(field: str) -> float | None:  # when the timeline first shows none of `field` left
+        return next((look["at"] for look in timeline if look.get(field) == 0), None)
+    out.update({
+        "evict_after": evict_after,
+        "evict_to_replaced_s": round(replaced_at - begun, 1) if replaced_at else None,
+        "evict_to_empty_s": round(empty_at - begun, 1) if empty_at else None,
+        "empty_after_replaced_s": round(empty_at - replaced_at, 1) if replaced_at and empty_at else None,
+        "replacement_seen_s": spread(created), "replacement_available_s": spread(ready),
+        "old_child_gone_from_kcp_s": spread(gone),
+        "cluster_zero_at_s": {field: zero_at(field) for field in ("deployments", "replicasets", "pods", "configmaps",
+                                                                  "serviceaccounts", "namespaces",
+                                                                  "served_workspaces")},
+        "min_available_ratio": round(sampler.min_ratio(), 3),
+        "roots_below_max_unavailable": len(sampler.below()),
+        "roots_below_example": [f"{ws}/{name}" for ws, name in sampler.below()[:5]],
+        "availability_samples": sampler.samples,
+        "synced_down_writes": int(metric_sum(controller.metrics(), "kcp_syncer_synced_objects_total",
+                                             'direction="down"') - down_before),
+        "peak_splitter_workqueue_depth": peak_queue,
+        "held_after": timeline[-1] if timeline else None,
+        "timeline": timeline,
+    })
+    return out
 
 
 # --- the run ----------------------------------------------------------------------------------------------------
@@ -467,6 +685,18 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             (f"{out['placed_workspaces_sum']:.0f} placed workspaces, not {len(names) * args.clusters_per_namespace}",
              out["placed_workspaces_sum"] != len(names) * args.clusters_per_namespace),
             (f"{out['syncer_errors']} syncer errors", out["syncer_errors"] > 0)) if bad]
+        if args.decommission:
+            gone = out["decommission"] = decommission(args, kcp, sim, watcher, splitter, controller)
+            out["problems"] += [problem for problem, bad in (
+                (f"only {gone['deployments_moved']} Deployments on the busiest cluster, not "
+                 f"{args.decommission_deployments}: raise --workspaces or lower --clusters",
+                 gone["deployments_moved"] < args.decommission_deployments),
+                (f"decommissioning {gone['target']} did not finish within {args.timeout}s",
+                 bool(gone.get("timed_out"))),
+                (f"{gone['roots_below_max_unavailable']} Deployments below replicas - maxUnavailable while moving",
+                 gone["roots_below_max_unavailable"] > 0),
+                (f"the cluster emptied {gone['empty_after_replaced_s']} s after the last replacement, not < 60 s",
+                 (gone["empty_after_replaced_s"] or 0) >= 60)) if bad]
         return out
     finally:
         if watcher is not None:
@@ -504,7 +734,33 @@ def summary(r: dict[str, Any]) -> str:
         f"({per['kcp']} on kcp and {per['sim']} on the sim per placed workspace); peak work-queue depth "
         f"{r['peak_controller_workqueue_depth']:.0f} (splitter {r['peak_splitter_workqueue_depth']:.0f})",
         f"  RSS before -> after (CPU during): {procs}",
+        *decommission_summary(r.get("decommission")),
         *(f"  PROBLEM: {problem}" for problem in r["problems"])])
+
+
+def decommission_summary(d: dict[str, Any] | None) -> list[str]:
+    if d is None:
+        return []
+
+    def span(key: str) -> str:
+        v = d[key]
+        return f"{v['first']} / {v['p50']} / {v['last']} s" if v else "none"
+    zero = ", ".join(f"{k} {v}" for k, v in d["cluster_zero_at_s"].items())
+    before = ", ".join(f"{k} {v}" for k, v in d["held_before"].items())
+    return [
+        f"  decommission: evictAfter now on {d['target']} (of Deployments per SyncTarget "
+        f"{sorted(d['deployments_per_target'].values())}): {d['deployments_moved']} Deployments of "
+        f"{d['workspaces_moved']} workspaces moved ({d['served_workspaces_before']} served workspaces; held there: "
+        f"{before})",
+        f"    evict -> replaced {d['evict_to_replaced_s']} s, evict -> empty {d['evict_to_empty_s']} s, "
+        f"empty after replaced {d['empty_after_replaced_s']} s (target < 60 s)",
+        f"    availability every 100 ms ({d['availability_samples']} samples): min available / replicas "
+        f"{d['min_available_ratio']}, {d['roots_below_max_unavailable']} Deployments below replicas - "
+        f"maxUnavailable",
+        f"    where the time goes (s after evict, first / median / last): replacement child in kcp "
+        f"{span('replacement_seen_s')}, available {span('replacement_available_s')}, old child gone from kcp "
+        f"{span('old_child_gone_from_kcp_s')}; none left on the cluster at: {zero}; "
+        f"{d['synced_down_writes']} writes down, splitter queue peak {d['peak_splitter_workqueue_depth']:.0f}"]
 
 
 def main() -> None:
@@ -520,6 +776,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="workspaces created at a time")
     parser.add_argument("--settle-seconds", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1200.0)
+    parser.add_argument("--no-decommission", dest="decommission", action="store_false",
+                        help="skip the last phase: evicting the SyncTarget that carries the most Deployments")
+    parser.add_argument("--decommission-deployments", type=int, default=50,
+                        help="the evicted cluster should carry at least this many Deployments (a PROBLEM if fewer: "
+                             "at the default sizes the busiest of 10 clusters carries ~100)")
     parser.add_argument("--work-dir", help="keep the processes' data and logs here (default: a temporary directory)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the processes started, as Ctrl-C does
