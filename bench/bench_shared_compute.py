@@ -503,10 +503,61 @@ def spread(values: list[float]) -> dict[str, float] | None:
             "last": round(values[-1], 1)} if values else None
 
 
+def queues(text: str) -> dict[str, dict[str, float]]:
+    """Per work queue (its `name` label): adds, seconds waited and worked (sums) and items taken, from /metrics."""
+    out: dict[str, dict[str, float]] = {}
+    for series, field in (("workqueue_adds_total", "adds"), ("workqueue_queue_duration_seconds_sum", "waited"),
+                          ("workqueue_queue_duration_seconds_count", "taken"),
+                          ("workqueue_work_duration_seconds_sum", "worked")):
+        for name, value in re.findall(rf'^{series}\{{name="([^"]+)"\}} (\S+)$', text, re.M):
+            out.setdefault(name, {})[field] = float(value)
+    return out
+
+
+def queue_delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
+                group: Callable[[str], str] = lambda name: name) -> dict[str, dict[str, float]]:
+    """What each queue (or group of queues) did between two readings: adds, mean wait and mean work (seconds)."""
+    sums: dict[str, dict[str, float]] = {}
+    for name, now in after.items():
+        then = before.get(name, {})
+        into = sums.setdefault(group(name), dict.fromkeys(("adds", "waited", "taken", "worked"), 0.0))
+        for field in into:
+            into[field] += now.get(field, 0.0) - then.get(field, 0.0)
+    return {name: {"adds": int(d["adds"]), "mean_wait_s": round(d["waited"] / d["taken"], 2) if d["taken"] else 0.0,
+                   "mean_work_s": round(d["worked"] / d["taken"], 3) if d["taken"] else 0.0}
+            for name, d in sorted(sums.items()) if d["adds"] or d["taken"]}
+
+
+class QueuePeaks:
+    """Every second: the deepest each of the splitter's work queues got."""
+
+    def __init__(self, splitter: SplitterProcess) -> None:
+        self.splitter = splitter
+        self.peaks: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-queues")
+
+    def start(self) -> QueuePeaks:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            for name, depth in re.findall(r'^workqueue_depth\{name="([^"]+)"\} (\S+)$', self.splitter.metrics(), re.M):
+                self.peaks[name] = max(self.peaks.get(name, 0.0), float(depth))
+
+
 def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watcher: Deployments,
-                 splitter: SplitterProcess, controller: ClusterControllerProcess) -> dict[str, Any]:
+                 splitter: SplitterProcess, controller: ClusterControllerProcess,
+                 pids: dict[str, int]) -> dict[str, Any]:
     """Evict the SyncTarget carrying the most roots' children (`spec.evictAfter` now) and follow the move: the
-    replacements' availability from the watch, the cluster's emptying by listing it, servedWorkspaces."""
+    replacements' availability from the watch, the cluster's emptying by listing it, servedWorkspaces; and where
+    the time went: each moved root's replacement seen, available and its old child gone, the splitter's and the
+    syncers' queues, each process's CPU."""
     compute = Rest(kcp).at(COMPUTE)
     state = watcher.state()
     on = carried(state)
@@ -517,14 +568,14 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
                            "workspaces_moved": len({ws for ws, _ in moving}),
                            "deployments_per_target": {t: len(on[t]) for t in sorted(on)},
                            "served_workspaces_before": served(compute, target), "held_before": held_on(cluster)}
-    down_before = metric_sum(controller.metrics(), "kcp_syncer_synced_objects_total", 'direction="down"')
-    sampler = Availability(watcher).start()
+    cc_before, split_before = controller.metrics(), queues(splitter.metrics())
+    cpu_before = snapshot(pids)
+    sampler, peaks = Availability(watcher).start(), QueuePeaks(splitter).start()
     begun = time.perf_counter()
     evict_after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     compute.patch(f"{TARGETS}/{target}", {"spec": {"evictAfter": evict_after}})
     timeline: list[dict[str, Any]] = []  # the cluster's emptying, one entry per look
     replaced_at = empty_at = None
-    peak_queue = 0.0
     try:
         while replaced_at is None or empty_at is None:
             if time.perf_counter() - begun > args.timeout:
@@ -534,24 +585,35 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
                 replaced_at = replaced(watcher.state(), moving, target, begun)
             if empty_at is None:
                 looked = time.perf_counter()
-                held, serving = held_on(cluster), served(compute, target)
-                timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held})
+                held = held_on(cluster)
+                listed = time.perf_counter()
+                serving = served(compute, target)
+                timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held,
+                                 "list_s": round(listed - looked, 2),
+                                 "get_s": round(time.perf_counter() - listed, 2)})
                 if serving == 0 and not any(held.values()):
                     empty_at = time.perf_counter()
-            peak_queue = max(peak_queue, metric_sum(splitter.metrics(), "workqueue_depth"))
-            time.sleep(0.25)
+            time.sleep(0.2)
     finally:
         sampler.stop()
+        peaks.stop()
+    cpu_after, cc_after = snapshot(pids), controller.metrics()
     state = watcher.state()
-    created, ready, gone = [], [], []
+    roots: dict[str, dict[str, float | None]] = {}  # each moved root: its replacement seen, available, old child gone
     for (ws, _), seen in state.items():
         if not seen.root and (ws, seen.parent) in moving and seen.target != target:
-            created.append(seen.seen_at - begun)
-            if seen.ready_at is not None:
-                ready.append(seen.ready_at - begun)
+            roots[f"{ws}/{seen.parent}"] = {
+                "replacement_seen": round(seen.seen_at - begun, 1),
+                "replacement_available": round(seen.ready_at - begun, 1) if seen.ready_at is not None else None}
     for ws, root in moving:
-        if (ws, f"{root}--{target}") in watcher.gone_at:
-            gone.append(watcher.gone_at[(ws, f"{root}--{target}")] - begun)
+        gone = watcher.gone_at.get((ws, f"{root}--{target}"))
+        roots.setdefault(f"{ws}/{root}", {})["old_gone"] = round(gone - begun, 1) if gone is not None else None
+
+    def column(field: str) -> list[float]:
+        return [v for r in roots.values() if (v := r.get(field)) is not None]
+
+    def gaps(later: str, earlier: str) -> list[float]:  # per root, where both are known
+        return [b - a for r in roots.values() if (a := r.get(earlier)) is not None and (b := r.get(later)) is not None]
 
     def zero_at(field: str) -> float | None:  # when the timeline first shows none of `field` left
         return next((look["at"] for look in timeline if look.get(field) == 0), None)
@@ -560,20 +622,35 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
         "evict_to_replaced_s": round(replaced_at - begun, 1) if replaced_at else None,
         "evict_to_empty_s": round(empty_at - begun, 1) if empty_at else None,
         "empty_after_replaced_s": round(empty_at - replaced_at, 1) if replaced_at and empty_at else None,
-        "replacement_seen_s": spread(created), "replacement_available_s": spread(ready),
-        "old_child_gone_from_kcp_s": spread(gone),
+        "replacement_seen_s": spread(column("replacement_seen")),
+        "replacement_available_s": spread(column("replacement_available")),
+        "old_child_gone_from_kcp_s": spread(column("old_gone")),
+        # per root: replacement available after it appeared; old child gone after its replacement was available
+        "replacement_made_available_in_s": spread(gaps("replacement_available", "replacement_seen")),
+        "old_gone_after_replacement_available_s": spread(gaps("old_gone", "replacement_available")),
         "cluster_zero_at_s": {field: zero_at(field) for field in ("deployments", "replicasets", "pods", "configmaps",
                                                                   "serviceaccounts", "namespaces",
                                                                   "served_workspaces")},
+        "cluster_look_seconds": spread([look["list_s"] + look["get_s"] for look in timeline]),
         "min_available_ratio": round(sampler.min_ratio(), 3),
         "roots_below_max_unavailable": len(sampler.below()),
         "roots_below_example": [f"{ws}/{name}" for ws, name in sampler.below()[:5]],
         "availability_samples": sampler.samples,
-        "synced_down_writes": int(metric_sum(controller.metrics(), "kcp_syncer_synced_objects_total",
-                                             'direction="down"') - down_before),
-        "peak_splitter_workqueue_depth": peak_queue,
+        "synced_down_writes": int(metric_sum(cc_after, "kcp_syncer_synced_objects_total", 'direction="down"')
+                                  - metric_sum(cc_before, "kcp_syncer_synced_objects_total", 'direction="down"')),
+        "syncer_errors": int(metric_sum(cc_after, "kcp_syncer_errors_total")
+                             - metric_sum(cc_before, "kcp_syncer_errors_total")),
+        "splitter_queues": queue_delta(split_before, queues(splitter.metrics())),
+        "splitter_queue_peaks": peaks.peaks,
+        # the syncers' queues, one per (workspace, SyncTarget): those of the evicted target and all the others
+        "syncer_queues": queue_delta(queues(cc_before), queues(cc_after), lambda name: (
+            "evicted target" if name.endswith(f":{target}") else "other targets") if name.startswith("syncer:")
+            else name),
+        "cpu_seconds": {name: round(cpu_after[name]["cpu_seconds"] - cpu_before[name]["cpu_seconds"], 1)
+                        for name in pids},
         "held_after": timeline[-1] if timeline else None,
         "timeline": timeline,
+        "roots": roots,
     })
     return out
 
@@ -686,13 +763,14 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
              out["placed_workspaces_sum"] != len(names) * args.clusters_per_namespace),
             (f"{out['syncer_errors']} syncer errors", out["syncer_errors"] > 0)) if bad]
         if args.decommission:
-            gone = out["decommission"] = decommission(args, kcp, sim, watcher, splitter, controller)
+            gone = out["decommission"] = decommission(args, kcp, sim, watcher, splitter, controller, pids)
             out["problems"] += [problem for problem, bad in (
                 (f"only {gone['deployments_moved']} Deployments on the busiest cluster, not "
                  f"{args.decommission_deployments}: raise --workspaces or lower --clusters",
                  gone["deployments_moved"] < args.decommission_deployments),
                 (f"decommissioning {gone['target']} did not finish within {args.timeout}s",
                  bool(gone.get("timed_out"))),
+                (f"{gone['syncer_errors']} syncer errors while decommissioning", gone["syncer_errors"] > 0),
                 (f"{gone['roots_below_max_unavailable']} Deployments below replicas - maxUnavailable while moving",
                  gone["roots_below_max_unavailable"] > 0),
                 (f"the cluster emptied {gone['empty_after_replaced_s']} s after the last replacement, not < 60 s",
@@ -747,6 +825,12 @@ def decommission_summary(d: dict[str, Any] | None) -> list[str]:
         return f"{v['first']} / {v['p50']} / {v['last']} s" if v else "none"
     zero = ", ".join(f"{k} {v}" for k, v in d["cluster_zero_at_s"].items())
     before = ", ".join(f"{k} {v}" for k, v in d["held_before"].items())
+    peaks = d["splitter_queue_peaks"]
+    queues = ", ".join(f"{name} {q['adds']} ({q['mean_wait_s']} / {q['mean_work_s']}, {peaks.get(name, 0):.0f})"
+                       for name, q in d["splitter_queues"].items())
+    syncers = ", ".join(f"{name} {q['adds']} adds ({q['mean_wait_s']} / {q['mean_work_s']} s)"
+                        for name, q in d["syncer_queues"].items())
+    cpu = ", ".join(f"{name} {v}" for name, v in d["cpu_seconds"].items())
     return [
         f"  decommission: evictAfter now on {d['target']} (of Deployments per SyncTarget "
         f"{sorted(d['deployments_per_target'].values())}): {d['deployments_moved']} Deployments of "
@@ -759,8 +843,14 @@ def decommission_summary(d: dict[str, Any] | None) -> list[str]:
         f"maxUnavailable",
         f"    where the time goes (s after evict, first / median / last): replacement child in kcp "
         f"{span('replacement_seen_s')}, available {span('replacement_available_s')}, old child gone from kcp "
-        f"{span('old_child_gone_from_kcp_s')}; none left on the cluster at: {zero}; "
-        f"{d['synced_down_writes']} writes down, splitter queue peak {d['peak_splitter_workqueue_depth']:.0f}"]
+        f"{span('old_child_gone_from_kcp_s')}; per Deployment: its replacement available after it appeared "
+        f"{span('replacement_made_available_in_s')}, its old child gone after the replacement was available "
+        f"{span('old_gone_after_replacement_available_s')}",
+        f"    the cluster listed every {span('cluster_look_seconds')} (+0.2 s): none left at {zero}; "
+        f"{d['synced_down_writes']} writes down, {d['syncer_errors']} syncer errors",
+        f"    splitter queues (adds, mean wait / work s, peak depth): {queues}",
+        f"    syncer queues: {syncers}",
+        f"    CPU seconds during the move ({d['evict_to_empty_s']} s): {cpu}"]
 
 
 def main() -> None:
