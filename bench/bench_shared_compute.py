@@ -48,6 +48,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -184,6 +185,7 @@ class Seen(NamedTuple):
     parent: str  # a child's root (its root label)
     ready_at: float | None  # perf_counter when available first reached spec (> 0) since it last fell short
     seen_at: float  # perf_counter when the watch first saw it
+    deleting_at: float | None  # perf_counter when the watch first saw its deletionTimestamp
 
 
 class Deployments:
@@ -195,6 +197,7 @@ class Deployments:
         self._lock = threading.Lock()
         self._seen: dict[tuple[str, str], Seen] = {}
         self.gone_at: dict[tuple[str, str], float] = {}
+        self.last_seen: dict[tuple[str, str], Seen] = {}  # of those gone
         self.done_at: dict[str, float] = {}  # workspace -> when all its roots were first seen available
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
@@ -218,8 +221,10 @@ class Deployments:
         available = int((obj.get("status") or {}).get("availableReplicas") or 0)
         ready = spec > 0 and available >= spec
         ready_at = (before.ready_at if before is not None and before.ready_at is not None else now) if ready else None
+        deleting_at = (before.deleting_at if before is not None and before.deleting_at is not None else now) \
+            if meta.get("deletionTimestamp") else None
         return Seen(ROOT_LABEL not in labels, spec, available, labels.get(ASSIGNMENT_LABEL, ""),
-                    labels.get(ROOT_LABEL, ""), ready_at, before.seen_at if before is not None else now)
+                    labels.get(ROOT_LABEL, ""), ready_at, before.seen_at if before is not None else now, deleting_at)
 
     @staticmethod
     def _key(obj: dict[str, Any]) -> tuple[str, str]:
@@ -230,8 +235,9 @@ class Deployments:
         key, now = self._key(obj), time.perf_counter()
         with self._lock:
             if kind == "DELETED":
-                if self._seen.pop(key, None) is not None:
-                    self.gone_at[key] = now
+                last = self._seen.pop(key, None)
+                if last is not None:
+                    self.gone_at[key], self.last_seen[key] = now, last
             else:
                 self._seen[key] = self._seen_now(obj, self._seen.get(key), now)
                 self.gone_at.pop(key, None)
@@ -245,7 +251,7 @@ class Deployments:
                 key = self._key(item)
                 fresh[key] = self._seen_now(item, self._seen.get(key), now)
             for key in self._seen.keys() - fresh.keys():
-                self.gone_at[key] = now
+                self.gone_at[key], self.last_seen[key] = now, self._seen[key]
             self._seen = fresh
 
     def _request(self, query: str, timeout: float) -> Any:
@@ -551,6 +557,30 @@ class QueuePeaks:
                 self.peaks[name] = max(self.peaks.get(name, 0.0), float(depth))
 
 
+def downstream_times(sim: KcpServer, since: float) -> dict[tuple[str, str], tuple[float | None, float | None]]:
+    """(workspace, name) of each Deployment the syncers hold on any cluster -> seconds after `since` (wall clock)
+    when its copy was made there and when its rollout completed there (Progressing NewReplicaSetAvailable); the
+    clusters stamp whole seconds."""
+    status, body = Rest(sim).request("GET", f"/clusters/*/apis/apps/v1/deployments?labelSelector={OWNER_LABEL}")
+    times: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+    for item in body["items"] if status == 200 else []:
+        meta = item["metadata"]
+        notes = meta.get("annotations") or {}
+        done = next((c.get("lastUpdateTime") for c in (item.get("status") or {}).get("conditions") or []
+                     if c.get("type") == "Progressing" and c.get("reason") == "NewReplicaSetAvailable"), None)
+        made, complete = parse_stamp(meta.get("creationTimestamp")), parse_stamp(done)
+        times[(notes.get("syncer.kcp.io/upstream-cluster", ""), notes.get("syncer.kcp.io/upstream-name", ""))] = (
+            round(made - since, 1) if made is not None else None,
+            round(complete - since, 1) if complete is not None else None)
+    return times
+
+
+def parse_stamp(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    return datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+
+
 def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watcher: Deployments,
                  splitter: SplitterProcess, controller: ClusterControllerProcess,
                  pids: dict[str, int]) -> dict[str, Any]:
@@ -571,7 +601,7 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
     cc_before, split_before = controller.metrics(), queues(splitter.metrics())
     cpu_before = snapshot(pids)
     sampler, peaks = Availability(watcher).start(), QueuePeaks(splitter).start()
-    begun = time.perf_counter()
+    begun, begun_wall = time.perf_counter(), time.time()
     evict_after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     compute.patch(f"{TARGETS}/{target}", {"spec": {"evictAfter": evict_after}})
     timeline: list[dict[str, Any]] = []  # the cluster's emptying, one entry per look
@@ -598,16 +628,25 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
         sampler.stop()
         peaks.stop()
     cpu_after, cc_after = snapshot(pids), controller.metrics()
-    state = watcher.state()
-    roots: dict[str, dict[str, float | None]] = {}  # each moved root: its replacement seen, available, old child gone
-    for (ws, _), seen in state.items():
+    state, down = watcher.state(), downstream_times(sim, begun_wall)
+
+    def after(at: float | None) -> float | None:
+        return round(at - begun, 1) if at is not None else None
+    # each moved root: its replacement seen in kcp, made on its cluster, complete there, available in kcp; its old
+    # child being deleted in kcp (the splitter's break) and gone (the syncer's finalizer lifted)
+    roots: dict[str, dict[str, float | None]] = {}
+    for (ws, name), seen in state.items():
         if not seen.root and (ws, seen.parent) in moving and seen.target != target:
+            made, complete = down.get((ws, name), (None, None))
             roots[f"{ws}/{seen.parent}"] = {
-                "replacement_seen": round(seen.seen_at - begun, 1),
-                "replacement_available": round(seen.ready_at - begun, 1) if seen.ready_at is not None else None}
+                "replacement_seen": after(seen.seen_at), "replacement_made_downstream": made,
+                "replacement_complete_downstream": complete, "replacement_available": after(seen.ready_at)}
     for ws, root in moving:
-        gone = watcher.gone_at.get((ws, f"{root}--{target}"))
-        roots.setdefault(f"{ws}/{root}", {})["old_gone"] = round(gone - begun, 1) if gone is not None else None
+        old = (ws, f"{root}--{target}")
+        last = watcher.last_seen.get(old) or state.get(old)
+        roots.setdefault(f"{ws}/{root}", {}).update({
+            "old_deleting": after(last.deleting_at if last is not None else None),
+            "old_gone": after(watcher.gone_at.get(old))})
 
     def column(field: str) -> list[float]:
         return [v for r in roots.values() if (v := r.get(field)) is not None]
@@ -628,6 +667,14 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
         # per root: replacement available after it appeared; old child gone after its replacement was available
         "replacement_made_available_in_s": spread(gaps("replacement_available", "replacement_seen")),
         "old_gone_after_replacement_available_s": spread(gaps("old_gone", "replacement_available")),
+        # the replacement's way: synced down after the splitter made it, complete on the cluster, its status up
+        "made_downstream_after_seen_s": spread(gaps("replacement_made_downstream", "replacement_seen")),
+        "complete_downstream_after_made_s": spread(gaps("replacement_complete_downstream",
+                                                        "replacement_made_downstream")),
+        "available_in_kcp_after_complete_s": spread(gaps("replacement_available", "replacement_complete_downstream")),
+        # the old child's way: the splitter deletes it once the replacement is available, the syncer lets it go
+        "old_deleting_after_replacement_available_s": spread(gaps("old_deleting", "replacement_available")),
+        "old_gone_after_deleting_s": spread(gaps("old_gone", "old_deleting")),
         "cluster_zero_at_s": {field: zero_at(field) for field in ("deployments", "replicasets", "pods", "configmaps",
                                                                   "serviceaccounts", "namespaces",
                                                                   "served_workspaces")},
@@ -846,6 +893,11 @@ def decommission_summary(d: dict[str, Any] | None) -> list[str]:
         f"{span('old_child_gone_from_kcp_s')}; per Deployment: its replacement available after it appeared "
         f"{span('replacement_made_available_in_s')}, its old child gone after the replacement was available "
         f"{span('old_gone_after_replacement_available_s')}",
+        f"    a replacement's way (s): synced down after it appeared {span('made_downstream_after_seen_s')}, rollout "
+        f"complete on its cluster after that {span('complete_downstream_after_made_s')} (whole-second stamps), "
+        f"available in kcp after that {span('available_in_kcp_after_complete_s')}; the old child deleted after "
+        f"its replacement was available {span('old_deleting_after_replacement_available_s')}, gone after that "
+        f"{span('old_gone_after_deleting_s')}",
         f"    the cluster listed every {span('cluster_look_seconds')} (+0.2 s): none left at {zero}; "
         f"{d['synced_down_writes']} writes down, {d['syncer_errors']} syncer errors",
         f"    splitter queues (adds, mean wait / work s, peak depth): {queues}",
