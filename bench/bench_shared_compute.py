@@ -65,6 +65,7 @@ from syncer_fixtures import Rest, eventually  # noqa: E402
 from kcp_process import KcpServer, ServedFromRoot, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
 
 COMPUTE = "compute"
+EVICTED_PATIENCE = 60.0  # seconds after the cluster is empty to wait for its SyncTarget to say Evicted
 CONTROLLER_DIR = REPO / "services/cluster-controller/kcp_cluster_controller"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 LOCATIONS = "/apis/scheduling.kcp.io/v1alpha1/locations"
@@ -461,8 +462,11 @@ def held_on(cluster: Rest) -> dict[str, int]:
     return counts
 
 
-def served(compute: Rest, target: str) -> int:
-    return int(((compute.get(f"{TARGETS}/{target}") or {}).get("status") or {}).get("servedWorkspaces") or 0)
+def served(compute: Rest, target: str) -> tuple[int, str, int | None]:
+    """The SyncTarget's servedWorkspaces, and the splitter's word on its eviction (phase, Deployments left)."""
+    status = (compute.get(f"{TARGETS}/{target}") or {}).get("status") or {}
+    eviction = status.get("eviction") or {}
+    return int(status.get("servedWorkspaces") or 0), str(eviction.get("phase") or ""), eviction.get("deployments")
 
 
 class Availability:
@@ -597,7 +601,7 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
     out: dict[str, Any] = {"target": target, "deployments_moved": len(moving),
                            "workspaces_moved": len({ws for ws, _ in moving}),
                            "deployments_per_target": {t: len(on[t]) for t in sorted(on)},
-                           "served_workspaces_before": served(compute, target), "held_before": held_on(cluster)}
+                           "served_workspaces_before": served(compute, target)[0], "held_before": held_on(cluster)}
     cc_before, split_before = controller.metrics(), queues(splitter.metrics())
     cpu_before = snapshot(pids)
     sampler, peaks = Availability(watcher).start(), QueuePeaks(splitter).start()
@@ -605,24 +609,26 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
     evict_after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     compute.patch(f"{TARGETS}/{target}", {"spec": {"evictAfter": evict_after}})
     timeline: list[dict[str, Any]] = []  # the cluster's emptying, one entry per look
-    replaced_at = empty_at = None
-    try:
-        while replaced_at is None or empty_at is None:
+    replaced_at = empty_at = evicted_at = None
+    try:  # after empty, up to a minute more for the SyncTarget to say Evicted
+        while replaced_at is None or empty_at is None or (
+                evicted_at is None and time.perf_counter() - empty_at < EVICTED_PATIENCE):
             if time.perf_counter() - begun > args.timeout:
                 out["timed_out"] = True
                 break
             if replaced_at is None:
                 replaced_at = replaced(watcher.state(), moving, target, begun)
-            if empty_at is None:
-                looked = time.perf_counter()
-                held = held_on(cluster)
-                listed = time.perf_counter()
-                serving = served(compute, target)
-                timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held,
-                                 "list_s": round(listed - looked, 2),
-                                 "get_s": round(time.perf_counter() - listed, 2)})
-                if serving == 0 and not any(held.values()):
-                    empty_at = time.perf_counter()
+            looked = time.perf_counter()
+            held = held_on(cluster)
+            listed = time.perf_counter()
+            serving, phase, left = served(compute, target)
+            timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held,
+                             "eviction_phase": phase, "eviction_deployments": left,
+                             "list_s": round(listed - looked, 2), "get_s": round(time.perf_counter() - listed, 2)})
+            if empty_at is None and serving == 0 and not any(held.values()):
+                empty_at = time.perf_counter()
+            if evicted_at is None and phase == "Evicted":
+                evicted_at = time.perf_counter()
             time.sleep(0.2)
     finally:
         sampler.stop()
@@ -656,11 +662,16 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
 
     def zero_at(field: str) -> float | None:  # when the timeline first shows none of `field` left
         return next((look["at"] for look in timeline if look.get(field) == 0), None)
+    timeline = [look for look in timeline if empty_at is None or look["at"] <= empty_at - begun + 1 or
+                look is timeline[-1]]  # the looks for Evicted after empty say nothing new
     out.update({
         "evict_after": evict_after,
         "evict_to_replaced_s": round(replaced_at - begun, 1) if replaced_at else None,
         "evict_to_empty_s": round(empty_at - begun, 1) if empty_at else None,
         "empty_after_replaced_s": round(empty_at - replaced_at, 1) if replaced_at and empty_at else None,
+        # the splitter's word (status.eviction.phase): Evicted once nothing is assigned and no workspace is served
+        "evict_to_evicted_phase_s": round(evicted_at - begun, 1) if evicted_at else None,
+        "eviction_phases": list(dict.fromkeys(look["eviction_phase"] for look in timeline if look["eviction_phase"])),
         "replacement_seen_s": spread(column("replacement_seen")),
         "replacement_available_s": spread(column("replacement_available")),
         "old_child_gone_from_kcp_s": spread(column("old_gone")),
@@ -884,7 +895,9 @@ def decommission_summary(d: dict[str, Any] | None) -> list[str]:
         f"{d['workspaces_moved']} workspaces moved ({d['served_workspaces_before']} served workspaces; held there: "
         f"{before})",
         f"    evict -> replaced {d['evict_to_replaced_s']} s, evict -> empty {d['evict_to_empty_s']} s, "
-        f"empty after replaced {d['empty_after_replaced_s']} s (target < 60 s)",
+        f"empty after replaced {d['empty_after_replaced_s']} s (target < 60 s); the SyncTarget said "
+        f"{' -> '.join(d['eviction_phases']) or 'nothing'} (status.eviction), Evicted at "
+        f"{d['evict_to_evicted_phase_s']} s",
         f"    availability every 100 ms ({d['availability_samples']} samples): min available / replicas "
         f"{d['min_available_ratio']}, {d['roots_below_max_unavailable']} Deployments below replicas - "
         f"maxUnavailable",
