@@ -28,7 +28,10 @@ Figures:
   down); evict -> replaced is when the last replacement child (on another target) became available, evict -> empty
   when the physical cluster holds nothing of the syncers' (owner label, `kcp-<hash>` namespaces and their content)
   and the SyncTarget's `status.servedWorkspaces` is 0. Issue 25 wants empty < 60 s after replaced for 50
-  Deployments; the cluster is listed every ~0.3 s, and the timeline says which kind of object went last.
+  Deployments; the cluster is listed every ~0.3 s, and the timeline says which kind of object went last. Beside
+  them the SyncTarget's own `status.eviction` (Evicted at), and where the time went: per moved Deployment its
+  replacement seen in kcp, made and complete on its cluster, available in kcp, its old child deleted and gone; the
+  splitter's and syncers' work queues (adds, mean wait and work); each process's CPU during the move.
 
 Prints a summary and writes bench/results/compute-<time>.json.
 """
