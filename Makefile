@@ -185,6 +185,7 @@ e2e-k3s:
 bench-split: install
 	$(BIN)/python bench/bench_split.py
 
-## bench-compute: shared compute: 100 workspaces x 10 Deployments placed on 10 sim clusters: time to available, RSS, watches
+## bench-compute: shared compute: 100 workspaces x 10 Deployments placed on 10 sim clusters: time to available, RSS, watches;
+##                then the busiest cluster decommissioned (evictAfter): availability, time to replaced and to empty
 bench-compute: install
 	$(BIN)/python bench/bench_shared_compute.py

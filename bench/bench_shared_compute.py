@@ -20,7 +20,18 @@ Figures:
   controller's RSS growth divided by the objects its syncers hold on the clusters at the end (every downstream
   object carrying the syncer owner label, namespaces included: what the engines keep in their caches);
 - the cluster controller's open connections to kcp and to the sim (each placed workspace's engine opens its own
-  watches), and the watches each server counts (`apiserver_registered_watchers`).
+  watches), and the watches each server counts (`apiserver_registered_watchers`);
+- then (unless `--no-decommission`) decommissioning a cluster carrying many workspaces: the SyncTarget whose
+  cluster holds the most roots' children gets `spec.evictAfter` = now and the splitter moves every workspace's
+  namespaces and Deployments off it, make-before-break. Every 100 ms the watch's roots give the lowest available
+  replicas / spec.replicas (and how many roots fell below replicas - maxUnavailable, kube's default 25% rounded
+  down); evict -> replaced is when the last replacement child (on another target) became available, evict -> empty
+  when the physical cluster holds nothing of the syncers' (owner label, `kcp-<hash>` namespaces and their content)
+  and the SyncTarget's `status.servedWorkspaces` is 0. Issue 25 wants empty < 60 s after replaced for 50
+  Deployments; the cluster is listed every ~0.3 s, and the timeline says which kind of object went last. Beside
+  them the SyncTarget's own `status.eviction` (Evicted at), and where the time went: per moved Deployment its
+  replacement seen in kcp, made and complete on its cluster, available in kcp, its old child deleted and gone; the
+  splitter's and syncers' work queues (adds, mean wait and work); each process's CPU during the move.
 
 Prints a summary and writes bench/results/compute-<time>.json.
 """
@@ -40,9 +51,10 @@ import time
 import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -56,6 +68,7 @@ from syncer_fixtures import Rest, eventually  # noqa: E402
 from kcp_process import KcpServer, ServedFromRoot, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
 
 COMPUTE = "compute"
+EVICTED_PATIENCE = 60.0  # seconds after the cluster is empty to wait for its SyncTarget to say Evicted
 CONTROLLER_DIR = REPO / "services/cluster-controller/kcp_cluster_controller"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 LOCATIONS = "/apis/scheduling.kcp.io/v1alpha1/locations"
@@ -166,13 +179,29 @@ def metric_sum(text: str, name: str, labels: str = "") -> float:
 # --- progress: every Deployment of every workspace, from one wildcard list and watch ---------------------------
 
 
+class Seen(NamedTuple):
+    """One Deployment as the watch last saw it."""
+
+    root: bool
+    spec: int  # spec.replicas
+    available: int  # status.availableReplicas
+    target: str  # a child's SyncTarget (its assignment label)
+    parent: str  # a child's root (its root label)
+    ready_at: float | None  # perf_counter when available first reached spec (> 0) since it last fell short
+    seen_at: float  # perf_counter when the watch first saw it
+    deleting_at: float | None  # perf_counter when the watch first saw its deletionTimestamp
+
+
 class Deployments:
-    """(workspace, name) -> (root?, spec replicas, available replicas), for every Deployment of the bound type."""
+    """(workspace, name) -> what the watch last saw, for every Deployment of the bound type; and when each one it saw
+    went away (`gone_at`)."""
 
     def __init__(self, kcp: KcpServer, path: str) -> None:
         self.kcp, self.path = kcp, path
         self._lock = threading.Lock()
-        self._seen: dict[tuple[str, str], tuple[bool, int, int, str]] = {}  # + the SyncTarget assigned
+        self._seen: dict[tuple[str, str], Seen] = {}
+        self.gone_at: dict[tuple[str, str], float] = {}
+        self.last_seen: dict[tuple[str, str], Seen] = {}  # of those gone
         self.done_at: dict[str, float] = {}  # workspace -> when all its roots were first seen available
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
@@ -185,21 +214,49 @@ class Deployments:
     def stop(self) -> None:
         self._stop.set()
 
-    def state(self) -> dict[tuple[str, str], tuple[bool, int, int, str]]:
+    def state(self) -> dict[tuple[str, str], Seen]:
         with self._lock:
             return dict(self._seen)
 
-    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+    def _seen_now(self, obj: dict[str, Any], before: Seen | None, now: float) -> Seen:
         meta = obj.get("metadata") or {}
-        key = ((meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta.get("name", ""))
+        labels = meta.get("labels") or {}
+        spec = int((obj.get("spec") or {}).get("replicas") or 0)
+        available = int((obj.get("status") or {}).get("availableReplicas") or 0)
+        ready = spec > 0 and available >= spec
+        ready_at = (before.ready_at if before is not None and before.ready_at is not None else now) if ready else None
+        deleting_at = (before.deleting_at if before is not None and before.deleting_at is not None else now) \
+            if meta.get("deletionTimestamp") else None
+        return Seen(ROOT_LABEL not in labels, spec, available, labels.get(ASSIGNMENT_LABEL, ""),
+                    labels.get(ROOT_LABEL, ""), ready_at, before.seen_at if before is not None else now, deleting_at)
+
+    @staticmethod
+    def _key(obj: dict[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return (meta.get("annotations") or {}).get("kcp.io/cluster", ""), meta.get("name", "")
+
+    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+        key, now = self._key(obj), time.perf_counter()
         with self._lock:
             if kind == "DELETED":
-                self._seen.pop(key, None)
+                last = self._seen.pop(key, None)
+                if last is not None:
+                    self.gone_at[key], self.last_seen[key] = now, last
             else:
-                labels = meta.get("labels") or {}
-                self._seen[key] = (ROOT_LABEL not in labels, int((obj.get("spec") or {}).get("replicas") or 0),
-                                   int((obj.get("status") or {}).get("availableReplicas") or 0),
-                                   labels.get(ASSIGNMENT_LABEL, ""))
+                self._seen[key] = self._seen_now(obj, self._seen.get(key), now)
+                self.gone_at.pop(key, None)
+
+    def _relisted(self, items: list[dict[str, Any]]) -> None:
+        """The list replaces what was seen at once (a sampler never sees half of it); what it lacks went away."""
+        now = time.perf_counter()
+        with self._lock:
+            fresh = {}
+            for item in items:
+                key = self._key(item)
+                fresh[key] = self._seen_now(item, self._seen.get(key), now)
+            for key in self._seen.keys() - fresh.keys():
+                self.gone_at[key], self.last_seen[key] = now, self._seen[key]
+            self._seen = fresh
 
     def _request(self, query: str, timeout: float) -> Any:
         req = urllib.request.Request(f"{self.kcp.url}{self.path}{query}",
@@ -212,10 +269,7 @@ class Deployments:
                 with self._request("", 60) as resp:
                     listed = json.loads(resp.read())
                 self.relists += 1
-                with self._lock:
-                    self._seen.clear()
-                for item in listed["items"]:
-                    self._apply("ADDED", item)
+                self._relisted(listed["items"])
                 version = listed["metadata"]["resourceVersion"]
                 with self._request(f"?watch=1&resourceVersion={version}&timeoutSeconds=600", 120) as resp:
                     for line in resp:
@@ -237,15 +291,15 @@ def all_available(deployments: Deployments, workspaces: list[str], per_workspace
     """Every workspace has its roots, each available with `replicas`, and every child available as its spec asks;
     records when each workspace first got there."""
     def done() -> bool:
-        by_ws: dict[str, list[tuple[bool, int, int, str]]] = {}
+        by_ws: dict[str, list[Seen]] = {}
         for (ws, _), value in deployments.state().items():
             by_ws.setdefault(ws, []).append(value)
         now = time.perf_counter()
         for ws in workspaces:
             items = by_ws.get(ws, [])
-            roots = [available for root, _, available, _ in items if root]
+            roots = [d.available for d in items if d.root]
             if len(roots) == per_workspace and all(a == replicas for a in roots) and \
-                    all(available == spec for root, spec, available, _ in items if not root):
+                    all(d.available == d.spec for d in items if not d.root):
                 deployments.done_at.setdefault(ws, now)
         return len(deployments.done_at) == len(workspaces)
     return done
@@ -255,9 +309,9 @@ def stuck(deployments: Deployments, workspaces: list[str]) -> str:
     """The workspaces not available yet and the SyncTargets their children are on (a cluster whose nodes are full
     keeps the pods Pending: Placements do not weigh capacity yet, so raise --nodes)."""
     where: dict[str, set[str]] = {}
-    for (ws, _), (root, _, _, target) in deployments.state().items():
-        if ws not in deployments.done_at and not root:
-            where.setdefault(ws, set()).add(target)
+    for (ws, _), seen in deployments.state().items():
+        if ws not in deployments.done_at and not seen.root:
+            where.setdefault(ws, set()).add(seen.target)
     late = [ws for ws in workspaces if ws not in deployments.done_at]
     return ", ".join(f"{ws} (on {', '.join(sorted(where.get(ws, ()))) or 'nothing yet'})" for ws in late)
 
@@ -358,6 +412,308 @@ def downstream_objects(sim: KcpServer) -> dict[str, int]:
         status, body = rest.request("GET", f"/clusters/*{path}?labelSelector={OWNER_LABEL}")
         counts[resource] = len(body["items"]) if status == 200 else -1
     return counts
+
+
+# --- decommissioning one cluster --------------------------------------------------------------------------------
+
+
+def carried(state: dict[tuple[str, str], Seen]) -> dict[str, set[tuple[str, str]]]:
+    """SyncTarget -> the roots (workspace, name) with a child on it."""
+    on: dict[str, set[tuple[str, str]]] = {}
+    for (ws, _), seen in state.items():
+        if not seen.root and seen.target:
+            on.setdefault(seen.target, set()).add((ws, seen.parent))
+    return on
+
+
+def replaced(state: dict[tuple[str, str], Seen], moving: set[tuple[str, str]], target: str,
+             since: float) -> float | None:
+    """When the last replacement child became available, once every root in `moving` is available with no child
+    left on `target` (None before that)."""
+    children: dict[tuple[str, str], list[Seen]] = {}
+    for (ws, _), seen in state.items():
+        if not seen.root and (ws, seen.parent) in moving:
+            children.setdefault((ws, seen.parent), []).append(seen)
+    last = since
+    for key in moving:
+        root, kids = state.get(key), children.get(key, [])
+        if root is None or root.available < root.spec or not kids:
+            return None
+        for kid in kids:
+            if kid.target == target or kid.ready_at is None:
+                return None
+            last = max(last, kid.ready_at)
+    return last
+
+
+def held_on(cluster: Rest) -> dict[str, int]:
+    """What of the syncers' is on one physical cluster, by resource: objects with the owner label or in a namespace
+    a syncer made (`kcp-<hash>`, the pods and ReplicaSets the cluster's controllers make there included), and those
+    namespaces (`terminating`: how many of them are being finalized)."""
+    counts = {}
+    for resource, path in DOWNSTREAM.items():
+        status, body = cluster.request("GET", path)
+        if status != 200:
+            counts[resource] = -1
+            continue
+        mine = [o for o in body["items"] if OWNER_LABEL in ((o.get("metadata") or {}).get("labels") or {})
+                or str((o.get("metadata") or {}).get("namespace" if resource != "namespaces" else "name") or "")
+                .startswith("kcp-")]
+        counts[resource] = len(mine)
+        if resource == "namespaces":
+            counts["terminating"] = sum(1 for o in mine if o["metadata"].get("deletionTimestamp"))
+    return counts
+
+
+def served(compute: Rest, target: str) -> tuple[int, str, int | None]:
+    """The SyncTarget's servedWorkspaces, and the splitter's word on its eviction (phase, Deployments left)."""
+    status = (compute.get(f"{TARGETS}/{target}") or {}).get("status") or {}
+    eviction = status.get("eviction") or {}
+    return int(status.get("servedWorkspaces") or 0), str(eviction.get("phase") or ""), eviction.get("deployments")
+
+
+class Availability:
+    """Every 100 ms, from the watch: each root's lowest available replicas during the move."""
+
+    def __init__(self, deployments: Deployments, period: float = 0.1) -> None:
+        self.deployments, self.period = deployments, period
+        self.lowest: dict[tuple[str, str], tuple[int, int]] = {}  # root -> (available, spec) at its lowest ratio
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-availability")
+
+    def start(self) -> Availability:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            began = time.perf_counter()
+            for key, seen in self.deployments.state().items():
+                if seen.root and seen.spec > 0:
+                    low = self.lowest.get(key)
+                    if low is None or seen.available * low[1] < low[0] * seen.spec:
+                        self.lowest[key] = (seen.available, seen.spec)
+            self.samples += 1
+            self._stop.wait(max(0.0, self.period - (time.perf_counter() - began)))
+
+    def below(self) -> list[tuple[str, str]]:
+        """Roots that dipped below spec - maxUnavailable (kube's default: 25% of spec, rounded down)."""
+        return sorted(key for key, (available, spec) in self.lowest.items() if available < spec - spec // 4)
+
+    def min_ratio(self) -> float:
+        return min((a / s for a, s in self.lowest.values()), default=1.0)
+
+
+def spread(values: list[float]) -> dict[str, float] | None:
+    """first / median / last of some seconds."""
+    values = sorted(values)
+    return {"first": round(values[0], 1), "p50": round(values[len(values) // 2], 1),
+            "last": round(values[-1], 1)} if values else None
+
+
+def queues(text: str) -> dict[str, dict[str, float]]:
+    """Per work queue (its `name` label): adds, seconds waited and worked (sums) and items taken, from /metrics."""
+    out: dict[str, dict[str, float]] = {}
+    for series, field in (("workqueue_adds_total", "adds"), ("workqueue_queue_duration_seconds_sum", "waited"),
+                          ("workqueue_queue_duration_seconds_count", "taken"),
+                          ("workqueue_work_duration_seconds_sum", "worked")):
+        for name, value in re.findall(rf'^{series}\{{name="([^"]+)"\}} (\S+)$', text, re.M):
+            out.setdefault(name, {})[field] = float(value)
+    return out
+
+
+def queue_delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
+                group: Callable[[str], str] = lambda name: name) -> dict[str, dict[str, float]]:
+    """What each queue (or group of queues) did between two readings: adds, mean wait and mean work (seconds)."""
+    sums: dict[str, dict[str, float]] = {}
+    for name, now in after.items():
+        then = before.get(name, {})
+        into = sums.setdefault(group(name), dict.fromkeys(("adds", "waited", "taken", "worked"), 0.0))
+        for field in into:
+            into[field] += now.get(field, 0.0) - then.get(field, 0.0)
+    return {name: {"adds": int(d["adds"]), "mean_wait_s": round(d["waited"] / d["taken"], 2) if d["taken"] else 0.0,
+                   "mean_work_s": round(d["worked"] / d["taken"], 3) if d["taken"] else 0.0}
+            for name, d in sorted(sums.items()) if d["adds"] or d["taken"]}
+
+
+class QueuePeaks:
+    """Every second: the deepest each of the splitter's work queues got."""
+
+    def __init__(self, splitter: SplitterProcess) -> None:
+        self.splitter = splitter
+        self.peaks: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-queues")
+
+    def start(self) -> QueuePeaks:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            for name, depth in re.findall(r'^workqueue_depth\{name="([^"]+)"\} (\S+)$', self.splitter.metrics(), re.M):
+                self.peaks[name] = max(self.peaks.get(name, 0.0), float(depth))
+
+
+def downstream_times(sim: KcpServer, since: float) -> dict[tuple[str, str], tuple[float | None, float | None]]:
+    """(workspace, name) of each Deployment the syncers hold on any cluster -> seconds after `since` (wall clock)
+    when its copy was made there and when its rollout completed there (Progressing NewReplicaSetAvailable); the
+    clusters stamp whole seconds."""
+    status, body = Rest(sim).request("GET", f"/clusters/*/apis/apps/v1/deployments?labelSelector={OWNER_LABEL}")
+    times: dict[tuple[str, str], tuple[float | None, float | None]] = {}
+    for item in body["items"] if status == 200 else []:
+        meta = item["metadata"]
+        notes = meta.get("annotations") or {}
+        done = next((c.get("lastUpdateTime") for c in (item.get("status") or {}).get("conditions") or []
+                     if c.get("type") == "Progressing" and c.get("reason") == "NewReplicaSetAvailable"), None)
+        made, complete = parse_stamp(meta.get("creationTimestamp")), parse_stamp(done)
+        times[(notes.get("syncer.kcp.io/upstream-cluster", ""), notes.get("syncer.kcp.io/upstream-name", ""))] = (
+            round(made - since, 1) if made is not None else None,
+            round(complete - since, 1) if complete is not None else None)
+    return times
+
+
+def parse_stamp(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    return datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()
+
+
+def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watcher: Deployments,
+                 splitter: SplitterProcess, controller: ClusterControllerProcess,
+                 pids: dict[str, int]) -> dict[str, Any]:
+    """Evict the SyncTarget carrying the most roots' children (`spec.evictAfter` now) and follow the move: the
+    replacements' availability from the watch, the cluster's emptying by listing it, servedWorkspaces; and where
+    the time went: each moved root's replacement seen, available and its old child gone, the splitter's and the
+    syncers' queues, each process's CPU."""
+    compute = Rest(kcp).at(COMPUTE)
+    state = watcher.state()
+    on = carried(state)
+    target = max(sorted(on), key=lambda t: len(on[t]))
+    moving = on[target]
+    cluster = Rest(sim).at(target)
+    out: dict[str, Any] = {"target": target, "deployments_moved": len(moving),
+                           "workspaces_moved": len({ws for ws, _ in moving}),
+                           "deployments_per_target": {t: len(on[t]) for t in sorted(on)},
+                           "served_workspaces_before": served(compute, target)[0], "held_before": held_on(cluster)}
+    cc_before, split_before = controller.metrics(), queues(splitter.metrics())
+    cpu_before = snapshot(pids)
+    sampler, peaks = Availability(watcher).start(), QueuePeaks(splitter).start()
+    begun, begun_wall = time.perf_counter(), time.time()
+    evict_after = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    compute.patch(f"{TARGETS}/{target}", {"spec": {"evictAfter": evict_after}})
+    timeline: list[dict[str, Any]] = []  # the cluster's emptying, one entry per look
+    replaced_at = empty_at = evicted_at = None
+    try:  # after empty, up to a minute more for the SyncTarget to say Evicted
+        while replaced_at is None or empty_at is None or (
+                evicted_at is None and time.perf_counter() - empty_at < EVICTED_PATIENCE):
+            if time.perf_counter() - begun > args.timeout:
+                out["timed_out"] = True
+                break
+            if replaced_at is None:
+                replaced_at = replaced(watcher.state(), moving, target, begun)
+            looked = time.perf_counter()
+            held = held_on(cluster)
+            listed = time.perf_counter()
+            serving, phase, left = served(compute, target)
+            timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held,
+                             "eviction_phase": phase, "eviction_deployments": left,
+                             "list_s": round(listed - looked, 2), "get_s": round(time.perf_counter() - listed, 2)})
+            if empty_at is None and serving == 0 and not any(held.values()):
+                empty_at = time.perf_counter()
+            if evicted_at is None and phase == "Evicted":
+                evicted_at = time.perf_counter()
+            time.sleep(0.2)
+    finally:
+        sampler.stop()
+        peaks.stop()
+    cpu_after, cc_after = snapshot(pids), controller.metrics()
+    state, down = watcher.state(), downstream_times(sim, begun_wall)
+
+    def after(at: float | None) -> float | None:
+        return round(at - begun, 1) if at is not None else None
+    # each moved root: its replacement seen in kcp, made on its cluster, complete there, available in kcp; its old
+    # child being deleted in kcp (the splitter's break) and gone (the syncer's finalizer lifted)
+    roots: dict[str, dict[str, float | None]] = {}
+    for (ws, name), seen in state.items():
+        if not seen.root and (ws, seen.parent) in moving and seen.target != target:
+            made, complete = down.get((ws, name), (None, None))
+            roots[f"{ws}/{seen.parent}"] = {
+                "replacement_seen": after(seen.seen_at), "replacement_made_downstream": made,
+                "replacement_complete_downstream": complete, "replacement_available": after(seen.ready_at)}
+    for ws, root in moving:
+        old = (ws, f"{root}--{target}")
+        last = watcher.last_seen.get(old) or state.get(old)
+        roots.setdefault(f"{ws}/{root}", {}).update({
+            "old_deleting": after(last.deleting_at if last is not None else None),
+            "old_gone": after(watcher.gone_at.get(old))})
+
+    def column(field: str) -> list[float]:
+        return [v for r in roots.values() if (v := r.get(field)) is not None]
+
+    def gaps(later: str, earlier: str) -> list[float]:  # per root, where both are known
+        return [b - a for r in roots.values() if (a := r.get(earlier)) is not None and (b := r.get(later)) is not None]
+
+    def zero_at(field: str) -> float | None:  # when the timeline first shows none of `field` left
+        return next((look["at"] for look in timeline if look.get(field) == 0), None)
+    timeline = [look for look in timeline if empty_at is None or look["at"] <= empty_at - begun + 1 or
+                look is timeline[-1]]  # the looks for Evicted after empty say nothing new
+    out.update({
+        "evict_after": evict_after,
+        "evict_to_replaced_s": round(replaced_at - begun, 1) if replaced_at else None,
+        "evict_to_empty_s": round(empty_at - begun, 1) if empty_at else None,
+        "empty_after_replaced_s": round(empty_at - replaced_at, 1) if replaced_at and empty_at else None,
+        # the splitter's word (status.eviction.phase): Evicted once nothing is assigned and no workspace is served
+        "evict_to_evicted_phase_s": round(evicted_at - begun, 1) if evicted_at else None,
+        "eviction_phases": list(dict.fromkeys(look["eviction_phase"] for look in timeline if look["eviction_phase"])),
+        "replacement_seen_s": spread(column("replacement_seen")),
+        "replacement_available_s": spread(column("replacement_available")),
+        "old_child_gone_from_kcp_s": spread(column("old_gone")),
+        # per root: replacement available after it appeared; old child gone after its replacement was available
+        "replacement_made_available_in_s": spread(gaps("replacement_available", "replacement_seen")),
+        "old_gone_after_replacement_available_s": spread(gaps("old_gone", "replacement_available")),
+        # the replacement's way: synced down after the splitter made it, complete on the cluster, its status up
+        "made_downstream_after_seen_s": spread(gaps("replacement_made_downstream", "replacement_seen")),
+        "complete_downstream_after_made_s": spread(gaps("replacement_complete_downstream",
+                                                        "replacement_made_downstream")),
+        "available_in_kcp_after_complete_s": spread(gaps("replacement_available", "replacement_complete_downstream")),
+        # the old child's way: the splitter deletes it once the replacement is available, the syncer lets it go
+        "old_deleting_after_replacement_available_s": spread(gaps("old_deleting", "replacement_available")),
+        "old_gone_after_deleting_s": spread(gaps("old_gone", "old_deleting")),
+        "cluster_zero_at_s": {field: zero_at(field) for field in ("deployments", "replicasets", "pods", "configmaps",
+                                                                  "serviceaccounts", "namespaces",
+                                                                  "served_workspaces")},
+        "cluster_look_seconds": spread([look["list_s"] + look["get_s"] for look in timeline]),
+        "min_available_ratio": round(sampler.min_ratio(), 3),
+        "roots_below_max_unavailable": len(sampler.below()),
+        "roots_below_example": [f"{ws}/{name}" for ws, name in sampler.below()[:5]],
+        "availability_samples": sampler.samples,
+        "synced_down_writes": int(metric_sum(cc_after, "kcp_syncer_synced_objects_total", 'direction="down"')
+                                  - metric_sum(cc_before, "kcp_syncer_synced_objects_total", 'direction="down"')),
+        "syncer_errors": int(metric_sum(cc_after, "kcp_syncer_errors_total")
+                             - metric_sum(cc_before, "kcp_syncer_errors_total")),
+        "splitter_queues": queue_delta(split_before, queues(splitter.metrics())),
+        "splitter_queue_peaks": peaks.peaks,
+        # the syncers' queues, one per (workspace, SyncTarget): those of the evicted target and all the others
+        "syncer_queues": queue_delta(queues(cc_before), queues(cc_after), lambda name: (
+            "evicted target" if name.endswith(f":{target}") else "other targets") if name.startswith("syncer:")
+            else name),
+        "cpu_seconds": {name: round(cpu_after[name]["cpu_seconds"] - cpu_before[name]["cpu_seconds"], 1)
+                        for name in pids},
+        "held_after": timeline[-1] if timeline else None,
+        "timeline": timeline,
+        "roots": roots,
+    })
+    return out
 
 
 # --- the run ----------------------------------------------------------------------------------------------------
@@ -467,6 +823,19 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             (f"{out['placed_workspaces_sum']:.0f} placed workspaces, not {len(names) * args.clusters_per_namespace}",
              out["placed_workspaces_sum"] != len(names) * args.clusters_per_namespace),
             (f"{out['syncer_errors']} syncer errors", out["syncer_errors"] > 0)) if bad]
+        if args.decommission:
+            gone = out["decommission"] = decommission(args, kcp, sim, watcher, splitter, controller, pids)
+            out["problems"] += [problem for problem, bad in (
+                (f"only {gone['deployments_moved']} Deployments on the busiest cluster, not "
+                 f"{args.decommission_deployments}: raise --workspaces or lower --clusters",
+                 gone["deployments_moved"] < args.decommission_deployments),
+                (f"decommissioning {gone['target']} did not finish within {args.timeout}s",
+                 bool(gone.get("timed_out"))),
+                (f"{gone['syncer_errors']} syncer errors while decommissioning", gone["syncer_errors"] > 0),
+                (f"{gone['roots_below_max_unavailable']} Deployments below replicas - maxUnavailable while moving",
+                 gone["roots_below_max_unavailable"] > 0),
+                (f"the cluster emptied {gone['empty_after_replaced_s']} s after the last replacement, not < 60 s",
+                 (gone["empty_after_replaced_s"] or 0) >= 60)) if bad]
         return out
     finally:
         if watcher is not None:
@@ -504,7 +873,52 @@ def summary(r: dict[str, Any]) -> str:
         f"({per['kcp']} on kcp and {per['sim']} on the sim per placed workspace); peak work-queue depth "
         f"{r['peak_controller_workqueue_depth']:.0f} (splitter {r['peak_splitter_workqueue_depth']:.0f})",
         f"  RSS before -> after (CPU during): {procs}",
+        *decommission_summary(r.get("decommission")),
         *(f"  PROBLEM: {problem}" for problem in r["problems"])])
+
+
+def decommission_summary(d: dict[str, Any] | None) -> list[str]:
+    if d is None:
+        return []
+
+    def span(key: str) -> str:
+        v = d[key]
+        return f"{v['first']} / {v['p50']} / {v['last']} s" if v else "none"
+    zero = ", ".join(f"{k} {v}" for k, v in d["cluster_zero_at_s"].items())
+    before = ", ".join(f"{k} {v}" for k, v in d["held_before"].items())
+    peaks = d["splitter_queue_peaks"]
+    queues = ", ".join(f"{name} {q['adds']} ({q['mean_wait_s']} / {q['mean_work_s']}, {peaks.get(name, 0):.0f})"
+                       for name, q in d["splitter_queues"].items())
+    syncers = ", ".join(f"{name} {q['adds']} adds ({q['mean_wait_s']} / {q['mean_work_s']} s)"
+                        for name, q in d["syncer_queues"].items())
+    cpu = ", ".join(f"{name} {v}" for name, v in d["cpu_seconds"].items())
+    return [
+        f"  decommission: evictAfter now on {d['target']} (of Deployments per SyncTarget "
+        f"{sorted(d['deployments_per_target'].values())}): {d['deployments_moved']} Deployments of "
+        f"{d['workspaces_moved']} workspaces moved ({d['served_workspaces_before']} served workspaces; held there: "
+        f"{before})",
+        f"    evict -> replaced {d['evict_to_replaced_s']} s, evict -> empty {d['evict_to_empty_s']} s, "
+        f"empty after replaced {d['empty_after_replaced_s']} s (target < 60 s); the SyncTarget said "
+        f"{' -> '.join(d['eviction_phases']) or 'nothing'} (status.eviction), Evicted at "
+        f"{d['evict_to_evicted_phase_s']} s",
+        f"    availability every 100 ms ({d['availability_samples']} samples): min available / replicas "
+        f"{d['min_available_ratio']}, {d['roots_below_max_unavailable']} Deployments below replicas - "
+        f"maxUnavailable",
+        f"    where the time goes (s after evict, first / median / last): replacement child in kcp "
+        f"{span('replacement_seen_s')}, available {span('replacement_available_s')}, old child gone from kcp "
+        f"{span('old_child_gone_from_kcp_s')}; per Deployment: its replacement available after it appeared "
+        f"{span('replacement_made_available_in_s')}, its old child gone after the replacement was available "
+        f"{span('old_gone_after_replacement_available_s')}",
+        f"    a replacement's way (s): synced down after it appeared {span('made_downstream_after_seen_s')}, rollout "
+        f"complete on its cluster after that {span('complete_downstream_after_made_s')} (whole-second stamps), "
+        f"available in kcp after that {span('available_in_kcp_after_complete_s')}; the old child deleted after "
+        f"its replacement was available {span('old_deleting_after_replacement_available_s')}, gone after that "
+        f"{span('old_gone_after_deleting_s')}",
+        f"    the cluster listed every {span('cluster_look_seconds')} (+0.2 s): none left at {zero}; "
+        f"{d['synced_down_writes']} writes down, {d['syncer_errors']} syncer errors",
+        f"    splitter queues (adds, mean wait / work s, peak depth): {queues}",
+        f"    syncer queues: {syncers}",
+        f"    CPU seconds during the move ({d['evict_to_empty_s']} s): {cpu}"]
 
 
 def main() -> None:
@@ -520,6 +934,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="workspaces created at a time")
     parser.add_argument("--settle-seconds", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1200.0)
+    parser.add_argument("--no-decommission", dest="decommission", action="store_false",
+                        help="skip the last phase: evicting the SyncTarget that carries the most Deployments")
+    parser.add_argument("--decommission-deployments", type=int, default=50,
+                        help="the evicted cluster should carry at least this many Deployments (a PROBLEM if fewer: "
+                             "at the default sizes the busiest of 10 clusters carries ~100)")
     parser.add_argument("--work-dir", help="keep the processes' data and logs here (default: a temporary directory)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the processes started, as Ctrl-C does
