@@ -194,15 +194,17 @@ class Syncer:
             await asyncio.sleep(delay)
 
     async def _discover(self) -> None:
-        for name in sorted(self._unserved):
-            up, down = await asyncio.gather(resolve(self.up, name), resolve(self.down, name))
+        """Every type not served yet, resolved on both sides at once (one after the other, 16 types took a new
+        engine of a placed workspace ~10 s on a busy kcp before its first object went down)."""
+        names = sorted(self._unserved)
+        for name, (up, down, per_namespace) in zip(names, await asyncio.gather(*map(self._resolve, names)),
+                                                    strict=True):
             if up is None or down is None:
                 if name not in self._reported_unserved:
                     self._reported_unserved.add(name)
                     self._log.info("type not served; not synced yet", resource=name, upstream=up is not None,
                                    downstream=down is not None)
                 continue
-            per_namespace = down.namespaced and not await readable_cluster_wide(self.down, down)
             self._add_type(name, up, down, per_namespace=per_namespace)
             self._unserved.discard(name)
         if self.events is None:
@@ -210,6 +212,13 @@ class Syncer:
             self._add_events(events, per_namespace=not await readable_cluster_wide(self.down, events))
         self.metrics.types(len(self.types))
         self.informers.start()
+
+    async def _resolve(self, name: str) -> tuple[APIType | None, APIType | None, bool]:
+        """The type upstream and downstream (None where not served), and whether downstream it is read one
+        namespace at a time (this identity may not list it cluster-wide)."""
+        up, down = await asyncio.gather(resolve(self.up, name), resolve(self.down, name))
+        per_namespace = down is not None and down.namespaced and not await readable_cluster_wide(self.down, down)
+        return up, down, per_namespace
 
     def _add_type(self, name: str, up: APIType, down: APIType, *, per_namespace: bool = False) -> None:
         if name in MIRRORED:
