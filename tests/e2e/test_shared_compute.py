@@ -253,7 +253,8 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
     kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
             '{"spec":{"unschedulable":true}}')
     cordoned = eventually(lambda: (e := eviction()).get("phase") == "Cordoned" and e, "the SyncTarget shows Cordoned")
-    assert cordoned["workspaces"] == 2 and cordoned["deployments"] == 2, cordoned  # team A's and team B's web
+    # team A's and team B's web; the compute workspace's own `default` counts too when the namespace rule put it there
+    assert cordoned["deployments"] == 2 and cordoned["workspaces"] in (2, 3), cordoned
     kubectl(env, env.team["a"], "create", "namespace", "fresh")
 
     def placed_on(team: str, namespace: str) -> int:
