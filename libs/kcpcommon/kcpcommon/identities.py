@@ -16,7 +16,9 @@ Where no CRD serves a type anywhere, kcp-apiserver answers the plain wildcard li
 objects (registry/catalog.py), which that identity's own informer lists too. So the plain informer only
 speaks for workspaces that bind no such type: its objects of a workspace that binds the type (by any
 APIBinding's `boundResources`) are hidden from the view, and reach its handlers again (as adds) once the
-workspace no longer binds it.
+workspace no longer binds it. Hiding is judged when an event is delivered: a handler added before the APIBindings
+are listed may hear the plain copy's add too (the same key twice, as after a relist); the view's cache never
+holds it twice.
 """
 
 from __future__ import annotations

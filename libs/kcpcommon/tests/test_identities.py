@@ -322,12 +322,14 @@ async def test_a_type_only_bound_is_seen_once_in_every_binding_workspace_however
     factory = SharedInformerFactory(clients)
     bound = BoundIdentities(factory)
     view = bound.informer(f"{group}/v1", "widgets", namespaced=True)
-
-    view.add_handler(on_add=lambda o: added.append((o["metadata"]["annotations"][CLUSTER_ANNOTATION],
-                                                    o["metadata"]["name"])), inline=True, name="test")
     async with factory:
         factory.start()
         assert await view.wait_for_sync(20)
+        # a handler added once the bindings are listed hears each widget once (one added before may also hear the
+        # plain list's copy, delivered before the binding that hides it was seen: see the module docstring)
+        view.add_handler(on_add=lambda o: added.append((o["metadata"]["annotations"][CLUSTER_ANNOTATION],
+                                                        o["metadata"]["name"])), inline=True, name="test")
+        await until(lambda: _at_least(added, 1), "the replay of the view's cache")
         assert [m.resource.plural for m in view.members] == ["widgets", f"widgets:{first}"]
         assert ObjectKey(f"cons-a-{unique}", "default", "one") in view.plain.indexer  # kcp's answer, hidden
         assert added == [(f"cons-a-{unique}", "one")] and len(view.indexer) == 1
