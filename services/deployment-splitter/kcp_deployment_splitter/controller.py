@@ -255,7 +255,7 @@ class SplitterController:
                 share(new)
 
         self.targets.add_handler(on_add=lambda t: queue([key_for(t)]), on_update=target_changed,
-                                 on_delete=lambda t: None, name="splitter-evictions")
+                                 name="splitter-evictions")
         self.namespace_informer.add_handler(on_add=lambda n: queue(on_namespace(n)), on_update=namespace_changed,
                                             on_delete=lambda n: queue(on_namespace(deleted_object(n))),
                                             name="splitter-evictions-namespaces")

@@ -13,7 +13,7 @@ patch of `status.eviction`), so the cluster controller's conditions and the sync
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -167,11 +167,3 @@ def eviction_facts(target: Obj) -> tuple[Any, ...]:
     spec, status = target.get("spec") or {}, target.get("status") or {}
     return (spec.get("unschedulable"), spec.get("evictAfter"), status.get("servedWorkspaces"),
             status.get("eviction"), (target.get("metadata") or {}).get("deletionTimestamp"))
-
-
-def targets_of(keys: Iterable[str], targets: IndexReader, index: str) -> list[ObjectKey]:
-    """The SyncTargets (keys) whose sync_target_key is one of `keys`."""
-    found: list[ObjectKey] = []
-    for value in keys:
-        found.extend(targets.index_keys(index, value))
-    return found
