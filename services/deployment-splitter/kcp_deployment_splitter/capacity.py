@@ -3,12 +3,12 @@
 Two sources, the smaller wins (Karmada's estimator is the anchor):
 - allocatable: the SyncTarget's `status.allocatable` (summed over its Nodes) minus what the other
   Deployments assigned to it in the same logical cluster request, divided by one replica's requests;
-- observation: a child that has all its replicas created but keeps some unavailable for the
-  capacity grace period (its pods stay Pending, Unschedulable) can run only what is available. That
-  is remembered until the target's allocatable changes or the retry period passes, then tried again.
-  The memory is also written on the child (`splitter.kcp.io/capacity`: the replicas, the allocatable
-  they were measured against, when), so a replica that takes over as leader starts from it instead
-  of putting the replicas back where they did not fit.
+- observation: a share (shares.share_view) that has all its replicas created but keeps some
+  unavailable for the capacity grace period (its pods stay Pending, Unschedulable) can run only what
+  is available. That is remembered until the target's allocatable changes or the retry period passes,
+  then tried again. The memory is also written on the root (`splitter.kcp.io/capacity.<target>`: the
+  replicas, the allocatable they were measured against, when), so a replica that takes over as leader
+  starts from it instead of putting the replicas back where they did not fit.
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ class _Learned:
     replicas: int
     allocatable: str
     at: float
-    when: str  # the wall-clock time of `at`, RFC 3339, for the child's annotation
+    when: str  # the wall-clock time of `at`, RFC 3339, for the root's note
 
 
 class CapacityTracker:
-    """Remembers children that stay short of replicas, and what their targets were seen to run."""
+    """Remembers shares that stay short of replicas, and what their targets were seen to run."""
 
     def __init__(self, *, grace_period: float, retry_period: float, clock: Callable[[], float],
                  wall: Callable[[], datetime]) -> None:
@@ -80,7 +80,7 @@ class CapacityTracker:
 
     def observe(self, root: Any, target: str, child: Mapping[str, Any],
                 allocatable: Mapping[str, Any]) -> float | None:
-        """Look at one child; returns seconds until a shortfall would count, if one is being timed."""
+        """Look at one share; returns seconds until a shortfall would count, if one is being timed."""
         spec_replicas = int((child.get("spec") or {}).get("replicas") or 0)
         generation = int((child.get("metadata") or {}).get("generation") or 0)
         status = child.get("status") or {}
@@ -106,7 +106,7 @@ class CapacityTracker:
                 child: Mapping[str, Any] | None = None) -> int | None:
         """Replicas `target` was seen able to run of `root`, while still believed.
 
-        Without a memory of its own, the tracker believes what `child`'s annotation says was learned
+        Without a memory of its own, the tracker believes what the share's note says was learned
         (by this replica before a restart, or by the leader before it).
         """
         seen = self._learned.get((root, target))
@@ -121,7 +121,7 @@ class CapacityTracker:
         return seen.replicas
 
     def note(self, root: Any, target: str) -> str | None:
-        """What was learned about `target`, as the child's annotation (None: nothing is)."""
+        """What was learned about `target`, as the root's note for that share (None: nothing is)."""
         seen = self._learned.get((root, target))
         if seen is None:
             return None

@@ -1,7 +1,7 @@
 """Wiring: informers over every logical cluster, the enqueue rules, the controllers.
 
-- `deployment-splitter`, keyed by root: queued when the root changes, when one of its children
-  changes (by the root label) and, for every root of a logical cluster, when a SyncTarget there
+- `deployment-splitter`, keyed by root: queued when the root changes (its shares' status comes as its
+  syncers' annotations on it) and, for every root of a logical cluster, when a SyncTarget there
   changes in a way placement reads (`placement_facts`: not its heartbeat; a target inside its grace
   period comes back through each root's `requeue_after`); every root of a namespace when a
   PodDisruptionBudget there comes, goes or changes its spec (disruption.py);
@@ -11,8 +11,8 @@
   logical cluster changes (as above);
 - `placements`, keyed by Placement: queued when it changes, a Location or SyncTarget of its compute workspace
   changes, or a Namespace of its workspace comes, goes or is relabelled; a placed namespace is also queued for
-  `namespaces` when a SyncTarget it is placed on changes, its Placement changes, or a child in it goes (a
-  namespace leaving a SyncTarget waits for that);
+  `namespaces` when a SyncTarget it is placed on changes, its Placement changes, or a root's shares in it
+  change (a namespace leaving a SyncTarget waits for its shares there to go);
 - `classes`, keyed by logical cluster: queued when a class changes, or an object starts or stops naming
   one where it is placed (`classes_index`);
 - `evictions`, keyed by SyncTarget (cordoned or evicted): queued when it changes in a way its
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,7 +49,7 @@ from .dependencies import KINDS
 from .disruption import PDBS
 from .expectations import Expectations
 from .load import TargetLoad
-from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, ROOT_LABEL, SYNC_TARGETS
+from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, SYNC_TARGETS
 from .namespaces import WORKLOAD_KINDS
 from .placements import (
     LOCATION_WORKSPACE_INDEX,
@@ -63,27 +63,20 @@ from .placements import (
     placed_keys,
     target_key_index,
 )
-from .reconcile import ROOT_INDEX, Splitter, is_root, root_index_value
+from .reconcile import Splitter
 from .reconcile_classes import ClassPlacer
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
-from .reconcile_evictions import EvictionReporter, evicting, eviction_facts, share_target
+from .reconcile_evictions import EvictionReporter, evicting, eviction_facts, split_shares
 from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
 from .reconcile_placements import PlacementReconciler
 from .reconcile_revisions import OWNER_INDEX, Revisions, controller_of, owner_index
 from .settings import SplitterSettings
+from .shares import is_root, shares_of
 from .targets import placement_facts
 
 EXPECTATIONS_TTL = 15.0  # seconds a write may take to show in the cache before the splitter decides anyway
 BUILT_IN = ("ConfigMap", "Secret", "ServiceAccount")  # kcp serves these itself; the rest arrive as imports
-
-
-def _root_index(obj: Mapping[str, Any]) -> list[str]:
-    root = ((obj.get("metadata") or {}).get("labels") or {}).get(ROOT_LABEL)
-    if not root or is_root(obj):
-        return []
-    key = key_for(obj)
-    return [root_index_value(key.cluster, key.namespace, root)]
 
 
 def _on_change(informer: InformerView, handler: Callable[[Any], None], name: str) -> None:
@@ -99,7 +92,7 @@ class SplitterController:
         self.factory = SharedInformerFactory(kcp)
         self.identities = BoundIdentities(self.factory)  # types bound from an APIExport, in any workspace
         self.deployments = self._informer(*DEPLOYMENTS, namespaced=True)
-        self.deployments.add_indexers({ROOT_INDEX: _root_index, USES_INDEX: uses_index})
+        self.deployments.add_indexers({USES_INDEX: uses_index})
         self.targets = self._informer(*SYNC_TARGETS, namespaced=False)
         self.targets.add_indexers({TARGET_KEY_INDEX: target_key_index})
         tracker = CapacityTracker(grace_period=settings.capacity_grace_period,
@@ -238,21 +231,22 @@ class SplitterController:
             if ((old.get("metadata") or {}).get("labels")) != ((new.get("metadata") or {}).get("labels")):
                 queue({*on_namespace(old), *on_namespace(new)})
 
-        def share(deployment: Any) -> None:
+        def share(deployment: Any, targets: set[str] | None = None) -> None:
             deployment = deleted_object(deployment)
-            target = share_target(deployment)
-            if target is None:
+            targets = set(split_shares(deployment)) if targets is None else targets
+            if not targets:
                 return
             key = key_for(deployment)
             namespace = self.namespace_informer.indexer.get(ObjectKey(key.cluster, "", key.namespace))
-            keys = on_namespace(namespace) if namespace is not None else [ObjectKey(key.cluster, "", target)]
-            queue(k for k in keys if k.name == target)
+            keys = on_namespace(namespace) if namespace is not None else [ObjectKey(key.cluster, "", t)
+                                                                            for t in targets]
+            queue(k for k in keys if k.name in targets)
 
         def share_changed(old: Any, new: Any) -> None:
-            if (old.get("spec") or {}).get("replicas") != (new.get("spec") or {}).get("replicas") \
-                    or bool((old.get("metadata") or {}).get("deletionTimestamp")) != bool(
-                        (new.get("metadata") or {}).get("deletionTimestamp")):
-                share(new)
+            before, after = split_shares(old), split_shares(new)
+            if before != after or bool((old.get("metadata") or {}).get("deletionTimestamp")) != bool(
+                    (new.get("metadata") or {}).get("deletionTimestamp")):
+                share(new, set(before) | set(after))
 
         self.targets.add_handler(on_add=lambda t: queue([key_for(t)]), on_update=target_changed,
                                  name="splitter-evictions")
@@ -429,7 +423,7 @@ class SplitterController:
             return
         if self.dependencies is not None and uses_index(obj):
             self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
-        if self.namespaces is not None and not is_root(obj):  # a child came or went: a namespace leaving a target
+        if self.namespaces is not None and shares_of(obj):  # a namespace leaving a target waits for its shares
             self.namespaces.enqueue(ObjectKey(key.cluster, "", key.namespace))
         self._root_of(key, obj)
 
@@ -439,16 +433,14 @@ class SplitterController:
             return
         if self.dependencies is not None and uses_index(old) != uses_index(new):
             self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
+        if self.namespaces is not None and shares_of(old).keys() != shares_of(new).keys():
+            self.namespaces.enqueue(ObjectKey(key.cluster, "", key.namespace))
         self._root_of(key, new)
 
     def _root_of(self, key: ObjectKey, obj: Any) -> None:
         if is_root(obj):
             self.controller.enqueue(key)
             self.revisions.enqueue(key)
-            return
-        root = ((obj.get("metadata") or {}).get("labels") or {}).get(ROOT_LABEL)
-        if root:
-            self.controller.enqueue(ObjectKey(key.cluster, key.namespace, root))
 
     def _replica_set(self, obj: Any) -> None:
         """A ReplicaSet a Deployment controls: that Deployment's revisions."""

@@ -1,4 +1,4 @@
-"""What the Deployments assigned to each target request, summed as the informer's events arrive.
+"""What the Deployments on each target request (their shares there), summed as the informer's events arrive.
 
 The allocatable estimate (capacity.py) takes off a target's allocatable what every other Deployment
 assigned to it requests. Summing that per reconcile is a scan of every Deployment on the target,
@@ -22,8 +22,8 @@ from typing import Any
 from kcpcommon.informer import DeletedFinalStateUnknown, deleted_object
 from kcpcommon.keys import ObjectKey, key_for, sync_target_key
 
-from .capacity import requested_by
-from .names import ASSIGNMENT_LABEL
+from .capacity import pod_requests
+from .shares import shares_of
 
 Slot = str  # a SyncTarget's sync_target_key(workspace, name)
 Resolve = Callable[[str, str, str], Slot]  # (logical cluster, namespace, target name) -> the SyncTarget's key
@@ -48,7 +48,7 @@ class TargetLoad:
 
     def __init__(self, resolve: Resolve = own_workspace) -> None:
         self._resolve = resolve
-        self._parts: dict[ObjectKey, tuple[Slot, dict[str, Fraction]]] = {}
+        self._parts: dict[ObjectKey, list[tuple[Slot, dict[str, Fraction]]]] = {}
         self._totals: dict[Slot, dict[str, Fraction]] = {}
 
     def on_add(self, obj: Mapping[str, Any]) -> None:
@@ -61,29 +61,29 @@ class TargetLoad:
         self._set(key_for(deleted_object(obj)), None)
 
     def used(self, slot: Slot, *, excluding: Iterable[ObjectKey] = ()) -> dict[str, Fraction]:
-        """What the Deployments on SyncTarget `slot` request, less those in `excluding` (a root's own children)."""
+        """What the Deployments on SyncTarget `slot` request, less those in `excluding` (the root asking)."""
         total = dict(self._totals.get(slot, {}))
         for key in excluding:
-            part = self._parts.get(key)
-            if part is not None and part[0] == slot:
-                _add(total, part[1], -1)
+            for part_slot, amounts in self._parts.get(key, ()):
+                if part_slot == slot:
+                    _add(total, amounts, -1)
         return total
 
     def _set(self, key: ObjectKey, obj: Mapping[str, Any] | None) -> None:
-        old = self._parts.pop(key, None)
-        if old is not None:
-            slot, amounts = old
+        for slot, amounts in self._parts.pop(key, ()):
             _add(self._totals[slot], amounts, -1)
             if not self._totals[slot]:
                 del self._totals[slot]
         if obj is None:
             return
-        target = ((obj.get("metadata") or {}).get("labels") or {}).get(ASSIGNMENT_LABEL)
-        if not target:
-            return
-        amounts = requested_by([obj])
-        if not any(amounts.values()):
-            return
-        slot = self._resolve(key.cluster, key.namespace, str(target))
-        self._parts[key] = (slot, amounts)
-        _add(self._totals.setdefault(slot, {}), amounts, 1)
+        one = {**pod_requests(((obj.get("spec") or {}).get("template")) or {}), "pods": Fraction(1)}
+        parts = []
+        for target, replicas in shares_of(obj).items():
+            if replicas <= 0:
+                continue
+            amounts = {name: value * replicas for name, value in one.items()}
+            slot = self._resolve(key.cluster, key.namespace, target)
+            parts.append((slot, amounts))
+            _add(self._totals.setdefault(slot, {}), amounts, 1)
+        if parts:
+            self._parts[key] = parts

@@ -1,14 +1,14 @@
-"""Reconcile one root Deployment: place its replicas (children), then sum their status into it.
+"""Reconcile one root Deployment: place its replicas (its shares, shares.py), then sum their status into it.
 
 Level-based: everything comes from the informers' caches and the clock, so the same state always
-gives the same writes and a reconcile that finds nothing new writes nothing. Children are written
-first (spec and metadata), the root's status last, by separate calls.
+gives the same writes and a reconcile that finds nothing new writes nothing. The shares are one merge
+patch of the root's metadata; the root's status, summed from what each target's syncer reports, is a
+second write, of the status subresource.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,6 @@ from prometheus_client import CollectorRegistry, Counter
 
 from kcpcommon.clients import ClientFactory
 from kcpcommon.controller import Result
-from kcpcommon.errors import APINotFoundError
 from kcpcommon.events import NORMAL, ClientEventSink, EventRecorder
 from kcpcommon.keys import ObjectKey, sync_target_key
 from kcpcommon.kubetime import format_time
@@ -25,34 +24,24 @@ from kcpcommon.metrics import get_or_create
 from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
 from .capacity import CapacityTracker, capacity_of, pod_requests
-from .children import desired_child, is_root, matches, repaired
 from .disruption import Budgets, floor
 from .expectations import Expectations
 from .load import TargetLoad
-from .names import (
-    ASSIGNMENT_LABEL,
-    COMPONENT,
-    DEPLOYMENTS,
-    PLACEMENT_ANNOTATION,
-    ROOT_GENERATION_ANNOTATION,
-    child_name,
-)
+from .names import COMPONENT, DEPLOYMENTS, PLACEMENT_ANNOTATION
 from .placement import InvalidPlacement, Plan, parse_placement, plan, step
 from .placements import namespace_targets
+from .shares import is_root, share_view, shares_of, shares_patch
 from .status import Child, aggregate, with_times
 from .targets import TargetView, leaving, room_for, usable_for, view
 
 log = structlog.get_logger(COMPONENT)
 
-__all__ = ["ROOT_INDEX", "Splitter", "is_root", "root_index_value"]
+__all__ = ["Splitter", "is_root"]
 
 BOUNDS_RECHECK = 15.0  # seconds until a root with replicas waiting for room under capacityBounds looks again
-ROOT_INDEX = "splitter-root"  # children by (cluster, namespace, root name)
 MOVED = "its namespace's Placement moves it off"
 
-
-def root_index_value(cluster: str, namespace: str, root: str) -> str:
-    return f"{cluster}|{namespace}|{root}"
+Views = dict[str, Mapping[str, Any]]  # target -> the root's share there, shaped as that cluster's Deployment
 
 
 class Splitter:
@@ -81,11 +70,11 @@ class Splitter:
         if root is None or not is_root(root) or (root.get("metadata") or {}).get("deletionTimestamp"):
             self.capacity.forget(key)
             self.expectations.forget(key)
-            return None  # gone: the garbage collector removes the children through their ownerReference
+            return None  # gone: its syncers delete its copies (their finalizers hold it until they have)
         pending = self.expectations.waiting(key, self.deployments.get)
         if pending is not None:
             return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
-        children, terminating = self._split_terminating(self._children(key, root))
+        children = self._shares(root)
         found, draining = namespace_targets(self.targets, self.namespaces, key.cluster, key.namespace)
         targets = leaving(view(found, now=self._now(), grace_period=self.grace_period), draining, MOVED)
         known = {(t.get("metadata") or {}).get("name") for t in found}
@@ -107,8 +96,8 @@ class Splitter:
                 caps, bounded, wait = self._capacities(key, root, children, targets, usable)
                 waits.append(wait)
                 chosen = plan(replicas, usable, placement=placement, capacity=caps, bounded=bounded)
-                children, settled, held = await self._place(
-                    key, root, children, terminating, chosen, targets, caps,
+                root, children, settled, held = await self._place(
+                    key, root, children, chosen, targets, caps,
                     gone={t for t in children if t not in known}
                     | {t for t, why in targets.lost.items() if why == "deleted"}, budgets=budgets)
                 if sum(chosen.shares.values()) < replicas:
@@ -120,25 +109,10 @@ class Splitter:
         later = [w for w in waits if w is not None]
         return Result(requeue_after=min(later) + 0.1) if later else None
 
-    # --- children ---
+    # --- shares ---
 
-    def _children(self, key: ObjectKey, root: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-        uid = (root.get("metadata") or {}).get("uid")
-        found: dict[str, Mapping[str, Any]] = {}
-        for child in self.deployments.by_index(ROOT_INDEX, root_index_value(key.cluster, key.namespace, key.name)):
-            meta = child.get("metadata") or {}
-            target = (meta.get("labels") or {}).get(ASSIGNMENT_LABEL)
-            owned = any(ref.get("uid") == uid for ref in meta.get("ownerReferences") or [])
-            if target and meta.get("name") == child_name(key.name, target) and (owned or not meta.get(
-                    "ownerReferences")):
-                found[target] = child
-        return found
-
-    @staticmethod
-    def _split_terminating(children: dict[str, Mapping[str, Any]]) -> tuple[dict[str, Mapping[str, Any]], set[str]]:
-        """Children being deleted (a syncer's finalizer holds them while its cluster is away) are not placements."""
-        terminating = {t for t, c in children.items() if (c.get("metadata") or {}).get("deletionTimestamp")}
-        return {t: c for t, c in children.items() if t not in terminating}, terminating
+    def _shares(self, root: Mapping[str, Any]) -> Views:
+        return {target: share_view(root, target, replicas) for target, replicas in shares_of(root).items()}
 
     def _budgets(self, key: ObjectKey, root: Mapping[str, Any], replicas: int) -> Budgets:
         """What the PodDisruptionBudgets of the root's namespace ask of its pods."""
@@ -155,7 +129,6 @@ class Splitter:
         waits: list[float] = []
         caps: dict[str, int] = {}
         bounded: set[str] = set()
-        mine = {_child_key(key, t) for t in usable}
         for target in usable:
             allocatable = targets.allocatable.get(target) or {}
             if target in children:
@@ -165,7 +138,7 @@ class Splitter:
             # what the other Deployments on this target request comes off its allocatable
             slot = targets.keys.get(target) or sync_target_key(key.cluster, target)
             bounds = targets.bounds.get(target)
-            used = self.load.used(slot, excluding=mine) if allocatable or bounds else {}
+            used = self.load.used(slot, excluding=(key,)) if allocatable or bounds else {}
             cap = capacity_of(requests=requests, allocatable=allocatable, used=used,
                               learned=self.capacity.learned(key, target, allocatable, children.get(target)))
             bound = room_for(requests, bounds, used) if bounds else None
@@ -176,14 +149,14 @@ class Splitter:
                 caps[target] = cap
         return caps, bounded, (min(waits) if waits else None)
 
-    async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: dict[str, Mapping[str, Any]],
-                     terminating: set[str],
+    async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: Views,
                      chosen: Plan, targets: TargetView, caps: Mapping[str, int],
-                     gone: set[str], budgets: Budgets) -> tuple[dict[str, Mapping[str, Any]], bool, str]:
+                     gone: set[str], budgets: Budgets) -> tuple[Mapping[str, Any], Views, bool, str]:
+        """Move the root's shares a step towards `chosen`; returns the root and its shares as now written."""
         current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
                      >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
-        # what runs as last reported, even a generation behind (a child scaled down only loses pods)
+        # what runs as last reported, even a generation behind (a share scaled down only loses pods)
         reported = {t: min(Child(t, c).count("availableReplicas"), n) for t, c in children.items()
                     for n in (current[t],)}
         loose = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
@@ -192,9 +165,9 @@ class Splitter:
         held = _held_message({t: n - loose[t] for t, n in writes.items() if n > loose[t]}, loose, reported,
                              budgets)
         if any(writes.get(t, 0) != current.get(t, 0) for t in set(writes) | set(current)):
-            generation = str((root.get("metadata") or {}).get("generation") or 0)
-            rescaled = any(((c.get("metadata") or {}).get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION)
-                           != generation for c in children.values())
+            status = root.get("status") or {}
+            rescaled = int(status.get("observedGeneration") or 0) < int((root.get("metadata") or {}).get(
+                "generation") or 0)
             reason, message = _decision(chosen.shares, current, targets, caps, children, rescaled=rescaled)
             message = f"{message}; {held}" if held else message
             self._decisions.labels(reason).inc()
@@ -202,45 +175,18 @@ class Splitter:
                      namespace=key.namespace, name=key.name, disruption_budget=budgets.budget or None)
             self.events.record({**root, "apiVersion": "apps/v1", "kind": "Deployment"}, NORMAL, reason, message,
                                cluster=key.cluster)  # written in the background
-        # the children's writes go out together: a reconcile waits for the slowest write, not for the sum
-        # of them, so a spread or a failover is not paced by round trips
-        outcomes = await _together(*(self._write_child(key, root, target, replicas, children.get(target),
-                                                                 target in terminating)
-                                               for target, replicas in writes.items()))
-        result = {target: child for target, child in zip(writes, outcomes, strict=True)
-                  if child is not None}
-        settled = {t: n for t, n in writes.items() if n} == chosen.shares and not terminating & set(chosen.shares)
-        return result, settled, held
-
-    async def _write_child(self, key: ObjectKey, root: Mapping[str, Any], target: str, replicas: int,
-                           existing: Mapping[str, Any] | None, terminating: bool) -> Mapping[str, Any] | None:
-        """Bring the child on `target` to `replicas` (0: delete it); returns it as it now is, if it exists."""
-        resource = self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True)
-        if replicas == 0:
-            if existing is not None:
-                try:
-                    await resource.delete(existing["metadata"]["name"], namespace=key.namespace,
-                                          preconditions={"uid": existing["metadata"]["uid"]})
-                except APINotFoundError:
-                    pass
-                self.expectations.deleted(key, _child_key(key, target), existing["metadata"]["uid"])
-            return None
-        if existing is None and terminating:
-            return None  # the old child is still going; its delete event brings this root back
-        wanted = desired_child(root, target, replicas, capacity_note=self.capacity.note(key, target))
-        if existing is None:
-            written = await resource.create(wanted, namespace=key.namespace)
-        elif not matches(existing, wanted):
-            written = await resource.replace(repaired(existing, wanted), namespace=key.namespace)
-        else:
-            return existing
-        self.expectations.wrote(key, _child_key(key, target), written)
-        return written
+        shares = {t: n for t, n in writes.items() if n > 0}
+        patch = shares_patch(root, shares, {t: self.capacity.note(key, t) for t in shares})
+        if patch is not None:  # every target's share in one write: a spread or a failover is one round trip
+            root = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).patch(
+                key.name, patch, namespace=key.namespace)
+            self.expectations.wrote(key, key, root)
+        settled = shares == chosen.shares
+        return root, self._shares(root), settled, held
 
     # --- status ---
 
-    async def _write_status(self, key: ObjectKey, root: Mapping[str, Any],
-                            children: Mapping[str, Mapping[str, Any]], *, settled: bool,
+    async def _write_status(self, key: ObjectKey, root: Mapping[str, Any], children: Views, *, settled: bool,
                             problem: dict[str, str] | None, targets: TargetView, note: str = "") -> None:
         kids = [Child(t, children[t], stale=targets.not_ready.get(t, "")) for t in sorted(children)]
         extra = [problem] if problem else []
@@ -252,23 +198,12 @@ class Splitter:
         new["conditions"] = with_times(new["conditions"], old.get("conditions"), format_time())
         if _same_status(old, new):
             return
-        body = {**root, "status": new}
-        written = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).replace(
-            body, namespace=key.namespace, subresource="status")
+        # a merge patch without a precondition: the splitter alone writes a root's status, while its syncers
+        # write their annotations on it all the time (a replace on the cached resourceVersion would conflict)
+        change: dict[str, Any] = {**{field: None for field in old if field not in new}, **new}
+        written = await self.kcp.dynamic(key.cluster).resource(*DEPLOYMENTS, namespaced=True).patch(
+            key.name, {"status": change}, namespace=key.namespace, subresource="status")
         self.expectations.wrote(key, key, written)
-
-
-async def _together(*writes: Awaitable[Any]) -> list[Any]:
-    """Await every write; if any failed, raise (the first) once all are done, so none is left running."""
-    outcomes = await asyncio.gather(*writes, return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return outcomes
-
-
-def _child_key(root: ObjectKey, target: str) -> ObjectKey:
-    return ObjectKey(root.cluster, root.namespace, child_name(root.name, target))
 
 
 def _same_status(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -299,7 +234,7 @@ def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str,
 
 
 def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: TargetView,
-              caps: Mapping[str, int], children: Mapping[str, Mapping[str, Any]], *,
+              caps: Mapping[str, int], children: Views, *,
               rescaled: bool) -> tuple[str, str]:
     """The Event reason and message for moving from `current` to `shares`."""
     spread = ", ".join(f"{t} {n}" for t, n in sorted(shares.items()))

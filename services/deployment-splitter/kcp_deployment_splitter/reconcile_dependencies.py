@@ -1,7 +1,7 @@
 """Place what workloads depend on: per namespace, every dependency on the union of its users' clusters.
 
-A user is a child or a pinned Deployment with replicas, running on the target its assignment label
-names. An object's clusters are the union over all its users, so when one workload leaves a cluster
+A user is a Deployment with replicas on a target: a root's share there (shares.py), or a pinned
+Deployment on the target its assignment label names. An object's clusters are the union over all its users, so when one workload leaves a cluster
 its ConfigMap stays there as long as another workload there still uses it, and goes when none does.
 The splitter marks only what it placed (`splitter.kcp.io/placed-on`); objects a person assigned with
 the single assignment label are theirs and left alone.
@@ -30,6 +30,7 @@ from .names import (
     STATE_SYNC,
     state_label,
 )
+from .shares import shares_of
 
 log = structlog.get_logger(COMPONENT)
 
@@ -49,11 +50,10 @@ def uses_index(obj: Mapping[str, Any]) -> list[str]:
     """Index values of a Deployment running on a target: each object it names, each of its pods' labels.
 
     A namespace's dependencies are then placed by looking up their users, not by scanning every
-    Deployment of the namespace (thousands of children) each time one of them changes.
+    Deployment of the namespace (thousands) each time one of them changes.
     """
-    meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
-    if not (meta.get("labels") or {}).get(ASSIGNMENT_LABEL) or int(spec.get("replicas", 1) or 0) <= 0:
+    if not any(n > 0 for n in shares_of(obj).values()):
         return []
     key = key_for(obj)
     template = spec.get("template") or {}
@@ -80,7 +80,7 @@ def users_of(deployments: IndexReader, cluster: str, namespace: str, kind: str,
     for key in keys or ():
         deployment = deployments.get(key)
         if deployment is not None:
-            targets.add(deployment["metadata"]["labels"][ASSIGNMENT_LABEL])
+            targets.update(t for t, n in shares_of(deployment).items() if n > 0)
     return targets
 
 

@@ -27,8 +27,9 @@ from kcpcommon.keys import ASSIGNMENT_LABEL, ObjectKey, cluster_of, sync_target_
 from kcpcommon.kubetime import format_time
 from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
-from .names import COMPONENT, ROOT_LABEL, SYNC_TARGETS
+from .names import COMPONENT, SYNC_TARGETS
 from .placements import PLACED_INDEX, placed_keys
+from .shares import is_root, shares_of
 from .targets import view
 
 log = structlog.get_logger(COMPONENT)
@@ -56,19 +57,21 @@ def _labels(obj: Obj) -> Mapping[str, Any]:
     return (obj.get("metadata") or {}).get("labels") or {}
 
 
-def share_target(deployment: Obj) -> str | None:
-    """The SyncTarget a split Deployment's share (a child the splitter made) is on; None for anything else."""
-    labels = _labels(deployment)
-    return str(labels[ASSIGNMENT_LABEL]) if labels.get(ROOT_LABEL) and labels.get(ASSIGNMENT_LABEL) else None
+def split_shares(deployment: Obj) -> dict[str, int]:
+    """A split Deployment's shares by SyncTarget ({} for a pinned one or anything else)."""
+    return shares_of(deployment) if is_root(deployment) else {}
 
 
-def is_child_on(deployment: Obj, target: str) -> bool:
-    return share_target(deployment) == target and not (deployment.get("metadata") or {}).get("deletionTimestamp")
+def share_on(deployment: Obj, target: str) -> int:
+    """The replicas a split Deployment runs on `target` (0 once it is being deleted)."""
+    if (deployment.get("metadata") or {}).get("deletionTimestamp"):
+        return 0
+    return split_shares(deployment).get(target, 0)
 
 
 def left_on(cluster: str, target: str, *, namespaces: IndexReader, deployments: IndexReader) -> Left:
     """What is assigned to SyncTarget `target` of workspace `cluster`: the namespaces of any workspace placed (or
-    draining) on it, the namespaces of its own workspace assigned to it by name, and the children in them."""
+    draining) on it, the namespaces of its own workspace assigned to it by name, and the shares in them."""
     left = Left()
     located: list[tuple[str, str]] = []
     for namespace in namespaces.by_index(PLACED_INDEX, sync_target_key(cluster, target)):
@@ -80,9 +83,10 @@ def left_on(cluster: str, target: str, *, namespaces: IndexReader, deployments: 
         left.namespaces += 1
         left.workspaces.add(workspace)
         for deployment in deployments.by_index(CLUSTER_NAMESPACE_INDEX, cluster_namespace_value(workspace, name)):
-            if is_child_on(deployment, target):
+            replicas = share_on(deployment, target)
+            if replicas > 0:
                 left.deployments += 1
-                left.replicas += int((deployment.get("spec") or {}).get("replicas") or 0)
+                left.replicas += replicas
     return left
 
 

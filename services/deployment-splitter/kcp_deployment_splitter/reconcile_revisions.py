@@ -18,9 +18,9 @@ from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.podtemplatehash import templates_equal_ignoring_hash
 from kcpcommon.store import IndexReader
 
-from .children import is_root
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS
 from .revisions import REVISION, collision_count, plan_revisions
+from .shares import is_root
 
 log = structlog.get_logger(COMPONENT)
 

@@ -3,8 +3,9 @@ controller keeps them for history (pure rules; `reconcile_revisions.py` writes t
 
 `kubectl rollout history|undo` and `kubectl describe deployment` find a Deployment's ReplicaSets by
 its selector and controller ownerReference and read `deployment.kubernetes.io/revision` on them. The
-pods run in the physical clusters under the split children, whose ReplicaSets live there; in kcp the
-splitter keeps one ReplicaSet per distinct pod template of the root, as kube would:
+pods run in the physical clusters under the root's copies, whose ReplicaSets live there and are not
+mirrored into kcp; in kcp the splitter keeps one ReplicaSet per distinct pod template of the root, as
+kube would, and the syncers mirror the pods with the one of their template as their controller:
 
 - named `<root>-<pod-template-hash>`, the hash label on its labels, selector and template; a name taken by a
   ReplicaSet that is not the root's (or holds another template) bumps the root's `status.collisionCount`,
@@ -31,7 +32,7 @@ from kcpcommon.intorstring import scaled_value
 from kcpcommon.keys import CLUSTER_ANNOTATION
 from kcpcommon.podtemplatehash import HASH_LABEL, pod_template_hash, templates_equal_ignoring_hash
 
-from .children import owner_reference
+from .shares import owner_reference, share_annotation
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -104,7 +105,8 @@ def current_of(root: Obj, owned: Sequence[Obj]) -> Obj | None:
 
 
 def _annotations(root: Obj) -> dict[str, str]:
-    return {k: v for k, v in (((root.get("metadata") or {}).get("annotations")) or {}).items() if k not in NOT_COPIED}
+    return {k: v for k, v in (((root.get("metadata") or {}).get("annotations")) or {}).items() if k not in NOT_COPIED
+            and not share_annotation(k)}
 
 
 def new_replica_set(root: Obj, number: int) -> dict[str, Any]:

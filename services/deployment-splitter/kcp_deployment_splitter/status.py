@@ -1,12 +1,14 @@
-"""The root's status, summed from its children the way kube users read a Deployment's.
+"""The root's status, summed from its shares (shares.py) the way kube users read a Deployment's.
 
+Each share's status is what its target's syncer reported of the copy there, its observedGeneration in
+the root's terms (the syncer maps it once the copy's controller has seen the root's current spec).
 Counts are sums. `observedGeneration` is Karmada's rule: it reaches the root's generation only when
-every child was written from that generation and has itself observed its latest spec; until then it
-keeps its old value, so `kubectl rollout status` (which first waits for observedGeneration) cannot
-finish on the children's stale counts. Available and Progressing are derived from the children's own
-conditions, and their messages name the clusters that lag.
+every share is the current plan and has observed the root's latest spec; until then it keeps its old
+value, so `kubectl rollout status` (which first waits for observedGeneration) cannot finish on stale
+counts. Available and Progressing are derived from the copies' own conditions, and their messages
+name the clusters that lag.
 
-A child on a cluster that is not Ready shows the last status its syncer copied up, which nobody can
+A share on a cluster that is not Ready shows the last status its syncer copied up, which nobody can
 confirm: like the pods of a lost node, its replicas count as neither ready nor available, and the
 Available condition names the cluster and why.
 """
@@ -17,14 +19,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .names import ROOT_GENERATION_ANNOTATION
-
 COUNTS = ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
 
 
 @dataclass(frozen=True)
 class Child:
-    """A child Deployment and the SyncTarget it runs on."""
+    """A root's share on one SyncTarget (shares.share_view: that cluster's Deployment as kcp knows it)."""
 
     target: str
     obj: Mapping[str, Any]
@@ -46,12 +46,9 @@ class Child:
         return int(self.status.get(field) or 0)
 
     def observed_latest(self, root_generation: int) -> bool:
-        """Written from the root's current generation, and its own controller has seen that spec."""
-        meta = self.obj.get("metadata") or {}
-        written_from = str((meta.get("annotations") or {}).get(ROOT_GENERATION_ANNOTATION, ""))
+        """The copy's controller has seen the root's current spec (as its syncer reported)."""
         observed = self.status.get("observedGeneration")
-        return (written_from == str(root_generation) and isinstance(observed, int)
-                and observed >= int(meta.get("generation") or 0))
+        return isinstance(observed, int) and observed >= root_generation
 
     def condition(self, type_: str) -> Mapping[str, Any] | None:
         for cond in self.status.get("conditions") or []:

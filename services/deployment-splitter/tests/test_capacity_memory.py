@@ -1,4 +1,4 @@
-"""What a target was seen able to run survives a leader change: it is kept on the child and read back."""
+"""What a target was seen able to run survives a leader change: it is kept on the root and read back."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kcp_deployment_splitter.capacity import CapacityTracker
-from kcp_deployment_splitter.children import desired_child, matches
 from kcp_deployment_splitter.names import CAPACITY_ANNOTATION
+from kcp_deployment_splitter.shares import capacity_annotation, share_view, shares_patch
 
 WALL = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 ALLOCATABLE = {"cpu": "1", "pods": "110"}
@@ -50,11 +50,19 @@ def test_a_note_past_the_retry_period_or_for_other_allocatable_is_not_believed()
     assert tracker(WALL).learned("root", "small", ALLOCATABLE, child) is None
 
 
-def test_the_child_is_written_with_the_note_and_rewritten_when_it_is_missing() -> None:
-    root = {"metadata": {"name": "web", "uid": "u", "generation": 1, "namespace": "default"},
-            "spec": {"replicas": 7}}
-    plain = desired_child(root, "small", 4)
-    noted = desired_child(root, "small", 4, capacity_note='{"replicas":4}')
-    assert plain["metadata"]["annotations"].get(CAPACITY_ANNOTATION) is None
-    assert noted["metadata"]["annotations"][CAPACITY_ANNOTATION] == '{"replicas":4}'
-    assert not matches(plain, noted) and matches(noted, plain)
+def test_the_note_is_written_on_the_root_read_back_through_the_share_and_removed_with_it() -> None:
+    root: dict[str, Any] = {"metadata": {"name": "web", "uid": "u", "generation": 1, "namespace": "default"},
+                            "spec": {"replicas": 7}}
+    note = leader_learns(short_child(7, 4))
+    patch = shares_patch(root, {"small": 4, "big": 3}, {"small": note, "big": None})
+    assert patch is not None
+    annotations = patch["metadata"]["annotations"]
+    assert annotations[capacity_annotation("small")] == note and capacity_annotation("big") not in annotations
+    root["metadata"]["labels"] = patch["metadata"]["labels"]
+    root["metadata"]["annotations"] = {k: v for k, v in annotations.items() if v is not None}
+    assert share_view(root, "small", 4)["metadata"]["annotations"][CAPACITY_ANNOTATION] == note
+    successor = tracker(WALL + timedelta(seconds=30), clock=5.0)
+    assert successor.learned("root", "small", ALLOCATABLE, share_view(root, "small", 4)) == 4
+    assert shares_patch(root, {"small": 4, "big": 3}, {"small": note}) is None  # nothing to write
+    gone = shares_patch(root, {"big": 3}, {})
+    assert gone is not None and gone["metadata"]["annotations"][capacity_annotation("small")] is None

@@ -7,6 +7,7 @@ from typing import Any
 
 from kcp_deployment_splitter.placements import PLACED_INDEX, placed_index
 from kcp_deployment_splitter.reconcile_evictions import CORDONED, EVICTED, EVICTING, Left, eviction_status, left_on
+from kcp_deployment_splitter.shares import shares_patch
 
 from kcpcommon.keys import ASSIGNMENT_LABEL, CLUSTER_ANNOTATION, key_for, placed_label
 from kcpcommon.store import Indexer
@@ -27,9 +28,13 @@ def obj(cluster: str, name: str, namespace: str | None = None, labels: dict[str,
     return {"metadata": meta, **rest}
 
 
-def child(cluster: str, namespace: str, root: str, target: str, replicas: int) -> dict[str, Any]:
-    return obj(cluster, f"{root}--{target}", namespace, {"splitter.kcp.io/root": root, ASSIGNMENT_LABEL: target},
-               spec={"replicas": replicas})
+def split(cluster: str, namespace: str, root: str, **shares: int) -> dict[str, Any]:
+    """A root Deployment with `shares` (target=replicas) written on it, as the splitter writes them."""
+    patch = shares_patch({"metadata": {}}, shares, {})
+    assert patch is not None
+    found = obj(cluster, root, namespace, patch["metadata"]["labels"], spec={"replicas": sum(shares.values())})
+    found["metadata"]["annotations"].update(patch["metadata"]["annotations"])
+    return found
 
 
 def target(name: str = "eu-1", served: int | None = None, **spec: Any) -> dict[str, Any]:
@@ -54,10 +59,11 @@ def test_left_counts_placed_and_draining_namespaces_of_every_workspace_and_the_s
         obj("team-b", "default", labels={here: "Draining", elsewhere: "Placed"}),
         obj("team-c", "default", labels={elsewhere: "Placed"}),
         obj(COMPUTE, "local", labels={ASSIGNMENT_LABEL: "eu-1"}),  # the namespace rule in the SyncTarget's own workspace
-        child("team-a", "default", "web", "eu-1", 2), child("team-a", "default", "api", "eu-1", 3),
-        child("team-b", "default", "web", "eu-1", 4), child("team-b", "default", "web", "us-1", 4),
-        child("team-c", "default", "web", "us-1", 4), child(COMPUTE, "local", "db", "eu-1", 1),
-        obj("team-a", "default", "web", {}, spec={"replicas": 5}),  # a root is no share
+        split("team-a", "default", "web", **{"eu-1": 2}), split("team-a", "default", "api", **{"eu-1": 3}),
+        split("team-b", "default", "web", **{"eu-1": 4, "us-1": 4}),
+        split("team-c", "default", "web", **{"us-1": 4}), split(COMPUTE, "local", "db", **{"eu-1": 1}),
+        obj("team-a", "default", "new", {}, spec={"replicas": 5}),  # not placed yet: no share
+        obj("team-a", "default", "pinned", {ASSIGNMENT_LABEL: "eu-1"}, spec={"replicas": 5}),  # a person's, not split
     )
     left = left_on(COMPUTE, "eu-1", namespaces=namespaces, deployments=deployments)
     assert left.workspaces == {"team-a", "team-b", COMPUTE}
@@ -65,7 +71,7 @@ def test_left_counts_placed_and_draining_namespaces_of_every_workspace_and_the_s
 
 
 def test_a_share_being_deleted_is_not_left() -> None:
-    going = child("team-a", "default", "web", "eu-1", 2)
+    going = split("team-a", "default", "web", **{"eu-1": 2})
     going["metadata"]["deletionTimestamp"] = stamp(NOW)
     namespaces, deployments = caches(obj("team-a", "default", labels={placed_label(COMPUTE, "eu-1"): "Placed"}), going)
     assert left_on(COMPUTE, "eu-1", namespaces=namespaces, deployments=deployments).deployments == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,9 +13,9 @@ from kcp_deployment_splitter.capacity import CapacityTracker
 from kcp_deployment_splitter.controller import SplitterController
 from kcp_deployment_splitter.expectations import Expectations
 from kcp_deployment_splitter.load import TargetLoad
-from kcp_deployment_splitter.names import ASSIGNMENT_LABEL, ROOT_LABEL
-from kcp_deployment_splitter.reconcile import ROOT_INDEX, Splitter
+from kcp_deployment_splitter.reconcile import Splitter
 from kcp_deployment_splitter.settings import SplitterSettings
+from kcp_deployment_splitter.shares import shares_of, shares_patch, spec_diff_annotation, status_annotation
 from kcp_deployment_splitter.targets import placement_facts
 from prometheus_client import CollectorRegistry
 
@@ -99,28 +100,27 @@ def test_schedulability_and_allocatable_changes_wake_the_roots_too() -> None:
     assert len(controller.controller.queue) == 1
 
 
-def test_a_child_s_status_update_leaves_the_dependencies_alone_but_wakes_its_root() -> None:
+def test_a_syncer_s_status_report_leaves_the_dependencies_alone_but_wakes_its_root() -> None:
     controller = controller_with_roots("web")
-    child = root("web--east", 2)
-    child["metadata"]["labels"] = {"app": "web", ASSIGNMENT_LABEL: "east", ROOT_LABEL: "web"}
-    reported = copy.deepcopy(child)
-    reported["status"] = {"availableReplicas": 2}
+    unplaced = root("web", 2)
+    placed = with_shares(unplaced, east=2)
+    reported = with_shares(unplaced, east=2, east_status={"availableReplicas": 2})
     assert controller.dependencies is not None
-    controller._deployment_update(child, reported)
+    controller._deployment_update(placed, reported)
     assert len(controller.dependencies.queue) == 0
     assert len(controller.controller.queue) == 1
-    controller._deployment(child)  # a new child: what it uses is now on east
+    controller._deployment_update(unplaced, placed)  # a new share: what it uses is now on east
     assert len(controller.dependencies.queue) == 1
 
 
 # --- the grace period's end, through the reconciler ---
 
 class _Writes:
-    """A DynamicResource that records the splitter's writes and, as the informer would, caches them."""
+    """A DynamicResource that records the splitter's patches and, as the informer would, caches their result."""
 
     def __init__(self, cache: Indexer) -> None:
         self.cache = cache
-        self.log: list[tuple[str, dict[str, Any]]] = []
+        self.log: list[tuple[str, dict[str, Any]]] = []  # (what, the patch) by object name and subresource
         self._rv = itertools.count(100)
 
     def resource(self, *args: Any, **kwargs: Any) -> _Writes:
@@ -129,46 +129,50 @@ class _Writes:
     def dynamic(self, cluster: str) -> _Writes:
         return self
 
-    def _written(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
-        body = copy.deepcopy(body)
-        body["metadata"]["resourceVersion"] = str(next(self._rv))
-        body["metadata"].setdefault("annotations", {})[CLUSTER_ANNOTATION] = CLUSTER
-        self.log.append((verb, body))
-        if body.get("kind") == "Deployment":
-            self.cache.upsert(body)
-        return body
-
-    async def create(self, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._written("create", body)
-
-    async def replace(self, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        return self._written("replace", body)
-
-    async def delete(self, name: str, **kwargs: Any) -> None:
-        self.log.append(("delete", {"metadata": {"name": name}}))
+    async def patch(self, name: str, body: dict[str, Any], *, namespace: str | None = None,
+                    subresource: str | None = None) -> dict[str, Any]:
+        self.log.append((f"{name}/{subresource}" if subresource else name, body))
+        obj = copy.deepcopy(self.cache.get(ObjectKey(CLUSTER, namespace or "", name)))
+        assert obj is not None
+        for field in ("labels", "annotations"):
+            merged = {**(obj["metadata"].get(field) or {}), **(body.get("metadata") or {}).get(field, {})}
+            obj["metadata"][field] = {k: v for k, v in merged.items() if v is not None}
+        if "status" in body:
+            obj["status"] = {k: v for k, v in {**(obj.get("status") or {}), **body["status"]}.items()
+                             if v is not None}
+        obj["metadata"]["resourceVersion"] = str(next(self._rv))
+        self.cache.upsert(obj)
+        return obj
 
 
-def child_of(parent: dict[str, Any], target: str, replicas: int) -> dict[str, Any]:
-    child = root(f"{parent['metadata']['name']}--{target}", replicas)
-    meta = child["metadata"]
-    meta["labels"] = {"app": "web", ASSIGNMENT_LABEL: target, ROOT_LABEL: "web"}
-    meta["annotations"]["splitter.kcp.io/root-generation"] = "1"
-    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-web",
-                                "controller": True, "blockOwnerDeletion": True}]
-    child["spec"] = {**parent["spec"], "replicas": replicas}
-    child["status"] = {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
-                       "readyReplicas": replicas, "availableReplicas": replicas}
-    return child
+def with_shares(parent: dict[str, Any], *, east_status: dict[str, Any] | None = None,
+                **shares: int) -> dict[str, Any]:
+    """`parent` with `shares` written on it, each reported by its syncer as all available."""
+    placed = copy.deepcopy(parent)
+    patch = shares_patch(placed, shares, {})
+    assert patch is not None
+    placed["metadata"]["labels"].update(patch["metadata"]["labels"])
+    placed["metadata"]["annotations"].update(patch["metadata"]["annotations"])
+    for target, replicas in shares.items():
+        status = {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
+                  "readyReplicas": replicas, "availableReplicas": replicas}
+        if target == "east" and east_status is not None:
+            status = east_status
+        placed["metadata"]["annotations"][status_annotation(target)] = json.dumps(status)
+    return placed
+
+
+def reported(obj: dict[str, Any], target: str, **status: Any) -> None:
+    """Change what `target`'s syncer reported of its copy."""
+    key = status_annotation(target)
+    obj["metadata"]["annotations"][key] = json.dumps({**json.loads(obj["metadata"]["annotations"][key]), **status})
 
 
 async def test_a_target_not_ready_past_the_grace_period_loses_its_replicas_when_the_timer_fires() -> None:
     clock = [NOW]
-    deployments = Indexer(key_for, {ROOT_INDEX: lambda o: [f"{CLUSTER}|default|{o['metadata']['labels'][ROOT_LABEL]}"]
-                                    if ROOT_LABEL in o["metadata"]["labels"] else []})
+    deployments = Indexer(key_for)
     targets = Indexer(key_for)
-    web = root("web", 4)
-    for obj in (web, child_of(web, "east", 2), child_of(web, "west", 2)):
-        deployments.upsert(obj)
+    deployments.upsert(with_shares(root("web", 4), east=2, west=2))
     targets.upsert(sync_target("east"))
     targets.upsert(sync_target("west", ready="False", since=NOW - timedelta(seconds=10)))
     writes = _Writes(deployments)
@@ -179,12 +183,15 @@ async def test_a_target_not_ready_past_the_grace_period_loses_its_replicas_when_
                         registry=CollectorRegistry(), now=lambda: clock[0])
     key = ObjectKey(CLUSTER, "default", "web")
     inside = await splitter.reconcile(key)
-    assert [body for _, body in writes.log if "--" in body["metadata"]["name"]] == []  # children stay
+    assert [body for what, body in writes.log if what == "web"] == []  # the shares stay
     assert inside is not None and inside.requeue_after is not None and 20 <= inside.requeue_after <= 21
     clock[0] = NOW + timedelta(seconds=inside.requeue_after)  # the work queue brings the root back then
     await splitter.reconcile(key)
-    grown = [body for verb, body in writes.log if verb == "replace" and body["metadata"]["name"] == "web--east"]
-    assert grown and grown[0]["spec"]["replicas"] == 4
+    moved = [body for what, body in writes.log if what == "web"]
+    assert moved and moved[0]["metadata"]["annotations"][spec_diff_annotation("east")] == \
+        '[{"op":"replace","path":"/replicas","value":4}]'
+    # make-before-break: west keeps its 2 until east reports its 4 available
+    assert shares_of(deployments.get(key) or {}) == {"east": 4, "west": 2}
 
 
 # --- PodDisruptionBudgets: what they wake, and what they hold back through the reconciler ---
@@ -209,15 +216,13 @@ def test_a_budget_s_spec_wakes_the_roots_of_its_namespace_and_its_status_does_no
 
 
 async def test_a_budget_keeps_old_replicas_while_a_capped_new_cluster_is_short_and_the_root_says_why() -> None:
-    deployments = Indexer(key_for, {ROOT_INDEX: lambda o: [f"{CLUSTER}|default|{o['metadata']['labels'][ROOT_LABEL]}"]
-                                    if ROOT_LABEL in o["metadata"]["labels"] else []})
+    deployments = Indexer(key_for)
     targets, budgets = Indexer(key_for), Indexer(key_for)
     web = root("web", 4)
     web["metadata"]["annotations"]["splitter.kcp.io/placement"] = "west"  # everything moves to west
-    west = child_of(web, "west", 4)
-    west["status"].update(readyReplicas=2, availableReplicas=2)  # west runs 2 of 4: all its 2 pods fit
-    for obj in (web, child_of(web, "east", 4), west):
-        deployments.upsert(obj)
+    web = with_shares(web, east=4, west=4)
+    reported(web, "west", readyReplicas=2, availableReplicas=2)  # west runs 2 of 4: all its 2 pods fit
+    deployments.upsert(web)
     targets.upsert(sync_target("east"))
     small = sync_target("west")
     small["status"]["allocatable"] = {"pods": "2"}
@@ -231,11 +236,9 @@ async def test_a_budget_keeps_old_replicas_while_a_capped_new_cluster_is_short_a
                         load=TargetLoad(), expectations=Expectations(ttl=15, clock=lambda: 0.0),
                         registry=CollectorRegistry(), now=lambda: NOW, budgets=budgets)
     await splitter.reconcile(ObjectKey(CLUSTER, "default", "web"))
-    east = [body for verb, body in writes.log if body["metadata"]["name"] == "web--east"]
-    # without the budget east's child is deleted (west is at its capacity); minAvailable 3 keeps 1 there
-    assert [(verb, body["spec"]["replicas"]) for verb, body in writes.log
-            if body["metadata"]["name"] == "web--east"] == [("replace", 1)], east
-    status = next(body["status"] for verb, body in writes.log if body["metadata"]["name"] == "web")
+    # without the budget east's share goes (west is at its capacity); minAvailable 3 keeps 1 there
+    assert shares_of(deployments.get(ObjectKey(CLUSTER, "default", "web")) or {}) == {"east": 1, "west": 4}
+    status = next(body["status"] for what, body in writes.log if what == "web/status")
     progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
     assert ("Kept 1 replicas (1 on east): moving them would violate the pod's disruption budget \"web-pdb\" "
             "(minAvailable: 3; 2 would be available, it needs 3).") in progressing["message"]

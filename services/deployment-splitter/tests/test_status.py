@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kcp_deployment_splitter.children import desired_child, matches, repaired
-from kcp_deployment_splitter.names import ASSIGNMENT_LABEL, ROOT_GENERATION_ANNOTATION, ROOT_LABEL
+import json
+
+from kcp_deployment_splitter.shares import diff_for, share_view, spec_diff_annotation, state_label, status_annotation
 from kcp_deployment_splitter.status import Child, aggregate, with_times
 
 ROOT = {"metadata": {"name": "web", "namespace": "default", "uid": "u1", "generation": 3, "labels": {"app": "web"}},
@@ -14,16 +15,18 @@ ROOT = {"metadata": {"name": "web", "namespace": "default", "uid": "u1", "genera
         "status": {"observedGeneration": 2}}
 
 
-def child(target: str, replicas: int, *, ready: int | None = None, written_from: int = 3, generation: int = 5,
-          observed: int = 5, available_cond: str = "True") -> Child:
+def child(target: str, replicas: int, *, ready: int | None = None, observed: int = 3,
+          available_cond: str = "True", root: dict[str, Any] = ROOT) -> Child:
+    """The root's share on `target` as its syncer reported it (observedGeneration in the root's terms)."""
     ready = replicas if ready is None else ready
-    return Child(target, {
-        "metadata": {"generation": generation, "annotations": {ROOT_GENERATION_ANNOTATION: str(written_from)}},
-        "spec": {"replicas": replicas},
-        "status": {"observedGeneration": observed, "replicas": replicas, "updatedReplicas": replicas,
-                   "readyReplicas": ready, "availableReplicas": ready, "unavailableReplicas": replicas - ready,
-                   "conditions": [{"type": "Available", "status": available_cond},
-                                  {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}})
+    status = {"observedGeneration": observed, "replicas": replicas, "updatedReplicas": replicas,
+              "readyReplicas": ready, "availableReplicas": ready, "unavailableReplicas": replicas - ready,
+              "conditions": [{"type": "Available", "status": available_cond},
+                             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}
+    shared = {**root, "metadata": {**root["metadata"], "labels": {state_label(target): "Sync"},
+                                   "annotations": {spec_diff_annotation(target): diff_for(replicas),
+                                                   status_annotation(target): json.dumps(status)}}}
+    return Child(target, share_view(shared, target, replicas))
 
 
 def test_counts_are_sums_and_the_generation_is_observed_once_every_child_caught_up() -> None:
@@ -36,14 +39,16 @@ def test_counts_are_sums_and_the_generation_is_observed_once_every_child_caught_
     assert conditions["Progressing"]["reason"] == "NewReplicaSetAvailable"
 
 
-def test_a_child_not_yet_written_from_the_roots_generation_holds_observed_generation_back() -> None:
-    status = aggregate(ROOT, [child("east", 6), child("west", 9, written_from=2)], settled=True)
+def test_a_share_whose_copy_has_not_seen_the_roots_generation_holds_observed_generation_back() -> None:
+    status = aggregate(ROOT, [child("east", 6), child("west", 9, observed=2)], settled=True)
     assert status["observedGeneration"] == 2
     assert "west" in {c["type"]: c for c in status["conditions"]}["Progressing"]["message"]
 
 
-def test_a_child_whose_controller_has_not_seen_its_spec_holds_it_back_too() -> None:
-    assert aggregate(ROOT, [child("east", 6, observed=4), child("west", 9)], settled=True)["observedGeneration"] == 2
+def test_a_share_not_reported_yet_holds_it_back_and_counts_nothing() -> None:
+    silent = Child("west", share_view({**ROOT, "metadata": {**ROOT["metadata"], "annotations": {}}}, "west", 9))
+    status = aggregate(ROOT, [child("east", 6), silent], settled=True)
+    assert status["observedGeneration"] == 2 and status["replicas"] == 6
 
 
 def test_an_unsettled_placement_holds_it_back() -> None:
@@ -78,43 +83,12 @@ def test_condition_times_move_as_kubes_do() -> None:
     assert flipped["lastTransitionTime"] == "T1"
 
 
-def test_a_child_is_the_roots_spec_with_its_own_replicas_labels_and_owner() -> None:
-    wanted: dict[str, Any] = desired_child(ROOT, "east", 8)
-    assert wanted["metadata"]["name"] == "web--east"
-    assert wanted["metadata"]["labels"] == {"app": "web", ASSIGNMENT_LABEL: "east", ROOT_LABEL: "web"}
-    assert wanted["metadata"]["ownerReferences"][0]["uid"] == "u1"
-    assert wanted["spec"] == {**ROOT["spec"], "replicas": 8}
-    assert ROOT["spec"]["replicas"] == 15  # the root is not touched
-
-
-def test_a_hand_edited_child_is_repaired_keeping_its_finalizers() -> None:
-    wanted = desired_child(ROOT, "east", 8)
-    edited = repaired({"metadata": {**wanted["metadata"], "finalizers": ["syncer"], "resourceVersion": "9"},
-                       "spec": wanted["spec"]}, wanted)
-    assert matches(edited, wanted)
-    edited["spec"]["replicas"] = 1
-    edited["metadata"]["labels"] = {"app": "other"}
-    assert not matches(edited, wanted)
-    fixed = repaired(edited, wanted)
-    assert matches(fixed, wanted)
-    assert fixed["metadata"]["finalizers"] == ["syncer"] and fixed["metadata"]["resourceVersion"] == "9"
-
-
 def test_a_child_on_a_cluster_that_is_not_ready_counts_as_unavailable_and_is_named() -> None:
     """Its last copied status (10/10) is not current: like a lost node's pods, neither ready nor available."""
-    root = {"metadata": {"generation": 1}, "spec": {"replicas": 15}}
-
-    def child(target: str, n: int) -> dict:  # type: ignore[type-arg]
-        return {"metadata": {"generation": 1, "annotations": {ROOT_GENERATION_ANNOTATION: "1"}},
-                "spec": {"replicas": n},
-                "status": {"observedGeneration": 1, "replicas": n, "updatedReplicas": n, "readyReplicas": n,
-                           "availableReplicas": n,
-                           "conditions": [{"type": "Available", "status": "True"}]}}
-
-    fresh = aggregate(root, [Child("east", child("east", 5)), Child("west", child("west", 10))], settled=True)
+    fresh = aggregate(ROOT, [child("east", 5), child("west", 10)], settled=True)
     assert fresh["readyReplicas"] == 15 and fresh["conditions"][0]["status"] == "True"
-    lost = aggregate(root, [Child("east", child("east", 5)), Child("west", child("west", 10), stale="NotReady")],
-                     settled=True)
+    west = child("west", 10)
+    lost = aggregate(ROOT, [child("east", 5), Child("west", west.obj, stale="NotReady")], settled=True)
     assert (lost["readyReplicas"], lost["availableReplicas"], lost["unavailableReplicas"]) == (5, 5, 10)
     assert lost["replicas"] == 15
     assert lost["conditions"][0]["status"] == "False"
