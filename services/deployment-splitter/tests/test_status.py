@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 from kcp_deployment_splitter.shares import diff_for, share_view, spec_diff_annotation, state_label, status_annotation
 from kcp_deployment_splitter.status import Child, aggregate, with_times
