@@ -1,12 +1,13 @@
 """The deployment splitter as a process, and the API moves its end-to-end tests make.
 
 The splitter only sees the kcp API, so tests of its logic play the other components' parts through
-the same API: they set SyncTargets' Ready conditions (the cluster controller's job) and children's
-statuses (the syncer's, from the physical cluster's deployment controller).
+the same API: they set SyncTargets' Ready conditions (the cluster controller's job) and each share's
+status annotation on the root (the syncer's, from the physical cluster's deployment controller).
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,31 +62,45 @@ def deployment(name: str, replicas: int, image: str = "nginx:1", **annotations: 
                                   "spec": {"containers": [{"name": "main", "image": image}]}}}}
 
 
-def children(kcp: Rest, root: str) -> dict[str, dict[str, Any]]:
-    """The root's children by target."""
-    items = kcp.get(f"{DEPLOYMENTS}?labelSelector=splitter.kcp.io/root%3D{root}")["items"]
-    return {c["metadata"]["labels"]["workloads.kcp.io/cluster"]: c for c in items}
+SPEC_DIFF = "experimental.spec-diff.workload.kcp.io/"
+STATUS = "experimental.status.workload.kcp.io/"
+STATE = "state.workload.kcp.io/"
+
+
+def shares_on(obj: dict[str, Any]) -> dict[str, int]:
+    """A root's shares as it carries them: per `Sync` state label, the replicas its spec diff sets."""
+    meta = obj.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    found: dict[str, int] = {}
+    for key, value in annotations.items():
+        target = key.removeprefix(SPEC_DIFF)
+        if key.startswith(SPEC_DIFF) and labels.get(STATE + target) == "Sync":
+            ops = json.loads(value)
+            found[target] = next(op["value"] for op in ops if op["path"] == "/replicas")
+    return found
 
 
 def replicas_of(kcp: Rest, root: str) -> dict[str, int]:
-    return {t: c["spec"]["replicas"] for t, c in children(kcp, root).items()}
+    return shares_on(kcp.get(f"{DEPLOYMENTS}/{root}") or {})
 
 
-def report(kcp: Rest, name: str, *, ready: int | None = None, updated: int | None = None) -> None:
-    """What the syncer brings up from a physical cluster: the child's deployment controller's status."""
-    child = kcp.get(f"{DEPLOYMENTS}/{name}")
-    want = child["spec"]["replicas"]
+def report(kcp: Rest, root: str, target: str, *, ready: int | None = None, updated: int | None = None) -> None:
+    """What `target`'s syncer brings up from its physical cluster: its copy's status, written as the root's
+    `experimental.status.workload.kcp.io/<target>` annotation, its observedGeneration in the root's terms."""
+    obj = kcp.get(f"{DEPLOYMENTS}/{root}")
+    want = replicas_of(kcp, root)[target]
     ready = want if ready is None else ready
     updated = want if updated is None else updated
     done = ready == want and updated == want
-    kcp.patch(f"{DEPLOYMENTS}/{name}/status", {"status": {
-        "observedGeneration": child["metadata"]["generation"], "replicas": want, "updatedReplicas": updated,
+    status = {
+        "observedGeneration": obj["metadata"]["generation"], "replicas": want, "updatedReplicas": updated,
         "readyReplicas": ready, "availableReplicas": ready, "unavailableReplicas": want - ready,
         "conditions": [
             {"type": "Available", "status": "True" if ready >= want - want // 4 else "False",
              "reason": "MinimumReplicasAvailable"},
             {"type": "Progressing", "status": "True",
-             "reason": "NewReplicaSetAvailable" if done else "ReplicaSetUpdated"}]}})
+             "reason": "NewReplicaSetAvailable" if done else "ReplicaSetUpdated"}]}
+    kcp.patch(f"{DEPLOYMENTS}/{root}", {"metadata": {"annotations": {STATUS + target: json.dumps(status)}}})
 
 
 def events_about(kcp: Rest, name: str) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """kcp-deployment-splitter end to end: a kcp-apiserver and the splitter process, nothing else.
 
 The tests play the cluster controller (SyncTargets' Ready and allocatable) and the syncers
-(children's statuses) through the kcp API, which is all the splitter sees. Each test works in a
+(each share's status annotation on the root) through the kcp API, which is all the splitter sees. Each test works in a
 logical cluster of its own; every wait polls a condition with a generous deadline.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from splitter_fixtures import (
     DEPLOYMENTS,
+    STATE,
     SplitterProcess,
-    children,
     deployment,
     event_with,
     replicas_of,
@@ -94,54 +94,51 @@ def test_fifteen_replicas_split_over_two_clusters_and_their_status_adds_up_to_15
     root = rest.create(DEPLOYMENTS, deployment("web", 15))
     split = eventually(lambda: replicas_of(rest, "web") == {"east": 8, "west": 7}, "web split 8/7")
     assert split
-    kids = children(rest, "web")
-    for target, child in kids.items():
-        assert child["metadata"]["name"] == f"web--{target}"
-        assert child["metadata"]["labels"]["workloads.kcp.io/cluster"] == target
-        assert child["metadata"]["ownerReferences"][0]["uid"] == root["metadata"]["uid"]
-        assert child["spec"]["template"] == root["spec"]["template"]
-        assert child["spec"]["selector"] == root["spec"]["selector"]
+    placed = rest.get(f"{DEPLOYMENTS}/web")
+    assert placed["metadata"]["uid"] == root["metadata"]["uid"]
+    assert {k: v for k, v in placed["metadata"]["labels"].items() if k.startswith(STATE)} == {
+        f"{STATE}east": "Sync", f"{STATE}west": "Sync"}
+    assert placed["spec"] == root["spec"]  # the user's spec is the user's: the shares are in annotations
+    assert placed["metadata"]["generation"] == 1
     # "split 15 replicas: east 8, west 7" (or, when the splitter saw west become Ready only after the root,
     # "split 15 replicas: east 15" then "spread 15 replicas: east 8, west 7")
     event_with(rest, "web", "15 replicas: east 8, west 7")
     assert condition(rest, "web", "Available").get("status") != "True"
-    for target in kids:
-        report(rest, f"web--{target}")
+    for target in ("east", "west"):
+        report(rest, "web", target)
     eventually(lambda: root_status(rest, "web").get("readyReplicas") == 15, "root 15 ready")
     kubeconfig = kubeconfig_for(kcp, rest)
     table = run_kubectl(kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
     rows = {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
-    assert rows == {"web": "15/15", "web--east": "8/8", "web--west": "7/7"}, table
+    assert rows == {"web": "15/15"}, table  # the user's Deployments, and nothing else
     run_kubectl(kcp, "rollout", "status", "deployment/web", "--timeout=60s", kubeconfig=kubeconfig)
     metrics = splitter.metrics()
     assert 'kcp_deployment_splitter_decisions_total{reason="Split"}' in metrics
     assert "kcp_deployment_splitter_reconcile_time_seconds" in metrics
 
 
-def test_a_template_update_rolls_every_child_and_rollout_status_waits_for_all_of_them(
+def test_a_template_update_rolls_every_share_and_rollout_status_waits_for_all_of_them(
         kcp: KcpServer, splitter: SplitterProcess) -> None:
     rest = fleet(kcp, "east", "west")
     rest.create(DEPLOYMENTS, deployment("app", 4))
-    eventually(lambda: len(children(rest, "app")) == 2, "two children")
-    for name in ("app--east", "app--west"):
-        report(rest, name)
+    eventually(lambda: len(replicas_of(rest, "app")) == 2, "two shares")
+    for target in ("east", "west"):
+        report(rest, "app", target)
     eventually(lambda: root_status(rest, "app").get("observedGeneration") == 1 and
                root_status(rest, "app").get("availableReplicas") == 4, "root observed and available")
     rest.patch(f"{DEPLOYMENTS}/app", {"spec": {"template": {"spec": {"containers": [
         {"name": "main", "image": "nginx:2"}]}}}})
-    eventually(lambda: all(c["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:2"
-                           for c in children(rest, "app").values()), "children follow the new template")
     kubeconfig = kubeconfig_for(kcp, rest)
     rollout = subprocess.Popen([kubectl_binary(), "--kubeconfig", str(kubeconfig), "rollout", "status",
                                 "deployment/app", "--timeout=120s"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     try:
-        report(rest, "app--east")  # east rolled out, west has not seen its new spec yet
+        report(rest, "app", "east")  # east rolled out, west has not seen the new spec yet
         eventually(lambda: "west" in condition(rest, "app", "Progressing").get("message", ""),
                    "Progressing names the lagging cluster")
         assert root_status(rest, "app")["observedGeneration"] == 1
         assert rollout.poll() is None, rollout.stdout.read() if rollout.stdout else ""
-        report(rest, "app--west")
+        report(rest, "app", "west")
         assert rollout.wait(90) == 0
         assert root_status(rest, "app")["observedGeneration"] == 2
     finally:
@@ -154,21 +151,21 @@ def test_a_lost_cluster_gives_its_replicas_to_the_others_after_the_new_share_is_
     rest = fleet(kcp, "east", "west")
     rest.create(DEPLOYMENTS, deployment("db", 15))
     eventually(lambda: replicas_of(rest, "db") == {"east": 8, "west": 7}, "split")
-    report(rest, "db--east")
-    report(rest, "db--west")
+    report(rest, "db", "east")
+    report(rest, "db", "west")
     set_ready(rest, "west", False)
     eventually(lambda: replicas_of(rest, "db") == {"east": 15, "west": 7}, "east grows first, west kept")
     event_with(rest, "db", "moved 7 replicas from west: NotReady for")
-    report(rest, "db--east")
-    eventually(lambda: replicas_of(rest, "db") == {"east": 15}, "west's child goes once east is available")
+    report(rest, "db", "east")
+    eventually(lambda: replicas_of(rest, "db") == {"east": 15}, "west's share goes once east is available")
     eventually(lambda: root_status(rest, "db").get("availableReplicas") == 15, "15 available on east")
     set_ready(rest, "west", True)
     eventually(lambda: replicas_of(rest, "db") == {"east": 15, "west": 7}, "west grows back first")
-    report(rest, "db--west")
+    report(rest, "db", "west")
     eventually(lambda: replicas_of(rest, "db") == {"east": 8, "west": 7}, "back to 8/7")
 
 
-def test_with_no_ready_cluster_the_root_says_so_and_the_children_stay(
+def test_with_no_ready_cluster_the_root_says_so_and_the_shares_stay(
         kcp: KcpServer, splitter: SplitterProcess) -> None:
     rest = fleet(kcp, "east", "west")
     rest.create(DEPLOYMENTS, deployment("api", 3))
@@ -187,11 +184,11 @@ def test_a_new_ready_cluster_gets_a_share_a_cordoned_one_keeps_it_and_an_evicted
     rest = fleet(kcp, "east")
     rest.create(DEPLOYMENTS, deployment("svc", 6))
     eventually(lambda: replicas_of(rest, "svc") == {"east": 6}, "all on east")
-    report(rest, "svc--east")
+    report(rest, "svc", "east")
     create_sync_target(rest, "west")
     set_ready(rest, "west", True)
     eventually(lambda: replicas_of(rest, "svc") == {"east": 6, "west": 3}, "west grows first")
-    report(rest, "svc--west")
+    report(rest, "svc", "west")
     eventually(lambda: replicas_of(rest, "svc") == {"east": 3, "west": 3}, "respread 3/3")
     # cordon: what west holds stays, a new Deployment goes to east only
     rest.patch("/apis/workload.kcp.io/v1alpha1/synctargets/west", {"spec": {"unschedulable": True}})
@@ -205,14 +202,14 @@ def test_a_new_ready_cluster_gets_a_share_a_cordoned_one_keeps_it_and_an_evicted
     event_with(rest, "svc", "moved 3 replicas from west: evicted after")
 
 
-def test_scaling_the_root_rescales_the_children(kcp: KcpServer, splitter: SplitterProcess) -> None:
+def test_scaling_the_root_rescales_the_shares(kcp: KcpServer, splitter: SplitterProcess) -> None:
     rest = fleet(kcp, "east", "west")
     rest.create(DEPLOYMENTS, deployment("scale", 4))
     eventually(lambda: replicas_of(rest, "scale") == {"east": 2, "west": 2}, "2/2")
     rest.patch(f"{DEPLOYMENTS}/scale", {"spec": {"replicas": 9}})
     eventually(lambda: replicas_of(rest, "scale") == {"east": 5, "west": 4}, "5/4")
     rest.patch(f"{DEPLOYMENTS}/scale", {"spec": {"replicas": 1}})
-    eventually(lambda: replicas_of(rest, "scale") == {"east": 1}, "1 on east, west's child gone")
+    eventually(lambda: replicas_of(rest, "scale") == {"east": 1}, "1 on east, west's share gone")
 
 
 def test_the_placement_annotation_restricts_and_weighs_and_pinned_deployments_are_left_alone(
@@ -226,8 +223,8 @@ def test_the_placement_annotation_restricts_and_weighs_and_pinned_deployments_ar
     rest.create(DEPLOYMENTS, deployment("bad", 2, **{"splitter.kcp.io/placement": "east=x"}))
     failure = eventually(lambda: condition(rest, "bad", "ReplicaFailure") or None, "InvalidPlacement")
     assert failure["reason"] == "InvalidPlacement"
-    assert children(rest, "bad") == {}
-    assert children(rest, "pinned") == {}
+    assert replicas_of(rest, "bad") == {}
+    assert replicas_of(rest, "pinned") == {}
     assert "status" not in rest.get(f"{DEPLOYMENTS}/pinned") or not rest.get(f"{DEPLOYMENTS}/pinned")["status"]
 
 
@@ -242,8 +239,8 @@ def test_replicas_a_cluster_has_no_room_for_go_where_there_is_room(kcp: KcpServe
     # pods that stay Unschedulable: all created, some never available, for the capacity grace period
     rest.create(DEPLOYMENTS, deployment("light", 10))
     eventually(lambda: replicas_of(rest, "light") == {"big": 5, "small": 5}, "5/5")
-    report(rest, "light--big")
-    report(rest, "light--small", ready=2)
+    report(rest, "light", "big")
+    report(rest, "light", "small", ready=2)
     eventually(lambda: replicas_of(rest, "light") == {"big": 8, "small": 2}, "3 move to big")
     event_with(rest, "light", "moved 3 replicas from small: it runs 2 of 5")
 
@@ -256,36 +253,35 @@ def test_a_disruption_budget_keeps_the_old_cluster_s_replicas_while_the_new_one_
                        "spec": {"minAvailable": 3, "selector": {"matchLabels": {"app": "guarded"}}}})
     rest.create(DEPLOYMENTS, deployment("guarded", 4, **{"splitter.kcp.io/placement": "east"}))
     eventually(lambda: replicas_of(rest, "guarded") == {"east": 4}, "all on east")
-    report(rest, "guarded--east")
+    report(rest, "guarded", "east")
     rest.patch(f"{DEPLOYMENTS}/guarded", {"metadata": {"annotations": {"splitter.kcp.io/placement": "west"}}})
     eventually(lambda: replicas_of(rest, "guarded") == {"east": 4, "west": 4}, "west grows first")
-    report(rest, "guarded--west", ready=2)  # west has room for 2 pods: its share is as available as it gets
-    # without the budget east's child would go now, leaving 2 available; minAvailable 3 keeps 1 there
+    report(rest, "guarded", "west", ready=2)  # west has room for 2 pods: its share is as available as it gets
+    # without the budget east's share would go now, leaving 2 available; minAvailable 3 keeps 1 there
     eventually(lambda: replicas_of(rest, "guarded") == {"east": 1, "west": 4}, "east keeps 1 for the budget")
     event_with(rest, "guarded", "would violate the pod's disruption budget \"guard\"")
     eventually(lambda: "Kept 1 replicas (1 on east)" in condition(rest, "guarded", "Progressing").get("message", ""),
                "Progressing names the budget holding east")
-    report(rest, "guarded--east")  # its syncer reports the child at its new size: the splitter sums it, keeps it
+    report(rest, "guarded", "east")  # its syncer reports the share at its new size: the splitter sums it, keeps it
     eventually(lambda: root_status(rest, "guarded").get("availableReplicas") == 3, "3 available: 1 east, 2 west")
     assert replicas_of(rest, "guarded") == {"east": 1, "west": 4}
     assert "disruption budget" in condition(rest, "guarded", "Progressing")["message"]
     rest.delete(f"{PDBS}/guard")  # no budget: the move completes, as it would have at once without one
-    eventually(lambda: replicas_of(rest, "guarded") == {"west": 4}, "east's child goes once the budget is gone")
+    eventually(lambda: replicas_of(rest, "guarded") == {"west": 4}, "east's share goes once the budget is gone")
 
 
-def test_hand_edits_and_deletes_of_children_are_repaired_and_deleting_the_root_deletes_them(
+def test_hand_edits_of_the_shares_are_repaired_and_the_user_s_own_edits_are_kept(
         kcp: KcpServer, splitter: SplitterProcess) -> None:
     rest = fleet(kcp, "east", "west")
     rest.create(DEPLOYMENTS, deployment("fix", 4))
     eventually(lambda: replicas_of(rest, "fix") == {"east": 2, "west": 2}, "split")
-    rest.patch(f"{DEPLOYMENTS}/fix--east", {"spec": {"replicas": 9, "paused": True}})
-    eventually(lambda: (c := children(rest, "fix").get("east")) and c["spec"]["replicas"] == 2
-               and not c["spec"].get("paused"), "edit undone")
-    old_uid = children(rest, "fix")["west"]["metadata"]["uid"]
-    assert rest.delete(f"{DEPLOYMENTS}/fix--west") == 200
-    eventually(lambda: (c := children(rest, "fix").get("west")) and c["metadata"]["uid"] != old_uid, "recreated")
+    rest.patch(f"{DEPLOYMENTS}/fix", {"metadata": {
+        "labels": {f"{STATE}west": None, "team": "blue"},
+        "annotations": {"experimental.spec-diff.workload.kcp.io/east": '[{"op":"replace","path":"/replicas","value":9}]'}}})
+    eventually(lambda: replicas_of(rest, "fix") == {"east": 2, "west": 2}, "the shares put back")
+    assert rest.get(f"{DEPLOYMENTS}/fix")["metadata"]["labels"]["team"] == "blue"
     assert rest.delete(f"{DEPLOYMENTS}/fix") == 200
-    eventually(lambda: children(rest, "fix") == {}, "children garbage-collected with the root")
+    eventually(lambda: rest.request("GET", f"{DEPLOYMENTS}/fix")[0] == 404, "the root goes, and its shares with it")
 
 
 def placed_on(rest: Rest, path: str) -> set[str]:

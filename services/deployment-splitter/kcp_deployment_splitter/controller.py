@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,6 +77,11 @@ from .targets import placement_facts
 
 EXPECTATIONS_TTL = 15.0  # seconds a write may take to show in the cache before the splitter decides anyway
 BUILT_IN = ("ConfigMap", "Secret", "ServiceAccount")  # kcp serves these itself; the rest arrive as imports
+
+
+def _running_on(deployment: Mapping[str, Any]) -> set[str]:
+    """The targets a Deployment has replicas on."""
+    return {target for target, replicas in shares_of(deployment).items() if replicas > 0}
 
 
 def _on_change(informer: InformerView, handler: Callable[[Any], None], name: str) -> None:
@@ -431,9 +436,10 @@ class SplitterController:
         key = key_for(new)
         if not self._mine(key.cluster):
             return
-        if self.dependencies is not None and uses_index(old) != uses_index(new):
+        moved = _running_on(old) != _running_on(new)  # what it uses follows it; a namespace leaving waits for it
+        if self.dependencies is not None and (moved or uses_index(old) != uses_index(new)):
             self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
-        if self.namespaces is not None and shares_of(old).keys() != shares_of(new).keys():
+        if self.namespaces is not None and (moved or shares_of(old).keys() != shares_of(new).keys()):
             self.namespaces.enqueue(ObjectKey(key.cluster, "", key.namespace))
         self._root_of(key, new)
 
