@@ -84,6 +84,25 @@ def replicas_of(kcp: Rest, root: str) -> dict[str, int]:
     return shares_on(kcp.get(f"{DEPLOYMENTS}/{root}") or {})
 
 
+def available_shares(obj: dict[str, Any]) -> dict[str, int]:
+    """Available replicas per target of a root's shares, as each target's syncer reported its copy."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return {target: int(json.loads(annotations.get(STATUS + target) or "{}").get("availableReplicas") or 0)
+            for target in shares_on(obj)}
+
+
+def ready_shares(kcp: Rest, root: str, namespace: str = "default") -> dict[str, str]:
+    """`<ready>/<share>` per target, as each target's syncer reported its copy on the root (what `kubectl get
+    deployments` showed per child before the shares moved onto the root)."""
+    obj = kcp.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/{root}") or {}
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    found = {}
+    for target, share in shares_on(obj).items():
+        status = json.loads(annotations.get(STATUS + target) or "{}")
+        found[target] = f"{status.get('readyReplicas') or 0}/{share}"
+    return found
+
+
 def report(kcp: Rest, root: str, target: str, *, ready: int | None = None, updated: int | None = None) -> None:
     """What `target`'s syncer brings up from its physical cluster: its copy's status, written as the root's
     `experimental.status.workload.kcp.io/<target>` annotation, its observedGeneration in the root's terms."""

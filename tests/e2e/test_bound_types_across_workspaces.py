@@ -2,7 +2,7 @@
 compute workspace's `kubernetes` export (Deployments, under the export's identity) and `workload.kcp.io`
 (SyncTargets, under another), registers a SyncTarget, and creates a Deployment. The splitter's wildcard
 informers list the bound objects as `<plural>:<identity>` beside the CRD-served ones, so the root gets its
-child `web--east` and its status from it. Real kcp, kcp-sim-cluster, cluster controller (push) and splitter."""
+share on `east` and its status from it. Real kcp, kcp-sim-cluster, cluster controller (push) and splitter."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from daemon_process import ClusterControllerProcess
-from splitter_fixtures import SplitterProcess
+from splitter_fixtures import SplitterProcess, shares_on
 from syncer_fixtures import eventually, sim_cluster
 
 from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
@@ -99,12 +99,9 @@ def test_the_splitter_splits_a_deployment_of_a_workspace_that_binds_deployments(
     kubectl(env, env.consumer, "apply", "-f", "-", input_text=sync_target("east", env))
     kubectl(env, env.consumer, "wait", "synctarget/east", "--for=condition=Ready", "--timeout=90s")
     kubectl(env, env.consumer, "create", "deployment", "web", "--image=nginx", "--replicas=2")
-    child = eventually(lambda: get(env, env.consumer, "deployment", "web--east"),
-                       "the splitter's child web--east in the consumer", timeout=60)
-    labels = child["metadata"]["labels"]
-    assert (labels["splitter.kcp.io/root"], labels["workloads.kcp.io/cluster"], child["spec"]["replicas"]) == (
-        "web", "east", 2)
+    eventually(lambda: shares_on(get(env, env.consumer, "deployment", "web") or {}) == {"east": 2},
+               "the splitter's share on east, written on the consumer's Deployment", timeout=60)
     root = eventually(lambda: (d := get(env, env.consumer, "deployment", "web"))
                       and (d.get("status") or {}).get("availableReplicas") == 2 and d,
-                      "the root's status from its child: 2 available", timeout=120)
+                      "the root's status from its share: 2 available", timeout=120)
     assert root["status"]["replicas"] == 2

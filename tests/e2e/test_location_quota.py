@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from compute_fixtures import COMPUTE, CONTROLLER, apply, bind_role, binding, compute_fleet, kubeconfig, kubectl
+from splitter_fixtures import shares_on
 from syncer_fixtures import eventually
 
 from kcp_process import KcpServer, run_kubectl
@@ -100,9 +101,8 @@ def set_up(env: Env, sim: KcpServer, team_admin: Path) -> None:
 
 
 def children_replicas(env: Env, root: str) -> int:
-    children = json.loads(kubectl(env, env.team, "get", "deployments", "-l", f"splitter.kcp.io/root={root}",
-                                  "-o", "json"))["items"]
-    return sum((c.get("spec") or {}).get("replicas") or 0 for c in children)
+    """The replicas the splitter placed of `root`, over all its shares."""
+    return sum(shares_on(json.loads(kubectl(env, env.team, "get", "deployment", root, "-o", "json"))).values())
 
 
 def dry_run_create_seconds(env: Env, count: int = 40) -> tuple[float, float]:

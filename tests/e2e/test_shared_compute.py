@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from compute_fixtures import COMPUTE, CONTROLLER, apply, bind_role, binding, compute_fleet, kubeconfig, kubectl
 from daemon_process import ClusterControllerProcess
+from splitter_fixtures import available_shares
 from syncer_fixtures import eventually
 
 from kcp_process import KcpServer, run_kubectl
@@ -188,10 +189,7 @@ def test_changing_one_attribute_moves_a_team_without_disruption(compute: Env) ->
                    "the Placement uses us-1 only")
 
         def moved() -> bool:
-            children = json.loads(kubectl(env, env.team["a"], "get", "deployments", "-l", "splitter.kcp.io/root=web",
-                                          "-o", "json"))["items"]
-            return [c["metadata"]["labels"]["workloads.kcp.io/cluster"] for c in children] == ["us-1"] and \
-                (children[0].get("status") or {}).get("availableReplicas") == 4
+            return shares_of(env, "a") == {"us-1": 4}
 
         eventually(moved, "web moved to us-1 and available there", timeout=120)
         namespace = json.loads(kubectl(env, env.team["a"], "get", "namespace", "default", "-o", "json"))
@@ -213,11 +211,9 @@ def available(env: Env, team: str) -> int:
     return int(out or 0)
 
 
-def children_of(env: Env, team: str) -> dict[str, int]:
-    items = json.loads(kubectl(env, env.team[team], "get", "deployments", "-l", "splitter.kcp.io/root=web", "-o",
-                               "json"))["items"]
-    return {c["metadata"]["labels"]["workloads.kcp.io/cluster"]: (c.get("status") or {}).get("availableReplicas", 0)
-            for c in items}
+def shares_of(env: Env, team: str) -> dict[str, int]:
+    """Available replicas of team's `web` per SyncTarget it has a share on."""
+    return available_shares(json.loads(kubectl(env, env.team[team], "get", "deployment", "web", "-o", "json")))
 
 
 def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> None:
@@ -228,7 +224,7 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
     env = compute
     apply(env, env.team["a"], {**placement("anywhere", None), "spec": {
         "locationWorkspace": COMPUTE, "namespaceSelector": {}, "numberOfClusters": 3}})
-    eventually(lambda: set(children_of(env, "a")) == set(REGIONS) and available(env, "a") == 4,
+    eventually(lambda: set(shares_of(env, "a")) == set(REGIONS) and available(env, "a") == 4,
                "team A spread over the three clusters", timeout=120)
     carrying = kubectl(env, env.team["b"], "get", "namespace", "default", "-o",
                        "jsonpath={.metadata.labels.workloads\\.kcp\\.io/cluster}")
@@ -263,7 +259,7 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
         return sum(1 for k, v in labels.items() if k.startswith("placed.workload.kcp.io/") and v == "Placed")
 
     eventually(lambda: placed_on("a", "fresh") == 2, "a new namespace of team A goes to the two others only")
-    assert placed_on("a", "default") == 3 and children_of(env, "b") == {carrying: 4}  # the cordon moved nothing
+    assert placed_on("a", "default") == 3 and shares_of(env, "b") == {carrying: 4}  # the cordon moved nothing
     sampler = threading.Thread(target=watch, daemon=True)
     sampler.start()
     try:
@@ -271,8 +267,8 @@ def test_a_decommissioned_cluster_empties_without_disruption(compute: Env) -> No
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         kubectl(env, env.admin[COMPUTE], "patch", "synctarget", carrying, "--type=merge", "-p",
                 json.dumps({"spec": {"evictAfter": now}}))
-        eventually(lambda: children_of(env, "b") == {other: 4}, "team B moved to the other eu cluster", timeout=120)
-        eventually(lambda: set(children_of(env, "a")) == {other, "us-1"} and available(env, "a") == 4,
+        eventually(lambda: shares_of(env, "b") == {other: 4}, "team B moved to the other eu cluster", timeout=120)
+        eventually(lambda: set(shares_of(env, "a")) == {other, "us-1"} and available(env, "a") == 4,
                    "team A off the decommissioned cluster", timeout=120)
         eventually(lambda: kubectl(env, env.admin[COMPUTE], "get", "synctarget", carrying, "-o",
                                    "jsonpath={.status.servedWorkspaces}") == "0", "its SyncTarget serves no team",
@@ -303,7 +299,7 @@ def test_capacity_bounds_overflow_to_another_cluster_then_hold_replicas_until_ra
     evicted = [t for t in REGIONS if kubectl(env, env.admin[COMPUTE], "get", "synctarget", t, "-o",
                                               "jsonpath={.spec.evictAfter}")]
     eu = next(t for t in REGIONS if REGIONS[t] == "eu" and t not in evicted)
-    eventually(lambda: children_of(env, "a") == {eu: 2, "us-1": 2}, "team A split over the two clusters left",
+    eventually(lambda: shares_of(env, "a") == {eu: 2, "us-1": 2}, "team A split over the two clusters left",
                timeout=60)
 
     def bound(target: str, pods: int) -> None:
@@ -311,7 +307,7 @@ def test_capacity_bounds_overflow_to_another_cluster_then_hold_replicas_until_ra
                 json.dumps({"spec": {"capacityBounds": {"pods": str(pods)}}}))
 
     bound("us-1", 1)
-    eventually(lambda: children_of(env, "a") == {eu: 3, "us-1": 1}, "A's replicas over us-1's bound go to eu",
+    eventually(lambda: shares_of(env, "a") == {eu: 3, "us-1": 1}, "A's replicas over us-1's bound go to eu",
                timeout=60)
     bound(eu, 7)  # team B's 4 and team A's 3: full
     kubectl(env, env.team["a"], "scale", "deployment/web", "--replicas=6")
@@ -323,8 +319,8 @@ def test_capacity_bounds_overflow_to_another_cluster_then_hold_replicas_until_ra
     held = eventually(lambda: (c := failure()).get("reason") == "CapacityBoundsReached" and c,
                       "the replicas over every bound wait, said on the Deployment", timeout=60)
     assert "2 replica(s) wait for room" in held["message"] and "us-1 (pods=1)" in held["message"], held
-    assert children_of(env, "a") == {eu: 3, "us-1": 1}
-    assert sum(children_of(env, "b").values()) == 4  # team B keeps what it had under the same bound
+    assert shares_of(env, "a") == {eu: 3, "us-1": 1}
+    assert sum(shares_of(env, "b").values()) == 4  # team B keeps what it had under the same bound
     bound("us-1", 10)
-    eventually(lambda: children_of(env, "a") == {eu: 3, "us-1": 3} and not failure(),
+    eventually(lambda: shares_of(env, "a") == {eu: 3, "us-1": 3} and not failure(),
                "raising the bound places the waiting replicas", timeout=60)

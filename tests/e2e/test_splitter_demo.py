@@ -2,9 +2,9 @@
 1.20 control planes with agent Nodes under `make kube-e2e`), the cluster controller (push mode: it runs both
 syncers) and the deployment splitter.
 
-15 replicas become two children, each physical cluster runs its share, the syncers bring the
-statuses up, and the root reads `15/15` in `kubectl get deployments` while `kubectl rollout status`
-finishes. Every wait is on a condition, never a fixed sleep.
+15 replicas become two shares of the one Deployment, each physical cluster runs its share, the syncers
+bring their statuses up, and the root reads `15/15` in `kubectl get deployments` (the user's Deployments
+and nothing else) while `kubectl rollout status` finishes. Every wait is on a condition, never a fixed sleep.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
 from physical_fixtures import Physical
-from splitter_fixtures import SplitterProcess
+from splitter_fixtures import SplitterProcess, ready_shares
 from syncer_fixtures import Rest, eventually
 
 from kcp_process import (
@@ -128,15 +128,16 @@ def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -
     run_kubectl(demo.kcp, "apply", "-f", "-", input_text=WEB, kubeconfig=demo.kubeconfig)
     run_kubectl(demo.kcp, "rollout", "status", "deployment/web", "--timeout=180s", kubeconfig=demo.kubeconfig,
                 timeout=200)
-    final = eventually(lambda: (r := ready_column(demo.kcp, demo.kubeconfig)).get("web") == "15/15" and len(r) == 3
-                       and r, "web 15/15")
-    children = {name: ready for name, ready in final.items() if name != "web"}
-    assert set(children) == {"web--east", "web--west"}
-    assert sum(int(ready.split("/")[0]) for ready in children.values()) == 15
-    assert all(ready.split("/")[0] == ready.split("/")[1] for ready in children.values()), final
+    final = eventually(lambda: (r := ready_column(demo.kcp, demo.kubeconfig)).get("web") == "15/15" and r,
+                       "web 15/15")
+    assert final == {"web": "15/15"}, final  # the user's one Deployment: no per-cluster objects beside it
+    shares = eventually(lambda: (s := ready_shares(Rest(demo.kcp), "web")) and all(
+        r.split("/")[0] == r.split("/")[1] for r in s.values()) and s, "each cluster's share ready")
+    assert set(shares) == {"east", "west"}
+    assert sum(int(ready.split("/")[1]) for ready in shares.values()) == 15
     # the replicas really run downstream: each physical cluster's deployment reports its share
-    for physical, child in ((demo.east, "web--east"), (demo.west, "web--west")):
-        share = int(final[child].split("/")[1])
+    for physical, target in ((demo.east, "east"), (demo.west, "west")):
+        share = int(shares[target].split("/")[1])
         out = run_kubectl(physical, "get", "deployments", "-A", "-o", "jsonpath={.items[*].status.readyReplicas}")
         assert out.stdout.split() == [str(share)], out.stdout
 
@@ -149,8 +150,9 @@ def test_replicas_the_small_cluster_has_no_room_for_run_on_the_big_one(demo: Dem
     run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(heavy), kubeconfig=kubeconfig)
     run_kubectl(demo.kcp, "rollout", "status", "deployment/heavy", "--timeout=180s", kubeconfig=kubeconfig,
                 timeout=200)
-    final = eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("heavy") == "10/10" and r, "10/10")
-    assert final["heavy--small"] == "4/4" and final["heavy--big"] == "6/6", final
+    eventually(lambda: ready_column(demo.kcp, kubeconfig).get("heavy") == "10/10", "10/10")
+    shares = ready_shares(Rest(demo.kcp).at("demo-capacity"), "heavy")
+    assert shares == {"small": "4/4", "big": "6/6"}, shares
 
 
 def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: Demo) -> None:
@@ -161,19 +163,18 @@ def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: De
         connect(demo, kubeconfig, {"steady": demo.east, "flaky": flaky})
         app = WEB.replace("name: web", "name: loss").replace("replicas: 15", "replicas: 6")
         run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
-        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6", "loss--flaky": "3/3",
-                                                                  "loss--steady": "3/3"}, "3/3 on each", timeout=120)
+        rest = Rest(demo.kcp).at("demo-loss")
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6"}
+                   and ready_shares(rest, "loss") == {"flaky": "3/3", "steady": "3/3"}, "3/3 on each", timeout=120)
         assert flaky.stop() == 0
         # NotReady after the cluster controller's threshold, then the splitter's grace period; steady
-        # grows to 6 first, and flaky's child goes once those are available
-        # (the flaky child is deleted; the flaky syncer's finalizer holds it until that cluster is back)
-        eventually(lambda: (r := ready_column(demo.kcp, kubeconfig)).get("loss") == "6/6"
-                   and r.get("loss--steady") == "6/6", "all 6 on steady", timeout=120)
-        left = Rest(demo.kcp).at("demo-loss").get("/apis/apps/v1/namespaces/default/deployments/loss--flaky")
-        assert left is None or left["metadata"].get("deletionTimestamp"), left
+        # grows to 6 first, and flaky's share goes once those are available (its copy stays on flaky, and
+        # the flaky syncer's finalizer on the root, until that cluster is back and its syncer deletes the copy)
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6"}
+                   and ready_shares(rest, "loss") == {"steady": "6/6"}, "all 6 on steady", timeout=120)
         flaky.start()
-        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6", "loss--flaky": "3/3",
-                                                                  "loss--steady": "3/3"}, "back to 3/3", timeout=120)
+        eventually(lambda: ready_column(demo.kcp, kubeconfig) == {"loss": "6/6"}
+                   and ready_shares(rest, "loss") == {"flaky": "3/3", "steady": "3/3"}, "back to 3/3", timeout=120)
     finally:
         flaky.stop()
 
