@@ -4,14 +4,14 @@ Two setups, each with its own kcp:
 
 1. spread (API-driven): a kcp-apiserver and the splitter; T SyncTargets made Ready, with
    allocatable, through the API (the cluster controller's part), so the figures are the splitter's
-   own, at a scale the 2-core machine can hold (N roots x 10 replicas are 10 N children):
-   - spread: seconds from creating N roots until every one has its children with the right
+   own, at a scale the 2-core machine can hold (N roots x 10 replicas, up to 10 shares each):
+   - spread: seconds from creating N roots until every one has its shares with the right
      replicas, and the reconcile throughput (reconciles/s from the splitter's `reconcile_total`);
    - reassignment: seconds from one target turning NotReady until every root's replicas are
      written to the others (nobody runs pods here, so "written" is as far as it goes).
 2. fleet (everything real, fewer roots): kcp, one `kcp-sim-cluster --clusters 10`, the cluster
    controller in push mode (its syncers heartbeat, so the SyncTargets are Ready from heartbeats, and
-   sync the children down and their status up) and the splitter; M roots x 10 replicas spread over the
+   sync the roots' shares down and their status up) and the splitter; M roots x 10 replicas spread over the
    10 clusters and Ready. Then one cluster is cut off (its SyncTarget's kubeconfig pointed at a port
    nobody listens on: the cluster controller reports it unreachable and NotReady) and the figure is
    the time from NotReady until every root has all its replicas Ready on the other nine, reported
@@ -46,13 +46,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from daemon_process import ClusterControllerProcess  # noqa: E402
-from splitter_fixtures import DEPLOYMENTS, TARGETS, SplitterProcess, deployment, set_ready  # noqa: E402
+from splitter_fixtures import (  # noqa: E402
+    DEPLOYMENTS,
+    STATUS,
+    TARGETS,
+    SplitterProcess,
+    deployment,
+    set_ready,
+    shares_on,
+)
 from syncer_fixtures import Rest, create_sync_target, eventually, install_types  # noqa: E402
 
 from kcp_process import KcpServer, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
 
 REPLICAS = 10
-ROOT_LABEL = "splitter.kcp.io/root"
 ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"
 SYNC_TARGET_CRD = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 ALLOCATABLE = {"cpu": "4000", "memory": "16000Gi", "pods": "100000"}  # room for everything: the estimate runs
@@ -65,12 +72,13 @@ def reconciles(splitter: SplitterProcess) -> float:
 
 
 class Children:
-    """Every root's children (target -> (spec replicas, ready replicas)), from one list and a watch."""
+    """Every root's shares (target -> (spec replicas, ready replicas)), written on the roots (the splitter's state
+    labels and spec diffs, the syncers' status annotations), from one list and a watch."""
 
     def __init__(self, rest: Rest) -> None:
         self.rest = rest
         self._lock = threading.Lock()
-        self._children: dict[str, tuple[str, str, int, int]] = {}  # child name -> root, target, spec, ready
+        self._children: dict[str, dict[str, tuple[int, int]]] = {}  # root -> target -> spec, ready
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
 
@@ -83,24 +91,20 @@ class Children:
 
     def by_root(self) -> dict[str, dict[str, tuple[int, int]]]:
         with self._lock:
-            out: dict[str, dict[str, tuple[int, int]]] = {}
-            for root, target, spec, ready in self._children.values():
-                out.setdefault(root, {})[target] = (spec, ready)
-            return out
+            return {root: dict(shares) for root, shares in self._children.items() if shares}
 
     def _apply(self, kind: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        if ROOT_LABEL not in labels:
-            return
+        if ASSIGNMENT_LABEL in (meta.get("labels") or {}):
+            return  # pinned, not split
+        annotations = meta.get("annotations") or {}
+        shares = {target: (spec, int(json.loads(annotations.get(STATUS + target) or "{}").get("readyReplicas") or 0))
+                  for target, spec in shares_on(obj).items()}
         with self._lock:
             if kind == "DELETED":
                 self._children.pop(meta["name"], None)
             else:
-                status = obj.get("status") or {}
-                self._children[meta["name"]] = (labels[ROOT_LABEL], labels.get(ASSIGNMENT_LABEL, ""),
-                                                int((obj.get("spec") or {}).get("replicas") or 0),
-                                                int(status.get("readyReplicas") or 0))
+                self._children[meta["name"]] = shares
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -7,8 +7,9 @@ The story, step by step, each kubectl command printed with its real output, in a
 1. a fresh logical cluster serves no Deployments;
 2. the suite's two simulated clusters attach as SyncTargets (seed 004's YAML), and
 3. `kubectl api-resources` gains `deployments`: their types were imported;
-4. a 15-replica Deployment is split into per-cluster children whose pods turn Ready a few at a time
-   (the sims' --ready-delay), until `my-deployment` shows 15/15;
+4. a 15-replica Deployment is split over the clusters (one share per cluster, written on the Deployment
+   itself) whose pods turn Ready a few at a time (the sims' --ready-delay), until `my-deployment` shows
+   15/15; the splitter's Events say how it divided them;
 5. the pods, through kcp, each with the cluster it runs on (the syncers mirror them up), a log and an
    exec through kcp (the syncers' tunnels), then each physical cluster's own view (`kubectl get pods` with
    the sim's kubeconfig);
@@ -38,6 +39,12 @@ from typing import Any
 import yaml
 
 HERE = Path(__file__).resolve().parent
+# a split Deployment's shares, on it (the splitter's README): per cluster a state label, a spec diff, a status
+STATE = "state.workload.kcp.io/"
+SPEC_DIFF = "experimental.spec-diff.workload.kcp.io/"
+STATUS = "experimental.status.workload.kcp.io/"
+SPLIT_EVENTS = ("get", "events", "--field-selector", "involvedObject.name=my-deployment,source=kcp-deployment-splitter",
+                "--sort-by=.lastTimestamp", "-o", "custom-columns=REASON:.reason,MESSAGE:.message")
 sys.path.insert(0, str(HERE))
 
 from register_sync_targets import Kcp  # noqa: E402  (beside this script)
@@ -200,10 +207,28 @@ def ready_figure(out: str, name: str) -> str:
     return fields[1] if len(fields) > 1 else ""
 
 
-def spread(out: str, ready: dict[str, int]) -> bool:
-    """`kubectl get deployments` shows my-deployment 15/15 made of these children, each fully Ready."""
-    return ready_figure(out, "my-deployment") == "15/15" and all(
-        ready_figure(out, f"my-deployment--{name}") == f"{n}/{n}" for name, n in ready.items())
+def shares(deployment: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """target -> (ready, share) of a split Deployment: the splitter's spec diff per cluster and what each
+    cluster's syncer reported, both annotations on the Deployment."""
+    meta = deployment.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    found = {}
+    for key, value in annotations.items():
+        target = key.removeprefix(SPEC_DIFF)
+        if key.startswith(SPEC_DIFF) and labels.get(STATE + target) == "Sync":
+            share = next(op["value"] for op in json.loads(value) if op["path"] == "/replicas")
+            found[target] = (int(json.loads(annotations.get(STATUS + target) or "{}").get("readyReplicas") or 0), share)
+    return found
+
+
+def spread(demo: Demo, ready: dict[str, int]) -> Callable[[str], bool]:
+    """`kubectl get deployments` shows my-deployment 15/15, its shares these, each fully Ready."""
+    def done(out: str) -> bool:
+        if ready_figure(out, "my-deployment") != "15/15":
+            return False
+        found = next((d for d in demo.get("deployments") if d["metadata"]["name"] == "my-deployment"), {})
+        return {t: n for t, (r, n) in shares(found).items() if r == n} == ready
+    return done
 
 
 def free_port() -> int:
@@ -292,6 +317,8 @@ def play(demo: Demo, root: Path, tmp: Path) -> None:
     print(f"$ cat deployment.yaml\n{DEPLOYMENT.rstrip()}", flush=True)
     demo.show("create", "-f", str(manifest), shown="create -f deployment.yaml")
     demo.watch(("get", "deployments"), lambda out: ready_figure(out, "my-deployment") == "15/15", "15/15", 4)
+    demo.say("one Deployment in kcp, one copy per cluster: the splitter's Events say how it divided the replicas")
+    demo.show(*SPLIT_EVENTS)
 
     demo.step("The pods, through kcp: each with the cluster it runs on; then each physical cluster's own view, "
               "with its own kubeconfig (namespace kcp-...: this logical cluster's default)")
@@ -311,10 +338,12 @@ def play(demo: Demo, root: Path, tmp: Path) -> None:
     with paused(pids[lost]):
         demo.watch(("get", "synctargets"), lambda out: (row(out, lost)[1:2] or [""])[0] != "True",
                    f"{lost} not Ready", 2)
-        demo.watch(("get", "deployments"), lambda out: spread(out, {kept: 15}), f"15 replicas on {kept}", 4)
+        demo.watch(("get", "deployments"), spread(demo, {kept: 15}), f"15 replicas on {kept}", 4)
+        demo.show(*SPLIT_EVENTS)
         demo.step(f"{lost} comes back (SIGCONT): the replicas are split over both clusters again")
     demo.watch(("get", "synctargets"), lambda out: (row(out, lost)[1:2] or [""])[0] == "True", f"{lost} Ready", 2)
-    demo.watch(("get", "deployments"), lambda out: spread(out, {kept: 8, lost: 7}), f"replicas back on {lost}", 4)
+    demo.watch(("get", "deployments"), spread(demo, {kept: 8, lost: 7}), f"replicas back on {lost}", 4)
+    demo.show(*SPLIT_EVENTS)
 
     demo.step(f"A cluster on an older release (Kubernetes {OLD_RELEASE}) attaches: kcp negotiates the APIs "
               "(each type's schema is what every cluster has)")

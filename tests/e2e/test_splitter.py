@@ -24,6 +24,7 @@ from splitter_fixtures import (
     replicas_of,
     report,
     set_ready,
+    shares_on,
 )
 from syncer_fixtures import Rest, crd, create_sync_target, eventually, install_types
 
@@ -280,6 +281,12 @@ def test_hand_edits_of_the_shares_are_repaired_and_the_user_s_own_edits_are_kept
         "annotations": {"experimental.spec-diff.workload.kcp.io/east": '[{"op":"replace","path":"/replicas","value":9}]'}}})
     eventually(lambda: replicas_of(rest, "fix") == {"east": 2, "west": 2}, "the shares put back")
     assert rest.get(f"{DEPLOYMENTS}/fix")["metadata"]["labels"]["team"] == "blue"
+    # `kubectl replace` of the user's manifest (a PUT without kcp's keys) keeps the shares: no copy is unassigned
+    manifest = deployment("fix", 4)
+    manifest["metadata"]["resourceVersion"] = rest.get(f"{DEPLOYMENTS}/fix")["metadata"]["resourceVersion"]
+    status, replaced = rest.request("PUT", f"{DEPLOYMENTS}/fix", manifest)
+    assert status == 200, replaced
+    assert shares_on(replaced) == {"east": 2, "west": 2} and "team" not in replaced["metadata"]["labels"]
     assert rest.delete(f"{DEPLOYMENTS}/fix") == 200
     eventually(lambda: rest.request("GET", f"{DEPLOYMENTS}/fix")[0] == 404, "the root goes, and its shares with it")
 

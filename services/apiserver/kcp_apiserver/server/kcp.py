@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 from kcp_apiserver.admission.location_quota import LocationQuota, RegistryReads
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
+from kcp_apiserver.admission.placement_metadata import PlacementMetadata
 from kcp_apiserver.admission.placement_requester import PlacementRequester
 from kcp_apiserver.admission.serviceips import KCP_SERVICE_CIDR, ServiceIPs, start_service_ips
 from kcp_apiserver.apiextensions.crd import CRD
@@ -147,6 +148,10 @@ async def workspace_owner(parts: ServerParts) -> WorkspaceOwner:
 
 async def placement_requester(parts: ServerParts) -> PlacementRequester:
     return PlacementRequester()
+
+
+async def placement_metadata(parts: ServerParts) -> PlacementMetadata:
+    return PlacementMetadata()
 
 
 async def location_quotas(parts: ServerParts) -> LocationQuota:
@@ -308,7 +313,8 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                         ("workload.kcp.io", "synctargets"): (tunnel_action(tunnels),)},
         identity=identity or socket.gethostname(),
         admission=[namespace_lifecycle, reserved_crds(reserved or ReservedGroups(system_crds=system_crds)),
-                   no_escalation, service_ips, workspace_owner, placement_requester, workspace_types(authorizer),
+                   no_escalation, service_ips, workspace_owner, placement_requester, placement_metadata,
+                   workspace_types(authorizer),
                    initializer_lift, location_quotas,
                    *apis_admission],
         extensions=extensions,
