@@ -484,6 +484,10 @@ class Syncer:
             self.metrics.error("Conflict")
             return Result(requeue_after=CONFLICT_RETRY)
         if complete:
+            for uid, keys in list(self._awaiting_revision.items()):  # it waits no longer (mirrored, or gone)
+                keys.discard(key)
+                if not keys:
+                    del self._awaiting_revision[uid]
             return None
         if awaited:  # the splitter makes the revision when it will: its arrival queues the key (`_revision_arrived`)
             for uid in awaited:
@@ -648,8 +652,18 @@ class Syncer:
             return None
         if not all(t.synced for t in (*self.upsynced.values(), *self.types.values())):
             return Result(requeue_after=CONFLICT_RETRY)  # what it is about cannot be told yet
-        if not await self.upsync.reconcile_event(events, key, self._event_subject):
-            return Result(requeue_after=CONFLICT_RETRY)  # kcp's object it is about is on its way
+        subjects: list[Subject] = []
+
+        def subject_of(event: Obj) -> Subject | None:
+            subject = self._event_subject(event)
+            subjects.extend([subject] if subject is not None else [])
+            return subject
+
+        if not await self.upsync.reconcile_event(events, key, subject_of):
+            waiting = any(SyncKey(queue_resource(s.key.resource), s.key.namespace, s.key.name) in keys
+                          for s in subjects for keys in self._awaiting_revision.values())
+            # a pod waiting for its revision may wait long: its copy's arrival queues its Events anyway
+            return Result(requeue_after=REVISION_RETRY if waiting else CONFLICT_RETRY)
         return None
 
     def _hold_until_synced(self, typ: SyncedType | UpsyncedType, key: SyncKey) -> None:

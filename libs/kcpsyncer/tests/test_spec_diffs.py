@@ -15,6 +15,8 @@ from test_engine import DEPLOY, FINALIZER, LC, MAPPED, TARGET, Harness, downstre
 from test_upsync import PODS, REPLICASETS, downstream_pod
 
 from kcpcommon.informer import SharedInformer
+from kcpsyncer.discovery import APIType
+from kcpsyncer.engine import REVISION_RETRY
 from kcpsyncer.metrics import SyncerMetrics
 from kcpsyncer.names import OWNER_LABEL, SPEC_HASH_ANNOTATION, owner
 from kcpsyncer.revisions import CONTROLLER_UID_INDEX, cluster_template, controller_uid_index, revision_of
@@ -327,3 +329,25 @@ def test_a_pods_keys_wait_for_kcps_revisions_to_have_listed() -> None:
     assert h.revisions in pods.informers and not pods.synced
     h.revisions.replace([], "1")
     assert pods.synced
+
+
+async def test_the_events_of_a_pod_waiting_for_its_revision_wait_as_long_as_it() -> None:
+    h = SplitHarness()
+    up = root(diffs={TARGET: replicas(2)})
+    rs = cluster_rs(up)
+    h.cluster(up, rs=[rs], pods=[split_pod(rs)], revisions=[])
+    await h.mirror("pods", "web-1")
+    events_api = APIType("v1", "events", "Event", namespaced=True, has_status=False)
+    events_up, events_down = FakeResource(events_api), FakeResource(events_api)
+    h.syncer.events = UpsyncedType("events", events_api, events_api, events_up, events_down,  # type: ignore[arg-type]
+                                   SharedInformer(events_up, cluster=LC),  # type: ignore[arg-type]
+                                   SharedInformer(events_down, cluster=TARGET))  # type: ignore[arg-type]
+    h.syncer.events.up_informer.replace([], "1")
+    h.syncer.events.down_informer.replace([{
+        "metadata": {"name": "web-1.1", "namespace": MAPPED}, "reason": "Scheduled",
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "web-1", "namespace": MAPPED}}], "1")
+    result = await h.syncer._reconcile(SyncKey("events", "default", "web-1.1"))
+    assert result is not None and result.requeue_after == REVISION_RETRY and events_up.calls == []
+    h.revisions.replace([revision()], "2")
+    assert await h.mirror("pods", "web-1") is None
+    assert h.syncer._awaiting_revision == {}  # mirrored: it waits no longer
