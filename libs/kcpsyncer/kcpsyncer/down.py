@@ -2,7 +2,8 @@
 
 An apply is made only when the downstream copy differs from what the upstream object says (or was
 applied from another body), and not again while the downstream cache has not yet seen our own last
-apply. A refusal the user can act on is reported as an Event on the upstream object.
+apply. A refusal the user can act on is reported as an Event on the upstream object, and so is a spec diff
+of this target's that does not apply (`specdiff.py`: then nothing is written at all).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .metrics import DOWN, SyncerMetrics
 from .names import FIELD_MANAGER, SPEC_HASH_ANNOTATION, syncer_finalizer
 from .namespaces import DownstreamNamespaces
 from .objects import Obj, finalizers, meta
+from .specdiff import INVALID_SPEC_DIFF, InvalidSpecDiff
 from .synced import SyncedType, SyncKey
 from .transform import downstream_object, scaled_downstream, up_to_date
 
@@ -54,6 +56,7 @@ class SpecDown:
         self._applied: dict[SyncKey, str] = {}
         self._class_waiters: dict[tuple[str, str], set[SyncKey]] = {}  # (class resource, name) -> referrers held
         self._class_retries: dict[SyncKey, Backoff] = {}
+        self._invalid: dict[SyncKey, str] = {}  # the invalid spec diff last reported, until the key's spec is valid
 
     def upstream_changed(self, key: SyncKey) -> None:
         """Start the latency clock of an upstream change."""
@@ -73,6 +76,7 @@ class SpecDown:
 
     def forget_report(self, key: SyncKey) -> None:
         self._reported.pop(key, None)
+        self._invalid.pop(key, None)
         self._class_retries.pop(key, None)
 
     async def wait_for_class(self, key: SyncKey, up: Obj, missing: MissingClass) -> float:
@@ -87,13 +91,19 @@ class SpecDown:
         return self._class_waiters.pop((resource, name), set())
 
     async def sync(self, typ: SyncedType, key: SyncKey, up: Obj, down: Obj | None, down_ns: str | None,
-                   down_name: str) -> str:
-        """Finalizer up and one apply down (as `down_name`), as needed; returns the spec hash the object should carry."""
-        desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
-                                    logical_cluster=self._lc, sync_target=self._target,
-                                    scaled_downstream=scaled_downstream(down), name=down_name,
-                                    class_names=await self.classes.mapping(typ.down.kind, up, down), live=down,
-                                    autoscaled=self.autoscalers.scale(typ.down, down_ns, down_name))
+                   down_name: str) -> str | None:
+        """Finalizer up and one apply down (as `down_name`), as needed; returns the spec hash the object should
+        carry, or None when this target's spec diff is invalid (nothing written down; see `_invalid_diff`)."""
+        try:
+            desired = downstream_object(up, api_version=typ.down.api_version, kind=typ.down.kind, namespace=down_ns,
+                                        logical_cluster=self._lc, sync_target=self._target,
+                                        scaled_downstream=scaled_downstream(down), name=down_name,
+                                        class_names=await self.classes.mapping(typ.down.kind, up, down), live=down,
+                                        autoscaled=self.autoscalers.scale(typ.down, down_ns, down_name))
+        except InvalidSpecDiff as invalid:
+            await self._invalid_diff(key, up, invalid)
+            return None
+        self._invalid.pop(key, None)
         writes = []
         uid = str(meta(up).get("uid") or "")
         if self.finalizer not in finalizers(up) and self._finalized.get(key) != uid:
@@ -109,6 +119,20 @@ class SpecDown:
         if stale and changed is not None:
             self._metrics.latency(DOWN, time.monotonic() - changed)
         return hash_of(desired)
+
+    async def _invalid_diff(self, key: SyncKey, up: Obj, invalid: InvalidSpecDiff) -> None:
+        """A spec diff that does not apply: the downstream copy stays as it is (neither applied nor deleted), and
+        the user hears it once per distinct error (a Warning Event and a log line); the key is not retried, its
+        next upstream change brings it back (a downstream status change too, which finds the same error)."""
+        message = str(invalid)
+        if self._invalid.get(key) == message:
+            return
+        self._invalid[key] = message
+        self._metrics.error(INVALID_SPEC_DIFF)
+        self._log.warning("spec diff does not apply; the downstream copy is left as it is", resource=key.resource,
+                          namespace=key.namespace, name=key.name, error=message)
+        self._reported.pop(key, None)
+        await self._report(key, up, message, reason=INVALID_SPEC_DIFF)
 
     async def _add_finalizer(self, typ: SyncedType, key: SyncKey, up: Obj, uid: str) -> None:
         """Hold the upstream object until its downstream copy is deleted; remembered, so a cache that

@@ -50,6 +50,8 @@ from .namespaces import DownstreamNamespaces, downstream_origin
 from .objects import Obj, deleting, meta
 from .pernamespace import PerNamespaceInformer, readable_cluster_wide
 from .remove import Removal, absent_upstream, propagation_of
+from .revisions import CONTROLLER_UID_INDEX, controller_uid, controller_uid_index, revision_of
+from .specdiff import is_split
 from .synced import SyncedType, SyncKey, applied_key
 from .transform import keep_scale_owners
 from .tunnel import Tunnel
@@ -57,6 +59,7 @@ from .up import StatusUp
 from .upsync import (
     EVENTS,
     MIRRORED,
+    OWNED_ONLY,
     UPSYNC,
     Owners,
     Subject,
@@ -74,7 +77,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kcpsyncer")
 
 GOING_FIRST = "the user is deleting it in kcp, and a pod it controls next"
+PODS, REPLICA_SETS = "pods", "replicasets.apps"
 CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first
+REVISION_RETRY = 10.0  # seconds: a safety net for a pod waiting for its revision in kcp (its arrival requeues it)
 
 
 class Syncer:
@@ -100,6 +105,8 @@ class Syncer:
         self.types: dict[str, SyncedType] = {}
         self.upsynced: dict[str, UpsyncedType] = {}  # kinds mirrored up (pods, claims), by queue resource
         self.events: UpsyncedType | None = None  # the Events of the objects synced and mirrored
+        self.revisions: SharedInformer | None = None  # kcp's ReplicaSets: the revisions of split Deployments
+        self._awaiting_revision: dict[str, set[SyncKey]] = {}  # split root's uid -> pod keys waiting for a revision
         self._unserved: set[str] = set(options.resources)  # not (yet) served on both sides
         self._discovered = False  # discovery has answered once
         self._reported_unserved: set[str] = set()  # logged once each, not on every look
@@ -235,7 +242,7 @@ class Syncer:
         self.types[name] = typ
         for informer in (up_informer, state_informer):
             informer.add_handler(on_add=lambda obj: self._upstream_changed(name, obj),
-                                 on_update=lambda old, new: self._upstream_changed(name, new),
+                                 on_update=lambda old, new: self._upstream_changed(name, new, old),
                                  on_delete=lambda obj: self._upstream_changed(name, deleted_object(obj)),
                                  name=f"syncer:{self.target}")
         down_informer.add_handler(on_add=lambda obj: self._downstream_changed(name, None, obj),
@@ -281,6 +288,9 @@ class Syncer:
                            down_informer)
         resource = queue_resource(name)
         self.upsynced[resource] = typ
+        if name == REPLICA_SETS:
+            self._add_revisions(up)
+        self._attach_revisions()
 
         def upstream(obj: Obj) -> None:
             namespace, pod = str(meta(obj).get("namespace") or ""), str(meta(obj).get("name") or "")
@@ -315,6 +325,20 @@ class Syncer:
                                   on_delete=downstream_deleted, name=f"syncer:{self.target}:upsync")
         self._log.info("mirroring type up", resource=name, upstream=up.api_version, downstream=down.api_version)
 
+    def _add_revisions(self, up: APIType) -> None:
+        """kcp's ReplicaSets, all of them (the splitter's revisions carry no label of this target), by controller."""
+        self.revisions = self.informers.informer(cluster=self.lc, api_version=up.api_version, plural=up.plural,
+                                                 namespaced=True)
+        self.revisions.add_indexers({CONTROLLER_UID_INDEX: controller_uid_index}, skip_existing=True)
+        self.revisions.add_handler(on_add=self._revision_arrived, on_update=lambda old, new: self._revision_arrived(new),
+                                   name=f"syncer:{self.target}:revisions")
+
+    def _attach_revisions(self) -> None:
+        """A pod's reconcile reads kcp's revisions: its keys wait for that cache to list too."""
+        pods = self.upsynced.get(queue_resource(PODS))
+        if pods is not None and self.revisions is not None and self.revisions not in pods.also_read:
+            pods.also_read.append(self.revisions)
+
     def _add_events(self, events: APIType, *, per_namespace: bool) -> None:
         """The Events of the synced and mirrored objects: one downstream reflector of the cluster's Events, or
         one per namespace of ours (the others are dropped by `event_subject`), kcp's copies for this target."""
@@ -348,12 +372,14 @@ class Syncer:
         if not self._unserved:
             self.controller.enqueue(SyncKey("", "", str(meta(namespace).get("name") or "")))
 
-    def _upstream_changed(self, resource: str, obj: Obj) -> None:
+    def _upstream_changed(self, resource: str, obj: Obj, old: Obj | None = None) -> None:
         upstream_meta = meta(obj)
         key = SyncKey(resource, str(upstream_meta.get("namespace") or ""), str(upstream_meta.get("name") or ""))
         self.spec_down.upstream_changed(key)
         self.removal.note(key, obj)
         self.controller.enqueue(key)
+        if old is not None and key.namespace and is_split(old, self.target) != is_split(obj, self.target):
+            self._split_changed(resource, key)
         if not key.namespace:  # a class that referrers may be held for
             for held in sorted(self.spec_down.class_arrived(resource, key.name)):
                 self.controller.enqueue(held)
@@ -432,7 +458,8 @@ class Syncer:
             except MissingClass as missing:
                 self.metrics.error("ClassNotFound")
                 return Result(requeue_after=await self.spec_down.wait_for_class(key, up, missing))
-            await self.status_up.sync(typ, key, up, down, applied_hash)
+            # an invalid spec diff (None) applied nothing: the cluster's status is reported as not of this generation
+            await self.status_up.sync(typ, key, up, down, applied_hash or "")
         except APIConflictError:
             # our cached upstream copy is stale (the change's own event requeues the key): not a failure
             self.metrics.error("Conflict")
@@ -443,16 +470,48 @@ class Syncer:
         if not typ.synced:  # absence in a cache that has not listed yet proves nothing
             self._hold_until_synced(typ, key)
             return None
+        awaited: set[str] = set()
+
+        def owners_of(down: Obj) -> Owners:
+            owners = self._kcp_owners(down)
+            if owners.awaiting is not None:
+                awaited.add(owners.awaiting)
+            return owners
+
         try:
-            complete = await self.upsync.reconcile(typ, key, self._kcp_owners, self._release_going_owners)
+            complete = await self.upsync.reconcile(typ, key, owners_of, self._release_going_owners)
         except APIConflictError:
             self.metrics.error("Conflict")
             return Result(requeue_after=CONFLICT_RETRY)
-        return None if complete else Result(requeue_after=CONFLICT_RETRY)  # an owner is on its way to kcp
+        if complete:
+            for uid, keys in list(self._awaiting_revision.items()):  # it waits no longer (mirrored, or gone)
+                keys.discard(key)
+                if not keys:
+                    del self._awaiting_revision[uid]
+            return None
+        if awaited:  # the splitter makes the revision when it will: its arrival queues the key (`_revision_arrived`)
+            for uid in awaited:
+                self._awaiting_revision.setdefault(uid, set()).add(key)
+            return Result(requeue_after=REVISION_RETRY)
+        return Result(requeue_after=CONFLICT_RETRY)  # an owner is on its way to kcp
 
     def _owner_arrived(self, owner: UpsyncedType, namespace: str, name: str) -> None:
         """A mirror copy is in kcp: the mirrors it owns take their reference to it now, not on their retry."""
         self._requeue_dependents(owner.down.kind, downstream_namespace(self.lc, namespace), name)
+
+    def _split_changed(self, resource: str, key: SyncKey) -> None:
+        """An object split (or no longer): its cluster's ReplicaSets lose (or get) their copies, and their pods'
+        copies change controller (revisions.py)."""
+        typ = self.types.get(resource)
+        if typ is None:
+            return
+        down_ns = downstream_namespace(self.lc, key.namespace)
+        self._requeue_dependents(typ.down.kind, down_ns, key.name)
+        for dependents in self.upsynced.values():
+            for down in dependents.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns):
+                if any(isinstance(r, dict) and r.get("kind") == typ.down.kind and r.get("name") == key.name
+                       for r in meta(down).get("ownerReferences") or ()):
+                    self._requeue_dependents(dependents.down.kind, down_ns, str(meta(down).get("name") or ""))
 
     def _requeue_dependents(self, kind: str, down_namespace: str, name: str) -> None:
         """Queue the mirrors of the cluster's objects that `kind` `name` owns: an owner that arrived gives them
@@ -502,11 +561,50 @@ class Syncer:
                     await self.upsync.delete_downstream(owners.down_resource, owner, why=GOING_FIRST,
                                                         propagation_policy=propagation_of(copy) if copy else None)
 
+    def _synced_controller(self, down: Obj) -> Obj | None:
+        """The upstream object of the synced-down object that controls downstream object `down`, if one does."""
+        namespace = str(meta(down).get("namespace") or "")
+        for ref in meta(down).get("ownerReferences") or ():
+            if not isinstance(ref, dict) or not ref.get("controller"):
+                continue
+            group = str(ref.get("apiVersion") or "").rpartition("/")[0]
+            for typ in self.types.values():
+                if typ.down.kind != ref.get("kind") or typ.down.api_version.rpartition("/")[0] != group:
+                    continue
+                owner = typ.down_informer.indexer.get(ObjectKey(self.target, namespace, str(ref.get("name") or "")))
+                key = applied_key(typ.name, owner, self.lc) if owner is not None else None
+                if owner is not None and key is not None and meta(owner).get("uid") == ref.get("uid"):
+                    return typ.upstream(ObjectKey(self.lc, key.namespace, key.name))
+        return None
+
+    def _split_controller(self, down: Obj) -> Obj | None:
+        """The upstream object controlling `down` downstream when it is split on this target (`specdiff.py`)."""
+        root = self._synced_controller(down)
+        return root if root is not None and is_split(root, self.target) else None
+
+    def _unmirrored(self, typ: UpsyncedType, down: Obj) -> bool:
+        """A cluster's object of a mirrored kind that has no copy in kcp by rule: a split Deployment's ReplicaSet."""
+        return typ.name in OWNED_ONLY and self._split_controller(down) is not None
+
+    def _revision(self, down_rs: Obj, root: Obj) -> Obj | None:
+        """kcp's ReplicaSet of the split `root` for the cluster's ReplicaSet `down_rs` (revisions.py), if cached."""
+        if self.revisions is None or not self.revisions.has_synced:
+            return None
+        candidates = self.revisions.indexer.by_index(CONTROLLER_UID_INDEX, str(meta(root).get("uid") or ""))
+        return revision_of(down_rs, root, candidates)
+
+    def _revision_arrived(self, rs: Obj) -> None:
+        """A revision in kcp: the pods waiting for it get their copies now, not on their retry."""
+        uid = controller_uid(rs)
+        for key in sorted(self._awaiting_revision.pop(uid, set()) if uid else ()):
+            self.controller.enqueue(key)
+
     def _kcp_owners(self, down: Obj) -> Owners:
         """A downstream object's ownerReferences pointed at kcp's objects of the chain (see upsync.py)."""
         namespace = str(meta(down).get("namespace") or "")
         found: list[dict[str, Any]] = []
-        missing = controlled_by_synced = False
+        missing = controlled_by_synced = controlled_by_split = False
+        awaiting: str | None = None
         for ref in meta(down).get("ownerReferences") or ():
             if not isinstance(ref, dict):
                 continue
@@ -526,18 +624,27 @@ class Syncer:
                 owner = mirrored.down_informer.indexer.get(down_key)
                 key = upstream_key(mirrored.name, owner, self.lc) if owner is not None else None
                 if owner is not None and key is not None and meta(owner).get("uid") == ref.get("uid"):
-                    up = mirrored.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
+                    root = self._split_controller(owner) if mirrored.name in OWNED_ONLY else None
+                    if root is not None:  # not mirrored: its revision in kcp stands for it (revisions.py)
+                        up = self._revision(owner, root)
+                        if up is None and ref.get("controller"):
+                            awaiting = str(meta(root).get("uid") or "")
+                    else:
+                        up = mirrored.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
                     missing = missing or up is None
             if synced and up is None:
                 missing = True
-            controlled_by_synced = controlled_by_synced or (synced and bool(ref.get("controller")))
+            controlled = synced and bool(ref.get("controller"))
+            controlled_by_synced = controlled_by_synced or controlled
+            controlled_by_split = controlled_by_split or (controlled and up is not None and is_split(up, self.target))
             if up is not None:
                 found.append(kcp_owner_reference(ref, up))
-        return Owners(found, missing=missing, controlled_by_synced=controlled_by_synced)
+        return Owners(found, missing=missing, controlled_by_synced=controlled_by_synced,
+                      controlled_by_split=controlled_by_split, awaiting=awaiting)
 
     def _event_subject(self, event: Obj) -> Subject | None:
         return event_subject(event, mirrored=self.upsynced.values(), synced=self.types.values(),
-                             logical_cluster=self.lc, sync_target=self.target)
+                             logical_cluster=self.lc, sync_target=self.target, unmirrored=self._unmirrored)
 
     async def _reconcile_event(self, events: UpsyncedType, key: SyncKey) -> Result | None:
         if not events.synced:
@@ -545,8 +652,18 @@ class Syncer:
             return None
         if not all(t.synced for t in (*self.upsynced.values(), *self.types.values())):
             return Result(requeue_after=CONFLICT_RETRY)  # what it is about cannot be told yet
-        if not await self.upsync.reconcile_event(events, key, self._event_subject):
-            return Result(requeue_after=CONFLICT_RETRY)  # kcp's object it is about is on its way
+        subjects: list[Subject] = []
+
+        def subject_of(event: Obj) -> Subject | None:
+            subject = self._event_subject(event)
+            subjects.extend([subject] if subject is not None else [])
+            return subject
+
+        if not await self.upsync.reconcile_event(events, key, subject_of):
+            waiting = any(SyncKey(queue_resource(s.key.resource), s.key.namespace, s.key.name) in keys
+                          for s in subjects for keys in self._awaiting_revision.values())
+            # a pod waiting for its revision may wait long: its copy's arrival queues its Events anyway
+            return Result(requeue_after=REVISION_RETRY if waiting else CONFLICT_RETRY)
         return None
 
     def _hold_until_synced(self, typ: SyncedType | UpsyncedType, key: SyncKey) -> None:

@@ -23,6 +23,8 @@ from kcpcommon.keys import STATE_UPSYNC as STATE_UPSYNC
 STATE_SYNC = "Sync"
 # upstream, one annotation per SyncTarget of an object on several: that cluster's status (see summary.py)
 STATUS_ANNOTATION_PREFIX = "experimental.status.workload.kcp.io/"
+# upstream, one annotation per SyncTarget of a split object: a JSON patch of its spec for that cluster (specdiff.py)
+SPEC_DIFF_ANNOTATION_PREFIX = "experimental.spec-diff.workload.kcp.io/"
 FIELD_MANAGER = "kcp-syncer"
 
 # downstream provenance

@@ -12,6 +12,12 @@ thing; an annotation change is an upstream event for all of them, so they conver
 A target the object leaves loses its annotation (pruned by any remaining syncer) and its part of the
 summary. Placed on one target only, the status goes straight into `.status` and no annotation is kept.
 
+An object *split* on a target (it carries that target's spec diff, `specdiff.py`) is another matter: the
+controller that wrote the diffs (the deployment splitter) owns its `.status` and sums the clusters' statuses
+itself (2 ready here and 3 there are 5 ready, not the first cluster's 2). So that target's syncer writes its
+cluster's status into its own annotation only (`own_status_patch`), even on a single target, never into
+`.status`, and prunes nothing: removing the annotations of targets the object left is that controller's job.
+
 The summary of a Service is the union of every cluster's load-balancer ingress points (sorted, so
 it is stable), which is what `helm --wait`, kstatus and `kubectl get svc` read; the rest of its
 status, and the status of any other type, is the one of the first cluster by name that reported.
@@ -77,6 +83,13 @@ def annotations_patch(obj: Obj, sync_target: str, status: Status | None) -> dict
     if several and status is not None and annotations.get(status_annotation(sync_target)) != encode(status):
         patch[status_annotation(sync_target)] = encode(status)
     return patch
+
+
+def own_status_patch(obj: Obj, sync_target: str, status: Status | None) -> dict[str, str]:
+    """The annotation change of a split object's syncer: its own status annotation, when it changed."""
+    if status is None or (meta(obj).get("annotations") or {}).get(status_annotation(sync_target)) == encode(status):
+        return {}
+    return {status_annotation(sync_target): encode(status)}
 
 
 def summary(resource: str, obj: Obj, sync_target: str, status: Status | None) -> Any:

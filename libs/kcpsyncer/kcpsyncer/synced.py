@@ -43,10 +43,11 @@ class TypeCaches:
     def __post_init__(self) -> None:
         self.waiting: set[SyncKey] = set()  # keys held until the caches have listed
         self.release: asyncio.Task[None] | None = None  # queues `waiting` once they have
+        self.also_read: list[SharedInformer] = []  # other caches its reconcile reads (a pod: kcp's revisions)
 
     @property
     def informers(self) -> list[SharedInformer | PerNamespaceInformer]:
-        return [self.up_informer, self.down_informer]
+        return [self.up_informer, self.down_informer, *self.also_read]
 
     @property
     def synced(self) -> bool:

@@ -4,10 +4,12 @@ Only what the upstream object says goes down: server-set metadata (uid,
 resourceVersion, managedFields, ...) and status are stripped, so the apply
 under field manager `kcp-syncer` owns exactly the user's fields and the
 physical cluster keeps its own (defaults, and a Service's addresses: see `ALLOCATED_BY_THE_CLUSTER`); the
-clusters' statuses kept in annotations upstream (`summary.py`) stay there. Provenance
+clusters' statuses kept in annotations upstream (`summary.py`) and the per-target spec diffs stay there.
+An object split across targets has this target's spec diff applied to its spec first (`specdiff.py`), so
+what goes down, and its hash, is the diffed spec. Provenance
 goes into labels and annotations. The spec hash annotation records what was
 applied, so neither a downstream status change nor a restart re-applies an
-object that is already as it should be.
+object that is already as it should be (and a change of this target's diff alone does re-apply it).
 
 Replicas set downstream through the scale subresource (an HPA, `kubectl scale`: kube's interface for
 autoscalers) belong to the physical cluster: while another manager owns them that way, the apply
@@ -30,6 +32,7 @@ from .classes import Names, confine, rename
 from .names import (
     FIELD_MANAGER,
     OWNER_LABEL,
+    SPEC_DIFF_ANNOTATION_PREFIX,
     SPEC_HASH_ANNOTATION,
     STATUS_ANNOTATION_PREFIX,
     UPSTREAM_CLUSTER_ANNOTATION,
@@ -38,6 +41,7 @@ from .names import (
     owner,
 )
 from .objects import CLAIM_TEMPLATES, POD_TEMPLATES
+from .specdiff import diffed_spec, is_split
 
 Obj = Mapping[str, Any]
 
@@ -46,6 +50,8 @@ SERVER_SET_METADATA = frozenset({
     "uid", "resourceVersion", "managedFields", "creationTimestamp", "generation", "ownerReferences",
     "finalizers", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generateName", "namespace"})
 DROPPED_ANNOTATIONS = frozenset({CLUSTER_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration"})
+# the clusters' statuses and the per-target spec diffs are kcp's business: another target's never changes this one's copy
+KCP_ONLY_ANNOTATION_PREFIXES = (STATUS_ANNOTATION_PREFIX, SPEC_DIFF_ANNOTATION_PREFIX)
 NOT_SYNCED = frozenset({"apiVersion", "kind", "metadata", "status"})
 # A Service's cluster IPs and node ports in kcp come from kcp's own range (or were requested from it): each
 # physical cluster allocates its own, from its own range and pool, shared by every tenant synced to it, so
@@ -71,12 +77,13 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     autoscaler synced with it scales it (`autoscaled`: the syncer's apply still owns the field on a cluster
     that records no scale writes, so leaving it out would reset it; the hash leaves it out, so a scaling
     alone is no reason to apply; the live copy's resourceVersion makes that apply conditional on it); what kube never lets change once the `live` downstream copy exists
-    (IMMUTABLE_AFTER_CREATE) as that copy has it."""
+    (IMMUTABLE_AFTER_CREATE) as that copy has it. `sync_target`'s spec diff, if any, applies to the spec first
+    (raises specdiff.InvalidSpecDiff)."""
     meta = upstream.get("metadata") or {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     labels[OWNER_LABEL] = owner(logical_cluster, sync_target)
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()
-                   if k not in DROPPED_ANNOTATIONS and not str(k).startswith(STATUS_ANNOTATION_PREFIX)}
+                   if k not in DROPPED_ANNOTATIONS and not str(k).startswith(KCP_ONLY_ANNOTATION_PREFIXES)}
     annotations[UPSTREAM_CLUSTER_ANNOTATION] = logical_cluster
     if meta.get("namespace"):
         annotations[UPSTREAM_NAMESPACE_ANNOTATION] = str(meta["namespace"])
@@ -90,6 +97,8 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     for field, value in upstream.items():
         if field not in NOT_SYNCED:
             body[field] = copy.deepcopy(value)
+    if is_split(upstream, sync_target):  # before the syncer's own changes: the diff's paths are the user's spec's
+        body["spec"] = diffed_spec(upstream, sync_target, body.get("spec"))
     if class_names:
         rename(kind, body, class_names)
     confine(kind, body)

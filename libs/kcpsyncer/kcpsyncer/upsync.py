@@ -17,7 +17,11 @@ caches): a downstream owner the down path applied (a split child Deployment, a S
 the kcp object it was synced from, and a downstream owner that is itself mirrored becomes its kcp copy. So
 the ReplicaSets a synced Deployment makes downstream are mirrored as well (only those controlled by a
 synced-down object; `OWNED_ONLY`), and kcp shows child Deployment -> ReplicaSet -> Pod. An owner kcp does not
-hold yet is left out and the key retried until it appears; a uid is never made up. The references never set
+hold yet is left out and the key retried until it appears; a uid is never made up. A Deployment split across
+targets (`specdiff.py`) is the exception: its ReplicaSets are not mirrored (the splitter keeps the root's
+revisions in kcp), and its pods' copies are controlled by the revision of their ReplicaSet's pod template
+(`revisions.py`), Deployment -> revision -> Pod; no copy is made until kcp holds that revision. Their
+ReplicaSets' Events stay on the cluster. The references never set
 blockOwnerDeletion, and kcp's garbage collector leaves objects with an `Upsync` state label alone: a mirror
 lives exactly as long as its downstream object, never less because an owner in kcp went.
 
@@ -116,11 +120,14 @@ def kcp_owner_reference(down_ref: Mapping[str, Any], up: Obj) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Owners:
     """A downstream object's owners seen from kcp: the references kcp holds, whether one is still missing, and
-    whether its controller is an object this syncer applied (an `OWNED_ONLY` kind is mirrored only then)."""
+    whether its controller is an object this syncer applied (an `OWNED_ONLY` kind is mirrored only then, and not
+    when that object is split: `revisions.py`)."""
 
     references: list[dict[str, Any]]
     missing: bool = False
     controlled_by_synced: bool = False
+    controlled_by_split: bool = False  # that controller is split across targets: its ReplicaSets stay on the cluster
+    awaiting: str | None = None  # the uid of a split root whose revision in kcp is missing: no new copy until it is
 
 
 OwnerLookup = Callable[[Obj], Owners]
@@ -168,9 +175,11 @@ def _group(api_version: str) -> str:
 
 
 def event_subject(event: Obj, *, mirrored: Iterable[UpsyncedType], synced: Iterable[SyncedType],
-                  logical_cluster: str, sync_target: str) -> Subject | None:
+                  logical_cluster: str, sync_target: str,
+                  unmirrored: Callable[[UpsyncedType, Obj], bool] = lambda _typ, _down: False) -> Subject | None:
     """The kcp object a downstream Event is about, or None when that object is not one this syncer synced
-    (applied down) or mirrors (made downstream by one of its workloads): only those Events come up."""
+    (applied down) or mirrors (made downstream by one of its workloads, and not `unmirrored`: a split
+    Deployment's ReplicaSet): only those Events come up."""
     involved = event.get("involvedObject") or {}
     kind, group = involved.get("kind"), _group(str(involved.get("apiVersion") or ""))
     down_key = ObjectKey(sync_target, str(involved.get("namespace") or ""), str(involved.get("name") or ""))
@@ -178,6 +187,8 @@ def event_subject(event: Obj, *, mirrored: Iterable[UpsyncedType], synced: Itera
         if up_typ.down.kind == kind and _group(up_typ.down.api_version) == group:
             down = up_typ.down_informer.indexer.get(down_key)
             key = upstream_key(up_typ.name, down, logical_cluster) if down is not None else None
+            if down is not None and unmirrored(up_typ, down):
+                continue
             if key is not None:
                 return Subject(key, up_typ.up_informer.indexer.get(ObjectKey(logical_cluster, key.namespace,
                                                                              key.name)))
@@ -247,13 +258,19 @@ class Upsync:
                           namespace=key.namespace, name=key.name, propagation=propagation_of(up))
             return True
         owners = owners_of(down) if down is not None else Owners([])
-        if down is not None and typ.name in OWNED_ONLY and not owners.controlled_by_synced:
-            down = None  # not made by one of our workloads' controllers: not mirrored
+        if down is not None and typ.name in OWNED_ONLY and (not owners.controlled_by_synced
+                                                             or owners.controlled_by_split):
+            down = None  # not made by one of our workloads' controllers (or by a split one's): not mirrored
         if down is None:
             if up is not None:
                 typ.removing.add(key)
                 await self._delete(typ.up_resource, key.namespace, up)
             return True
+        if owners.awaiting is not None:
+            if up is None:
+                return False  # its controller's revision is not in kcp yet: the copy waits for it
+            # a copy made before (its revision since pruned, or the cache not listed yet): its references stay
+            owners = Owners(list(meta(up).get("ownerReferences") or ()), missing=True)
         want = upstream_copy(down, namespace=key.namespace, sync_target=self.target, owners=owners.references)
         status = want.pop("status", None)
         spec_change = merge_patch(up.get("spec") or {}, want["spec"]) if up is not None else {}
