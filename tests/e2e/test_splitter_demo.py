@@ -131,7 +131,7 @@ def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -
     final = eventually(lambda: (r := ready_column(demo.kcp, demo.kubeconfig)).get("web") == "15/15" and r,
                        "web 15/15")
     assert final == {"web": "15/15"}, final  # the user's one Deployment: no per-cluster objects beside it
-    shares = eventually(lambda: (s := ready_shares(Rest(demo.kcp), "web")) and all(
+    shares = eventually(lambda: (s := ready_shares(Rest(demo.kcp).at("demo"), "web")) and all(
         r.split("/")[0] == r.split("/")[1] for r in s.values()) and s, "each cluster's share ready")
     assert set(shares) == {"east", "west"}
     assert sum(int(ready.split("/")[1]) for ready in shares.values()) == 15

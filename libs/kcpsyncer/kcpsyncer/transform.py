@@ -34,6 +34,7 @@ from .names import (
     OWNER_LABEL,
     SPEC_DIFF_ANNOTATION_PREFIX,
     SPEC_HASH_ANNOTATION,
+    STATE_LABEL_PREFIX,
     STATUS_ANNOTATION_PREFIX,
     UPSTREAM_CLUSTER_ANNOTATION,
     UPSTREAM_NAME_ANNOTATION,
@@ -80,7 +81,8 @@ def downstream_object(upstream: Obj, *, api_version: str, kind: str, namespace: 
     (IMMUTABLE_AFTER_CREATE) as that copy has it. `sync_target`'s spec diff, if any, applies to the spec first
     (raises specdiff.InvalidSpecDiff)."""
     meta = upstream.get("metadata") or {}
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()
+              if not str(k).startswith(STATE_LABEL_PREFIX)}  # where kcp assigns it: another target's never matters
     labels[OWNER_LABEL] = owner(logical_cluster, sync_target)
     annotations = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()
                    if k not in DROPPED_ANNOTATIONS and not str(k).startswith(KCP_ONLY_ANNOTATION_PREFIXES)}

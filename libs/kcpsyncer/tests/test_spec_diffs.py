@@ -71,6 +71,15 @@ def test_the_spec_hash_covers_this_targets_diff_and_not_anothers() -> None:
     assert spec_hash(root(diffs={TARGET: replicas(2), WEST: replicas(1)})) == before
 
 
+def test_another_target_joining_or_leaving_changes_nothing_on_this_one() -> None:
+    """kcp's state labels say where the object goes: they stay in kcp, so a share added or removed elsewhere is no
+    reason to apply here, nor a dip in the observedGeneration this target reports (a move would read as loss)."""
+    alone = root(diffs={TARGET: replicas(2)}, targets=(TARGET,))
+    joined = root(diffs={TARGET: replicas(2), WEST: replicas(3)})
+    assert body(alone) == body(joined)
+    assert not any(k.startswith("state.workload.kcp.io/") for k in body(joined)["metadata"]["labels"])
+
+
 def test_a_diff_applies_before_the_syncers_own_changes() -> None:
     up = root(diffs={TARGET: [{"op": "add", "path": "/template/spec/containers/0/ports",
                                "value": [{"containerPort": 80}]}]})

@@ -118,13 +118,19 @@ def share_view(root: Obj, target: str, replicas: int) -> dict[str, Any]:
 
 def shares_patch(root: Obj, shares: Mapping[str, int], notes: Mapping[str, str | None]) -> dict[str, Any] | None:
     """The merge patch that puts the root on exactly the targets of `shares` (each > 0) with those replicas,
-    and its capacity notes; None when it already is. A target left loses its label and its annotations."""
+    and its capacity notes; None when it already is. A target left loses its label and its annotations; a target
+    new to the root loses any status reported of an earlier share there."""
     meta = root.get("metadata") or {}
     labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     label_changes: dict[str, Any] = {}
     annotation_changes: dict[str, Any] = {}
+    current = shares_of(root)
     for target, replicas in shares.items():
+        if target not in current and status_annotation(target) in annotations:
+            # a new share starts unreported: a status left from an earlier share there (a syncer's late write)
+            # would read as replicas already available, and the old share would go before the new one runs
+            annotation_changes[status_annotation(target)] = None
         if labels.get(state_label(target)) != STATE_SYNC:
             label_changes[state_label(target)] = STATE_SYNC
         if annotations.get(spec_diff_annotation(target)) != diff_for(replicas):

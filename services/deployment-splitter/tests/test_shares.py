@@ -83,3 +83,12 @@ def test_a_share_view_is_the_clusters_deployment_as_kcp_knows_it() -> None:
     assert view["metadata"]["generation"] == 4
     assert reported_status(obj, "west") == {}
     assert reported_status(root(**{status_annotation("east"): "[1]"}), "east") == {}
+
+
+def test_a_new_share_starts_unreported_even_where_an_old_report_was_left() -> None:
+    obj = root(**{status_annotation("west"): json.dumps({"availableReplicas": 7})})  # a late write of an old share
+    patch = shares_patch(obj, {"east": 8, "west": 7}, {})
+    assert patch is not None and patch["metadata"]["annotations"][status_annotation("west")] is None
+    placed = applied(obj, patch)
+    placed["metadata"]["annotations"][status_annotation("west")] = json.dumps({"availableReplicas": 7})
+    assert shares_patch(placed, {"east": 8, "west": 7}, {}) is None  # a share's own report is kept
