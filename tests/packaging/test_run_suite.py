@@ -149,28 +149,30 @@ def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: P
         figures = [int(n) for n in re.findall(r"^my-deployment +(\d+)/15 ", rollout, re.M)]
         assert any(0 < n < 15 for n in figures), rollout  # partial progress was shown
         assert figures[-1] == 15
+        assert not re.search(r"^my-deployment--", rollout, re.M)  # the user's one Deployment, nothing beside it
+        assert re.search(r"^(Split|Rebalanced) +(split|spread) 15 replicas: sim-1 8, sim-2 7$", rollout, re.M), rollout
 
         views = between(said, "# 5. ", "# 6. ")
         through_kcp = between(views, "$ kubectl get pods\n", "$ ")
         for name, replicas in (("sim-1", 8), ("sim-2", 7)):  # the pods, mirrored into kcp, with their cluster
-            assert len(re.findall(rf"^my-deployment--{name}-\S+ +1/1 +Running .* {name}$", through_kcp,
+            assert len(re.findall(rf"^my-deployment-\S+ +1/1 +Running .* {name}$", through_kcp,
                                   re.M)) == replicas, through_kcp
         assert between(views, "$ kubectl logs deployment/my-deployment --tail=2\n", "$ ").strip()  # lines came
         exec_ = between(views, "$ kubectl exec ", "$ ")
-        assert re.fullmatch(r"(my-deployment--sim-\d-\S+) -- hostname\n\1\n", exec_), exec_  # the pod's own name
+        assert re.fullmatch(r"(my-deployment-\S+) -- hostname\n\1\n", exec_), exec_  # the pod's own name
         for name, replicas in (("sim-1", 8), ("sim-2", 7)):
             view = between(views, f"$ kubectl --kubeconfig {root / name / 'admin.kubeconfig'} get pods -A\n", "$ ")
-            assert len(re.findall(rf"^kcp-\S+ +my-deployment--{name}-\S+ +1/1 +Running ", view, re.M)) == replicas
+            assert len(re.findall(r"^kcp-\S+ +my-deployment-\S+ +1/1 +Running ", view, re.M)) == replicas
 
         lost = between(said, "# 6. ", "# 7. ")
         assert re.search(r"^sim-2 +False ", lost, re.M)
-        assert re.search(r"^my-deployment--sim-1 +15/15 ", lost.rsplit("$ kubectl get deployments", 1)[1], re.M)
+        assert re.search(r"^my-deployment +15/15 ", lost.rsplit("$ kubectl get deployments", 1)[1], re.M)
+        assert re.search(r"^Rebalanced +moved 7 replicas from sim-2: NotReady for \d+s \(now sim-1 15\)$", lost, re.M), lost
         back = between(said, "# 7. ", "# 8. ")
         assert re.search(r"^sim-2 +True ", back, re.M)
         final = back.rsplit("$ kubectl get deployments", 1)[1]
-        for name, figure in (("my-deployment", "15/15"), ("my-deployment--sim-1", "8/8"),
-                             ("my-deployment--sim-2", "7/7")):
-            assert re.search(rf"^{name} +{figure} ", final, re.M), final
+        assert re.search(r"^my-deployment +15/15 ", final, re.M), final
+        assert re.search(r"^Rebalanced +spread 15 replicas: sim-1 8, sim-2 7$", final, re.M), final
 
         older = between(said, "# 8. ")
         assert '"gitVersion":"v1.25.' in older
@@ -180,8 +182,7 @@ def test_the_whole_suite_runs_seed_004s_demo_and_ctrl_c_stops_it_all(tmp_path: P
 
         demo_kubeconfig = root / "demo.kubeconfig"
         names = kubectl(demo_kubeconfig, "get", "deployments", "-o", "name").split()
-        assert sorted(names) == ["deployment.apps/my-deployment", "deployment.apps/my-deployment--sim-1",
-                                 "deployment.apps/my-deployment--sim-2"]
+        assert names == ["deployment.apps/my-deployment"]
         pids = suite.pids()
         suite.process.send_signal(signal.SIGINT)  # Ctrl-C
         assert suite.finish() == 0
