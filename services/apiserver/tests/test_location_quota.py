@@ -102,12 +102,12 @@ async def test_a_scale_over_the_quota_is_refused_in_kubes_words_naming_the_locat
 async def test_a_second_deployment_counts_every_placed_namespace_on_the_location_but_not_others() -> None:
     placed = [deployment("web", 4), deployment("api", 1, "other"), deployment("far", 9, "abroad"),
               deployment("going", 9, "leaving"),
-              deployment("web--eu-1", 4, labels={"splitter.kcp.io/root": "web", "workloads.kcp.io/cluster": "eu-1"})]
+              deployment("web", 4, labels={"state.workload.kcp.io/abc": "Upsync"})]  # a mirror
     reads = Reads([namespace("default", eu_1="Placed"), namespace("other", eu_2="Placed"),
                    namespace("abroad", us_1="Placed"), namespace("leaving", eu_1="Draining", us_1="Placed")],
                   placed, [eu_quota(pods="6")])
     plugin = LocationQuota(reads)
-    await plugin.validate(write(CREATE, deployment("db", 1)))  # 4 + 1 + 1: the child, us and draining don't count
+    await plugin.validate(write(CREATE, deployment("db", 1)))  # 4 + 1 + 1: the mirror, us and draining don't count
     with pytest.raises(st.APIError) as refused:
         await plugin.validate(write(CREATE, deployment("db", 2)))
     assert "requested: pods=2, used: pods=5, limited: pods=6" in refused.value.message
@@ -123,11 +123,12 @@ async def test_writes_that_lower_or_keep_usage_are_allowed_even_over_the_quota()
     assert reads.calls == 0  # nothing was read: a write that raises nothing is never judged
 
 
-async def test_children_mirrors_and_status_writes_are_never_judged() -> None:
+async def test_shares_mirrors_and_status_writes_are_never_judged() -> None:
     reads = Reads([namespace("default", eu_1="Placed")], [], [eu_quota(pods="1")])
     plugin = LocationQuota(reads)
-    child = deployment("web--eu-1", 9, labels={"splitter.kcp.io/root": "web"})
-    await plugin.validate(write(CREATE, child))
+    web = deployment("web", 9)
+    shared = deployment("web", 9, labels={"state.workload.kcp.io/eu-1": "Sync"})  # the splitter's share: metadata
+    await plugin.validate(write(UPDATE, shared, web))
     mirror = deployment("web", 9, labels={"state.workload.kcp.io/abc": "Upsync"})
     await plugin.validate(write(CREATE, mirror))
     await plugin.validate(write(UPDATE, deployment("web", 9), deployment("web", 1), subresource="status"))

@@ -2,7 +2,7 @@
 
 Moving replicas between clusters is a voluntary disruption, the kind a PodDisruptionBudget bounds: as `kubectl
 drain` stops evicting a pod once that would leave fewer healthy pods than a budget wants, the splitter stops
-shrinking old children once that would leave fewer available replicas than the floor computed here.
+shrinking old shares once that would leave fewer available replicas than the floor computed here.
 
 kube's rules (policy/v1, the disruption controller): a budget applies when its selector matches the root's pod
 template labels (an empty selector `{}` selects every pod of the namespace, a null one none); `maxUnavailable`

@@ -74,7 +74,7 @@ class Splitter:
         pending = self.expectations.waiting(key, self.deployments.get)
         if pending is not None:
             return Result(requeue_after=pending)  # our last writes are not in the cache yet: it would mislead
-        children = self._shares(root)
+        views = self._shares(root)
         found, draining = namespace_targets(self.targets, self.namespaces, key.cluster, key.namespace)
         targets = leaving(view(found, now=self._now(), grace_period=self.grace_period), draining, MOVED)
         known = {(t.get("metadata") or {}).get("name") for t in found}
@@ -89,22 +89,22 @@ class Splitter:
         replicas = int((root.get("spec") or {}).get("replicas", 1) or 0)
         budgets = self._budgets(key, root, replicas)
         if problem is None:
-            usable = tuple(t for t in usable_for(targets, children) if placement is None or placement.get(t, 0) > 0)
+            usable = tuple(t for t in usable_for(targets, views) if placement is None or placement.get(t, 0) > 0)
             if not usable:
-                problem = _failure("NoSchedulableSyncTarget", _no_target_message(key.cluster, targets, children))
+                problem = _failure("NoSchedulableSyncTarget", _no_target_message(key.cluster, targets, views))
             else:
-                caps, bounded, wait = self._capacities(key, root, children, targets, usable)
+                caps, bounded, wait = self._capacities(key, root, views, targets, usable)
                 waits.append(wait)
                 chosen = plan(replicas, usable, placement=placement, capacity=caps, bounded=bounded)
-                root, children, settled, held = await self._place(
-                    key, root, children, chosen, targets, caps,
-                    gone={t for t in children if t not in known}
+                root, views, settled, held = await self._place(
+                    key, root, views, chosen, targets, caps,
+                    gone={t for t in views if t not in known}
                     | {t for t, why in targets.lost.items() if why == "deleted"}, budgets=budgets)
                 if sum(chosen.shares.values()) < replicas:
                     problem = _failure("CapacityBoundsReached", _bounds_message(
                         replicas - sum(chosen.shares.values()), targets, bounded))
                     waits.append(BOUNDS_RECHECK)  # room others free is not watched: look again
-        await self._write_status(key, root, children, settled=settled, problem=problem, targets=targets,
+        await self._write_status(key, root, views, settled=settled, problem=problem, targets=targets,
                                  note=" ".join(n for n in (held, _ignored(budgets)) if n))
         later = [w for w in waits if w is not None]
         return Result(requeue_after=min(later) + 0.1) if later else None
@@ -122,7 +122,7 @@ class Splitter:
         labels = ((((root.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
         return floor(found, labels, replicas)
 
-    def _capacities(self, key: ObjectKey, root: Mapping[str, Any], children: Mapping[str, Mapping[str, Any]],
+    def _capacities(self, key: ObjectKey, root: Mapping[str, Any], views: Mapping[str, Mapping[str, Any]],
                     targets: TargetView, usable: tuple[str, ...]) -> tuple[dict[str, int], set[str], float | None]:
         """What each usable target can take of the root, and which of those caps are its admin's bounds."""
         requests = pod_requests(((root.get("spec") or {}).get("template")) or {})
@@ -131,8 +131,8 @@ class Splitter:
         bounded: set[str] = set()
         for target in usable:
             allocatable = targets.allocatable.get(target) or {}
-            if target in children:
-                wait = self.capacity.observe(key, target, children[target], allocatable)
+            if target in views:
+                wait = self.capacity.observe(key, target, views[target], allocatable)
                 if wait is not None:
                     waits.append(wait)
             # what the other Deployments on this target request comes off its allocatable
@@ -140,7 +140,7 @@ class Splitter:
             bounds = targets.bounds.get(target)
             used = self.load.used(slot, excluding=(key,)) if allocatable or bounds else {}
             cap = capacity_of(requests=requests, allocatable=allocatable, used=used,
-                              learned=self.capacity.learned(key, target, allocatable, children.get(target)))
+                              learned=self.capacity.learned(key, target, allocatable, views.get(target)))
             bound = room_for(requests, bounds, used) if bounds else None
             if bound is not None and (cap is None or bound <= cap):
                 cap = bound
@@ -149,15 +149,15 @@ class Splitter:
                 caps[target] = cap
         return caps, bounded, (min(waits) if waits else None)
 
-    async def _place(self, key: ObjectKey, root: Mapping[str, Any], children: Views,
+    async def _place(self, key: ObjectKey, root: Mapping[str, Any], views: Views,
                      chosen: Plan, targets: TargetView, caps: Mapping[str, int],
                      gone: set[str], budgets: Budgets) -> tuple[Mapping[str, Any], Views, bool, str]:
         """Move the root's shares a step towards `chosen`; returns the root and its shares as now written."""
-        current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in children.items()}
+        current = {t: int((c.get("spec") or {}).get("replicas") or 0) for t, c in views.items()}
         available = {t: Child(t, c).count("availableReplicas") if Child(t, c).status.get("observedGeneration", -1)
-                     >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in children.items()}
+                     >= int((c.get("metadata") or {}).get("generation") or 0) else 0 for t, c in views.items()}
         # what runs as last reported, even a generation behind (a share scaled down only loses pods)
-        reported = {t: min(Child(t, c).count("availableReplicas"), n) for t, c in children.items()
+        reported = {t: min(Child(t, c).count("availableReplicas"), n) for t, c in views.items()
                     for n in (current[t],)}
         loose = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone))
         writes = step(chosen.shares, current, available, capacity=caps, gone=frozenset(gone),
@@ -168,7 +168,7 @@ class Splitter:
             status = root.get("status") or {}
             rescaled = int(status.get("observedGeneration") or 0) < int((root.get("metadata") or {}).get(
                 "generation") or 0)
-            reason, message = _decision(chosen.shares, current, targets, caps, children, rescaled=rescaled)
+            reason, message = _decision(chosen.shares, current, targets, caps, views, rescaled=rescaled)
             message = f"{message}; {held}" if held else message
             self._decisions.labels(reason).inc()
             log.info("placement decided", reason=reason, decision=message, cluster=key.cluster,
@@ -186,9 +186,9 @@ class Splitter:
 
     # --- status ---
 
-    async def _write_status(self, key: ObjectKey, root: Mapping[str, Any], children: Views, *, settled: bool,
+    async def _write_status(self, key: ObjectKey, root: Mapping[str, Any], views: Views, *, settled: bool,
                             problem: dict[str, str] | None, targets: TargetView, note: str = "") -> None:
-        kids = [Child(t, children[t], stale=targets.not_ready.get(t, "")) for t in sorted(children)]
+        kids = [Child(t, views[t], stale=targets.not_ready.get(t, "")) for t in sorted(views)]
         extra = [problem] if problem else []
         new = aggregate(root, kids, settled=settled, extra_conditions=extra)
         if note:  # a disruption budget holding replicas back: why the rollout is not done
@@ -226,15 +226,15 @@ def _bounds_message(waiting: int, targets: TargetView, bounded: set[str]) -> str
             f"{full}; they are placed when a bound is raised or room frees up")
 
 
-def _no_target_message(cluster: str, targets: TargetView, children: Mapping[str, Any]) -> str:
+def _no_target_message(cluster: str, targets: TargetView, views: Mapping[str, Any]) -> str:
     lost = ", ".join(f"{t}: {why}" for t, why in sorted({**targets.lost, **targets.cordoned}.items())) or \
         "none registered"
-    keep = f"; replicas stay on {', '.join(sorted(children))}" if children else ""
+    keep = f"; replicas stay on {', '.join(sorted(views))}" if views else ""
     return f"no Ready, schedulable SyncTarget in logical cluster {cluster} ({lost}){keep}"
 
 
 def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: TargetView,
-              caps: Mapping[str, int], children: Views, *,
+              caps: Mapping[str, int], views: Views, *,
               rescaled: bool) -> tuple[str, str]:
     """The Event reason and message for moving from `current` to `shares`."""
     spread = ", ".join(f"{t} {n}" for t, n in sorted(shares.items()))
@@ -249,7 +249,7 @@ def _decision(shares: Mapping[str, int], current: Mapping[str, int], targets: Ta
         if target in targets.lost:
             moved.append(("Rebalanced", f"moved {have - want} replicas from {target}: {targets.lost[target]}"))
         elif target in caps and want == caps[target] and sum(current.values()) == total:
-            status = children[target].get("status") or {}
+            status = views[target].get("status") or {}
             moved.append(("CapacityRebalanced",
                           f"moved {have - want} replicas from {target}: it runs {status.get('availableReplicas', 0)}"
                           f" of {have} (allocatable {_short(targets.allocatable.get(target) or {})})"))

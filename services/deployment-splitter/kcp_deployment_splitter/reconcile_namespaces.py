@@ -64,7 +64,7 @@ class NamespaceScheduler:
         self.grace_period = grace_period
         self._now = now
         self.placements = placements
-        self.deployments = deployments  # the splitter's children: what a namespace still holds on a target
+        self.deployments = deployments  # roots (their shares) and pinned Deployments: what a namespace still holds on a target
         self.events = events
 
     async def reconcile(self, key: ObjectKey) -> Result | None:

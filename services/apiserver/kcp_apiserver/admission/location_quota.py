@@ -9,11 +9,10 @@ Which C: the `spec.locationWorkspace` of W's Placements (W itself when empty). T
 target), so it cannot be read backwards; the Placements name every compute workspace W may be placed in, and the
 splitter labels namespaces only from them. Usage is recomputed on each judged write (nothing is kept across
 requests; the Locations are read from etcd, the rest from the server's watch caches), so raising a quota admits
-the very next retry. What is counted: the roots (Deployments
-without `splitter.kcp.io/root`) of W's namespaces `Placed` on a SyncTarget the Location selects; a namespace that
+the very next retry. What is counted: the Deployments (not syncers' mirrors) of W's namespaces `Placed` on a SyncTarget the Location selects; a namespace that
 is `Draining` from a target is leaving it and neither counts nor is checked there. pods = replicas, cpu and memory
 = replicas x the template's containers' requests. Only writes that raise usage are judged (as kube's quota), and
-the splitter's children, syncers' mirrors and status writes never are. Two racing writes may both pass: kube
+the splitter's shares (metadata only), syncers' mirrors and status writes never are. Two racing writes may both pass: kube
 serializes them through the quota's status, this plugin does not.
 """
 
@@ -38,7 +37,6 @@ from kcpcommon.labelselector import selector_matches
 from kcpcommon.quantity import format_quantity, try_parse_quantity
 
 EVERY_TEAM = "*"  # a quota's workspace that bounds every workspace on the Location together (the Location's bound)
-ROOT_LABEL = "splitter.kcp.io/root"  # on the splitter's children: copies of a root, never counted or judged
 # the names a quota's `hard` may use, and what each counts (kube's `requests.cpu` is the same as `cpu`)
 RESOURCE_NAMES = {"pods": "pods", "cpu": "cpu", "requests.cpu": "cpu", "memory": "memory",
                   "requests.memory": "memory"}
@@ -68,9 +66,8 @@ def usage_of(obj: Mapping[str, Any] | None) -> Usage:
 
 
 def counted(obj: Mapping[str, Any]) -> bool:
-    """A root the team wrote: not one of the splitter's children nor a syncer's mirror of a downstream object."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return ROOT_LABEL not in labels and not is_upsynced(labels)
+    """A Deployment the team wrote, not a syncer's mirror of a downstream object."""
+    return not is_upsynced((obj.get("metadata") or {}).get("labels") or {})
 
 
 def placed_keys(namespace: Mapping[str, Any]) -> frozenset[str]:
