@@ -603,14 +603,14 @@ class Syncer:
         """A downstream object's ownerReferences pointed at kcp's objects of the chain (see upsync.py)."""
         namespace = str(meta(down).get("namespace") or "")
         found: list[dict[str, Any]] = []
-        missing = controlled_by_synced = controlled_by_split = False
+        missing = controlled_by_synced = controlled_by_split = controller_gone = False
         awaiting: str | None = None
         for ref in meta(down).get("ownerReferences") or ():
             if not isinstance(ref, dict):
                 continue
             kind, group = ref.get("kind"), str(ref.get("apiVersion") or "").rpartition("/")[0]
             down_key = ObjectKey(self.target, namespace, str(ref.get("name") or ""))
-            up, synced = None, False
+            up, synced, listed = None, False, False
             for typ in self.types.values():
                 if typ.down.kind != kind or typ.down.api_version.rpartition("/")[0] != group:
                     continue
@@ -618,6 +618,7 @@ class Syncer:
                 key = applied_key(typ.name, owner, self.lc) if owner is not None else None
                 if owner is not None and key is not None and meta(owner).get("uid") == ref.get("uid"):
                     up, synced = typ.upstream(ObjectKey(self.lc, key.namespace, key.name)), True
+                    listed = typ.synced
             for mirrored in self.upsynced.values():
                 if up is not None or mirrored.down.kind != kind or mirrored.down.api_version.rpartition("/")[0] != group:
                     continue
@@ -635,12 +636,13 @@ class Syncer:
             if synced and up is None:
                 missing = True
             controlled = synced and bool(ref.get("controller"))
+            controller_gone = controller_gone or (controlled and up is None and listed)
             controlled_by_synced = controlled_by_synced or controlled
             controlled_by_split = controlled_by_split or (controlled and up is not None and is_split(up, self.target))
             if up is not None:
                 found.append(kcp_owner_reference(ref, up))
         return Owners(found, missing=missing, controlled_by_synced=controlled_by_synced,
-                      controlled_by_split=controlled_by_split, awaiting=awaiting)
+                      controlled_by_split=controlled_by_split, awaiting=awaiting, controller_gone=controller_gone)
 
     def _event_subject(self, event: Obj) -> Subject | None:
         return event_subject(event, mirrored=self.upsynced.values(), synced=self.types.values(),

@@ -128,6 +128,7 @@ class Owners:
     controlled_by_synced: bool = False
     controlled_by_split: bool = False  # that controller is split across targets: its ReplicaSets stay on the cluster
     awaiting: str | None = None  # the uid of a split root whose revision in kcp is missing: no new copy until it is
+    controller_gone: bool = False  # its controller is an object this syncer applied that kcp no longer assigns here
 
 
 OwnerLookup = Callable[[Obj], Owners]
@@ -259,8 +260,10 @@ class Upsync:
             return True
         owners = owners_of(down) if down is not None else Owners([])
         if down is not None and typ.name in OWNED_ONLY and (not owners.controlled_by_synced
-                                                             or owners.controlled_by_split):
-            down = None  # not made by one of our workloads' controllers (or by a split one's): not mirrored
+                                                             or owners.controlled_by_split or owners.controller_gone):
+            # not made by one of our workloads' controllers, or by a split one's, or by one whose kcp object is
+            # gone (deleted, or moved off this cluster: its copy here is going): not mirrored
+            down = None
         if down is None:
             if up is not None:
                 typ.removing.add(key)

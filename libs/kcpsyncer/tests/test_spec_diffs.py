@@ -270,6 +270,25 @@ async def test_a_split_deployments_replicaset_is_not_mirrored_and_its_copy_goes(
     assert h.mirrored["replicasets.apps"].up_resource.verbs() == ["create", "patch"]  # type: ignore[attr-defined]
 
 
+async def test_a_replicaset_of_a_deployment_gone_from_kcp_gets_no_copy_and_its_copy_goes() -> None:
+    """The Deployment was deleted in kcp (or moved off this cluster): its copy here is going, and so are its
+    ReplicaSets; mirrored now, they would show up in kcp after the user's delete (and, the Deployment no longer
+    known as split, as extra ReplicaSets of nobody)."""
+    h = SplitHarness()
+    up = root(diffs={TARGET: replicas(2)})
+    rs = cluster_rs(up)
+    old_copy = {**copy.deepcopy(rs), "metadata": {"name": "web-down1", "namespace": "default", "uid": "copy"}}
+    h.cluster(up, rs=[rs], pods=[], revisions=[revision()], rs_copies=[old_copy])
+    h.caches([], [downstream_copy(up, DEPLOY)])  # kcp's cache has listed, without the Deployment
+    assert await h.mirror("replicasets.apps", "web-down1") is None
+    assert h.mirrored["replicasets.apps"].up_resource.verbs() == ["delete"]  # type: ignore[attr-defined]
+    h = SplitHarness()
+    h.cluster(up, rs=[rs], pods=[], revisions=[revision()])
+    h.caches([], [downstream_copy(up, DEPLOY)])
+    await h.mirror("replicasets.apps", "web-down1")
+    assert h.mirrored["replicasets.apps"].up_resource.verbs() == []  # type: ignore[attr-defined]
+
+
 async def test_a_split_deployments_pod_waits_for_its_revision_then_is_controlled_by_it() -> None:
     h = SplitHarness()
     up = root(diffs={TARGET: replicas(2)})
