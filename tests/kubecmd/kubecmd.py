@@ -128,7 +128,10 @@ def kcp_fleet(root: Path) -> Iterator[Path]:
     import yaml
 
     kcp = KcpServer(root / "kcp", free_port())
-    clusters = {"old": sim_cluster(root / "old", "--kubernetes-version", "1.25"), "new": sim_cluster(root / "new")}
+    # no Nodes, as kube's harness runs no kubelet (README, adaptation 6): the pods stay Pending in the clusters, so
+    # a rollout is still in progress where kube's scripts expect it to be
+    clusters = {"old": sim_cluster(root / "old", "--nodes", "0", "--kubernetes-version", "1.25"),
+                "new": sim_cluster(root / "new", "--nodes", "0")}
     controller = ClusterControllerProcess(kcp, root / "controller.log", [
         "--syncer-mode", "push", "--no-leader-elect", "--heartbeat-interval", "2", "--heartbeat-threshold", "8",
         "--discovery-interval", "5"])
