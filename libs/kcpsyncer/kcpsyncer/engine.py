@@ -50,7 +50,7 @@ from .namespaces import DownstreamNamespaces, downstream_origin
 from .objects import Obj, deleting, meta
 from .pernamespace import PerNamespaceInformer, readable_cluster_wide
 from .remove import Removal, absent_upstream, propagation_of
-from .revisions import CONTROLLER_UID_INDEX, controller_uid, controller_uid_index, revision_of
+from .revisions import CONTROLLER_UID_INDEX, controller_uid, controller_uid_index, faces_of, revision_of
 from .specdiff import is_split
 from .synced import SyncedType, SyncKey, applied_key
 from .transform import keep_scale_owners
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kcpsyncer")
 
 GOING_FIRST = "the user is deleting it in kcp, and a pod it controls next"
+FACELESS = "nothing in kcp stands for it any more (its split Deployment and its revision were deleted), and the user is deleting a pod it controls"
 PODS, REPLICA_SETS = "pods", "replicasets.apps"
 CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first
 REVISION_RETRY = 10.0  # seconds: a safety net for a pod waiting for its revision in kcp (its arrival requeues it)
@@ -555,11 +556,29 @@ class Syncer:
                 key = upstream_key(owners.name, owner, self.lc)
                 if key is None:
                     continue
+                if owners.name in OWNED_ONLY and self._faceless(owner, key.namespace):
+                    await self.upsync.delete_downstream(owners.down_resource, owner, why=FACELESS,
+                                                        propagation_policy="Orphan")
+                    continue
                 copy = owners.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
                 going = copy is not None and meta(copy).get("deletionTimestamp")
                 if going or SyncKey(queue_resource(owners.name), key.namespace, key.name) in owners.deleted_by_user:
                     await self.upsync.delete_downstream(owners.down_resource, owner, why=GOING_FIRST,
                                                         propagation_policy=propagation_of(copy) if copy else None)
+
+    def _faceless(self, down_rs: Obj, namespace: str) -> bool:
+        """A cluster's ReplicaSet made by a split Deployment's copy (never mirrored: kcp's revision of its template
+        stands for it) whose copy is going or gone, and whose revision in kcp the user deleted too: nothing in kcp
+        stands for it any more, so it must not replace the pods the user deletes."""
+        if self.revisions is None or not self.revisions.has_synced or self._split_controller(down_rs) is not None:
+            return False
+        faces = faces_of(down_rs, namespace, self.revisions.indexer.by_index(NAMESPACE_INDEX, namespace))
+        if any(not meta(face).get("deletionTimestamp") for face in faces):
+            return False
+        mirrored = self.upsynced.get(queue_resource(REPLICA_SETS))
+        key = upstream_key(mirrored.name, down_rs, self.lc) if mirrored is not None else None
+        return mirrored is None or key is None or mirrored.up_informer.indexer.get(
+            ObjectKey(self.lc, key.namespace, key.name)) is None
 
     def _synced_controller(self, down: Obj) -> Obj | None:
         """The upstream object of the synced-down object that controls downstream object `down`, if one does."""

@@ -53,3 +53,11 @@ def revision_of(down_rs: Obj, root: Obj, candidates: Iterable[Obj]) -> Obj | Non
              and templates_equal_ignoring_hash(dict((rs.get("spec") or {}).get("template") or {}), template)]
     return min(found, key=lambda rs: (str(meta(rs).get("creationTimestamp") or ""), str(meta(rs).get("name"))),
                default=None)
+
+
+def faces_of(down_rs: Obj, namespace: str, candidates: Iterable[Obj]) -> list[Obj]:
+    """kcp's ReplicaSets in upstream `namespace` holding `down_rs`'s template, whatever controls them (a split
+    Deployment's revisions, orphaned too once the Deployment went with `--cascade=orphan`)."""
+    template = cluster_template(down_rs)
+    return [rs for rs in candidates if meta(rs).get("namespace") == namespace
+            and templates_equal_ignoring_hash(dict((rs.get("spec") or {}).get("template") or {}), template)]

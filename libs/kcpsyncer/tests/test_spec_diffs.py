@@ -289,6 +289,28 @@ async def test_a_replicaset_of_a_deployment_gone_from_kcp_gets_no_copy_and_its_c
     assert h.mirrored["replicasets.apps"].up_resource.verbs() == []  # type: ignore[attr-defined]
 
 
+async def test_a_pod_deleted_after_its_split_deployment_and_revision_takes_its_faceless_replicaset_first() -> None:
+    """`kubectl delete deployments,rs,pods --all --cascade=orphan`: the copy went with Orphan, so the cluster's
+    ReplicaSet stayed; its revision in kcp went too. Before the user's pod delete reaches the cluster, that
+    ReplicaSet goes (Orphan), or it would replace the pod. While the revision stands for it, it stays."""
+    up = root(diffs={TARGET: replicas(2)})
+    orphaned = cluster_rs(up)
+    orphaned["metadata"]["ownerReferences"] = []
+    pod = split_pod(orphaned)
+    for revisions, verbs in (([], ["delete"]), ([revision()], [])):
+        h = SplitHarness()
+        h.cluster(up, rs=[orphaned], pods=[pod], revisions=revisions)
+        h.caches([], [])  # the Deployment and its copy are gone
+        await h.syncer._release_going_owners(pod)
+        assert h.mirrored["replicasets.apps"].down_resource.verbs() == verbs  # type: ignore[attr-defined]
+    going = {**revision(), "metadata": {**revision()["metadata"], "deletionTimestamp": "2026-01-02T00:00:00Z"}}
+    h = SplitHarness()
+    h.cluster(up, rs=[orphaned], pods=[pod], revisions=[going])
+    h.caches([], [])
+    await h.syncer._release_going_owners(pod)
+    assert h.mirrored["replicasets.apps"].down_resource.verbs() == ["delete"]  # type: ignore[attr-defined]
+
+
 async def test_a_split_deployments_pod_waits_for_its_revision_then_is_controlled_by_it() -> None:
     h = SplitHarness()
     up = root(diffs={TARGET: replicas(2)})
