@@ -452,6 +452,12 @@ class Syncer:
         if up is None:
             up = await absent_upstream(typ, key)
         try:
+            if up is not None and not deleting(up) and not assigned_to(meta(up).get("labels"), self.target) \
+                    and is_split(up, self.target):
+                # a client dropped every label (`kubectl apply` of `labels: null`), and with them kcp's assignment,
+                # but this target's share (its spec diff) is still there: the splitter puts the label back, so the
+                # copy stays as it is rather than going and coming back with new pods
+                return None
             if up is None or deleting(up) or not assigned_to(meta(up).get("labels"), self.target):
                 return await self.removal.remove(typ, key, up, down, down_ns)
             try:
@@ -570,8 +576,11 @@ class Syncer:
         """A cluster's ReplicaSet made by a split Deployment's copy (never mirrored: kcp's revision of its template
         stands for it) whose copy is going or gone, and whose revision in kcp the user deleted too: nothing in kcp
         stands for it any more, so it must not replace the pods the user deletes."""
-        if self.revisions is None or not self.revisions.has_synced or self._split_controller(down_rs) is not None:
+        if self.revisions is None or not self.revisions.has_synced:
             return False
+        root = self._split_controller(down_rs)
+        if root is not None and not deleting(root):
+            return False  # its split Deployment stands for it
         faces = faces_of(down_rs, namespace, self.revisions.indexer.by_index(NAMESPACE_INDEX, namespace))
         if any(not meta(face).get("deletionTimestamp") for face in faces):
             return False
