@@ -74,11 +74,11 @@ def test_the_spec_hash_covers_this_targets_diff_and_not_anothers() -> None:
 async def test_a_split_object_whose_labels_a_client_dropped_keeps_its_copy_while_its_share_is_there() -> None:
     """`kubectl apply` of a manifest with `labels: null` drops kcp's state labels too; the spec diff says the share
     is still this target's (the splitter puts the label back): the copy stays. Without the diff it goes."""
-    for annotations, verbs in (({spec_diff_annotation(TARGET): json.dumps(replicas(2))}, []), ({}, ["delete"])):
+    for kept, verbs in (({spec_diff_annotation(TARGET): json.dumps(replicas(2))}, []), ({}, ["delete"])):
         h = Harness(DEPLOY)
         up = root(diffs={TARGET: replicas(2)})
         h.caches([], [downstream_copy(up, DEPLOY)])
-        h.up.get_answer = {**up, "metadata": {**up["metadata"], "labels": {}, "annotations": annotations}}
+        h.up.get_answer = {**up, "metadata": {**up["metadata"], "labels": {}, "annotations": kept}}
         await h.reconcile()
         assert h.down.verbs() == verbs
 
