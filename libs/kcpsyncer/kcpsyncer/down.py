@@ -26,7 +26,7 @@ from .metrics import DOWN, SyncerMetrics
 from .names import FIELD_MANAGER, SPEC_HASH_ANNOTATION, syncer_finalizer
 from .namespaces import DownstreamNamespaces
 from .objects import Obj, finalizers, meta
-from .specdiff import INVALID_SPEC_DIFF, InvalidSpecDiff
+from .specdiff import INVALID_SPEC_DIFF, InvalidSpecDiff, is_split
 from .synced import SyncedType, SyncKey
 from .transform import downstream_object, scaled_downstream, up_to_date
 
@@ -106,7 +106,13 @@ class SpecDown:
         self._invalid.pop(key, None)
         writes = []
         uid = str(meta(up).get("uid") or "")
-        if self.finalizer not in finalizers(up) and self._finalized.get(key) != uid:
+        if is_split(up, self._target):
+            # a split object goes when its user deletes it, as on a cluster (`kubectl delete` does not wait on every
+            # cluster, nor forever on one that is away): its copy goes on the positive evidence of its absence
+            # (remove.py), and its share's removal is the splitter's
+            if self.finalizer in finalizers(up):
+                writes.append(set_finalizers(typ.up_resource, up, [f for f in finalizers(up) if f != self.finalizer]))
+        elif self.finalizer not in finalizers(up) and self._finalized.get(key) != uid:
             writes.append(self._add_finalizer(typ, key, up, uid))
         applied = self._applied.get(key)
         stale = not up_to_date(desired, down) and (applied is None or applied != hash_of(desired))

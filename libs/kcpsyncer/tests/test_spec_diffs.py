@@ -38,7 +38,7 @@ def root(*, diffs: dict[str, Any] | None = None, generation: int = 3, targets: t
         annotations[spec_diff_annotation(target)] = diff if isinstance(diff, str) else json.dumps(diff)
     return {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": "default", "uid": "root-uid", "resourceVersion": "5",
-                         "generation": generation, "finalizers": [FINALIZER],
+                         "generation": generation, "finalizers": [],  # a split object has none of ours
                          "labels": {f"state.workload.kcp.io/{t}": "Sync" for t in targets},
                          "annotations": annotations},
             "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}}, "template": copy.deepcopy(TEMPLATE)}}
@@ -180,9 +180,25 @@ async def test_a_split_objects_status_goes_into_its_own_annotation_only(targets:
     assert h.up.calls == []  # unchanged: not written again
 
 
+async def test_a_split_object_is_not_held_by_the_syncers_finalizer() -> None:
+    """Deleting it does not wait on every cluster (nor forever on one that is away): its copy goes on the evidence
+    of its absence. One that carries the finalizer from before loses it."""
+    h = Harness(DEPLOY)
+    up = root(diffs={TARGET: replicas(2)})
+    h.caches([up], [])
+    await h.reconcile()
+    assert not [c for c in h.up.calls if c[0] == "patch" and "finalizers" in c[2].get("metadata", {})]
+    h = Harness(DEPLOY)
+    held = {**up, "metadata": {**up["metadata"], "finalizers": [FINALIZER, "other"]}}
+    h.caches([held], [])
+    await h.reconcile()
+    assert [c[2]["metadata"]["finalizers"] for c in h.up.calls if c[0] == "patch"] == [["other"]]
+
+
 async def test_an_unsplit_object_keeps_todays_status_rule() -> None:
     h = Harness(DEPLOY)
     up = root(diffs={WEST: replicas(3)}, targets=(TARGET,))  # a diff for another target only: not split here
+    up["metadata"]["finalizers"] = [FINALIZER]  # held as any object it syncs
     h.caches([up], [down_deployment(up, ready=5)])
     await h.reconcile()
     [(_, _, patch, kw)] = [c for c in h.up.calls if c[0] == "patch"]
