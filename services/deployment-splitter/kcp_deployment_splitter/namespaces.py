@@ -26,6 +26,8 @@ from .names import (
     STATE_LABEL_PREFIX,
 )
 
+DEPLOYMENT_REVISION = "deployment.kubernetes.io/revision"  # on a ReplicaSet a Deployment's controller made
+
 # kind -> (api version, plural): what follows its namespace (besides the dependency kinds)
 WORKLOAD_KINDS: dict[str, tuple[str, str]] = {
     "StatefulSet": ("apps/v1", "statefulsets"),
@@ -33,7 +35,7 @@ WORKLOAD_KINDS: dict[str, tuple[str, str]] = {
     "Job": ("batch/v1", "jobs"),
     "CronJob": ("batch/v1", "cronjobs"),
     "Ingress": ("networking.k8s.io/v1", "ingresses"),
-    # a person's own ReplicaSet or ReplicationController (one a Deployment controls has an owner: never labelled)
+    # a person's own ReplicaSet or ReplicationController (one a Deployment controls or made is never labelled)
     "ReplicaSet": ("apps/v1", "replicasets"),
     "ReplicationController": ("v1", "replicationcontrollers"),
 }
@@ -64,6 +66,9 @@ def follows_namespace(kind: str, obj: Mapping[str, Any]) -> bool:
         return False
     if obj.get("type") == "kubernetes.io/service-account-token":
         return False
+    if kind == "ReplicaSet" and DEPLOYMENT_REVISION in annotations:
+        return False  # a Deployment's revision in kcp (orphaned too, `--cascade=orphan`): its pods run under its copies
+
     if annotations.get(PLACED_ANNOTATION) or any(k.startswith(STATE_LABEL_PREFIX) for k in labels):
         return False  # a dependency of split workloads: placed where they run
     return ASSIGNMENT_LABEL not in labels or NAMESPACE_PLACED_ANNOTATION in annotations

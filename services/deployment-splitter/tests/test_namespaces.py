@@ -31,6 +31,9 @@ def test_only_unassigned_objects_nobody_else_places_follow_their_namespace() -> 
     assert not follows_namespace("Secret", obj(labels={"state.workload.kcp.io/east": "Sync"}))
     assert not follows_namespace("ConfigMap", obj("kube-root-ca.crt"))
     assert not follows_namespace("Job", obj(ownerReferences=[{"uid": "u"}]))  # its owner's copy makes it
+    assert follows_namespace("ReplicaSet", obj())  # a person's own
+    # a Deployment's revision, orphaned by `kubectl delete deployment --cascade=orphan`: its pods run under the copies
+    assert not follows_namespace("ReplicaSet", obj(annotations={"deployment.kubernetes.io/revision": "2"}))
 
 
 def test_objects_are_labelled_for_the_namespaces_target_and_marked_as_the_rules() -> None:
