@@ -23,7 +23,8 @@ from prometheus_client import CollectorRegistry
 
 from kcpcommon.backoff import Backoff
 from kcpcommon.controller import Controller, Result
-from kcpcommon.errors import APIClientError, APIConflictError
+from kcpcommon.dynamic import DynamicResource
+from kcpcommon.errors import APIClientError, APIConflictError, APINotFoundError
 from kcpcommon.informer import DeletedFinalStateUnknown, SharedInformer, deleted_object
 from kcpcommon.informer_factory import SharedInformerFactory
 from kcpcommon.keys import ObjectKey, sync_target_key
@@ -78,7 +79,7 @@ log = structlog.get_logger("kcpsyncer")
 
 GOING_FIRST = "the user is deleting it in kcp, and a pod it controls next"
 FACELESS = "nothing in kcp stands for it any more (its split Deployment and its revision were deleted), and the user is deleting a pod it controls"
-PODS, REPLICA_SETS = "pods", "replicasets.apps"
+PODS, REPLICA_SETS, DEPLOYMENTS = "pods", "replicasets.apps", "deployments.apps"
 CONFLICT_RETRY = 0.5  # seconds: a safety net, the conflicting change's event normally requeues first
 REVISION_RETRY = 10.0  # seconds: a safety net for a pod waiting for its revision in kcp (its arrival requeues it)
 
@@ -562,7 +563,7 @@ class Syncer:
                 key = upstream_key(owners.name, owner, self.lc)
                 if key is None:
                     continue
-                if owners.name in OWNED_ONLY and self._faceless(owner, key.namespace):
+                if owners.name in OWNED_ONLY and await self._faceless(owner, key.namespace):
                     await self.upsync.delete_downstream(owners.down_resource, owner, why=FACELESS,
                                                         propagation_policy="Orphan")
                     continue
@@ -572,22 +573,24 @@ class Syncer:
                     await self.upsync.delete_downstream(owners.down_resource, owner, why=GOING_FIRST,
                                                         propagation_policy=propagation_of(copy) if copy else None)
 
-    def _faceless(self, down_rs: Obj, namespace: str) -> bool:
+    async def _faceless(self, down_rs: Obj, namespace: str) -> bool:
         """A cluster's ReplicaSet made by a split Deployment's copy (never mirrored: kcp's revision of its template
-        stands for it) whose copy is going or gone, and whose revision in kcp the user deleted too: nothing in kcp
-        stands for it any more, so it must not replace the pods the user deletes."""
-        if self.revisions is None or not self.revisions.has_synced:
+        stands for it) whose Deployment and revision the user deleted in kcp: nothing stands for it any more, so it
+        must not replace the pods the user deletes. What the caches say stands is read again from kcp: the user's
+        deletes came before the pod's, but the caches follow other watches, which may lag."""
+        mirrored = self.upsynced.get(queue_resource(REPLICA_SETS))
+        if self.revisions is None or not self.revisions.has_synced or mirrored is None:
             return False
         root = self._split_controller(down_rs)
-        if root is not None and not deleting(root):
+        deployments = self.types.get(DEPLOYMENTS)
+        if root is not None and not deleting(root) and deployments is not None \
+                and await _stands(deployments.up_resource, root):
             return False  # its split Deployment stands for it
-        faces = faces_of(down_rs, namespace, self.revisions.indexer.by_index(NAMESPACE_INDEX, namespace))
-        if any(not meta(face).get("deletionTimestamp") for face in faces):
-            return False
-        mirrored = self.upsynced.get(queue_resource(REPLICA_SETS))
-        key = upstream_key(mirrored.name, down_rs, self.lc) if mirrored is not None else None
-        return mirrored is None or key is None or mirrored.up_informer.indexer.get(
-            ObjectKey(self.lc, key.namespace, key.name)) is None
+        for face in faces_of(down_rs, namespace, self.revisions.indexer.by_index(NAMESPACE_INDEX, namespace)):
+            if not deleting(face) and await _stands(mirrored.up_resource, face):
+                return False
+        key = upstream_key(mirrored.name, down_rs, self.lc)
+        return key is None or mirrored.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name)) is None
 
     def _synced_controller(self, down: Obj) -> Obj | None:
         """The upstream object of the synced-down object that controls downstream object `down`, if one does."""
@@ -713,3 +716,13 @@ def _holds_any(informer: SharedInformer | PerNamespaceInformer) -> bool:
     if isinstance(informer, PerNamespaceInformer):
         return informer.holds_any
     return len(informer.indexer) > 0
+
+
+async def _stands(resource: DynamicResource, obj: Obj) -> bool:
+    """`obj` (that very one: its uid) is in kcp and not being deleted, as kcp answers now."""
+    try:
+        found = await resource.get(str(meta(obj).get("name") or ""), namespace=str(meta(obj).get("namespace") or "")
+                                   or None)
+    except APINotFoundError:
+        return False
+    return meta(found).get("uid") == meta(obj).get("uid") and not deleting(found)

@@ -14,6 +14,7 @@ from syncer_fakes import FakeResource
 from test_engine import DEPLOY, FINALIZER, LC, MAPPED, TARGET, Harness, downstream_copy
 from test_upsync import PODS, REPLICASETS, downstream_pod
 
+from kcpcommon.errors import APINotFoundError
 from kcpcommon.informer import SharedInformer
 from kcpsyncer.discovery import APIType
 from kcpsyncer.engine import REVISION_RETRY
@@ -325,10 +326,14 @@ async def test_a_pod_deleted_after_its_split_deployment_and_revision_takes_its_f
     orphaned = cluster_rs(up)
     orphaned["metadata"]["ownerReferences"] = []
     pod = split_pod(orphaned)
-    for revisions, verbs in (([], ["delete"]), ([revision()], [])):
+    # kcp (read again, not only the cache) has: no revision / the revision / it cached, but gone by now
+    gone = APINotFoundError("not found", status=404, details={"name": "web-kcp1"})
+    for revisions, in_kcp, verbs in (([], gone, ["delete"]), ([revision()], revision(), []),
+                                     ([revision()], gone, ["delete"])):
         h = SplitHarness()
         h.cluster(up, rs=[orphaned], pods=[pod], revisions=revisions)
         h.caches([], [])  # the Deployment and its copy are gone
+        h.mirrored["replicasets.apps"].up_resource.get_answer = in_kcp  # type: ignore[attr-defined]
         await h.syncer._release_going_owners(pod)
         assert h.mirrored["replicasets.apps"].down_resource.verbs() == verbs  # type: ignore[attr-defined]
     going = {**revision(), "metadata": {**revision()["metadata"], "deletionTimestamp": "2026-01-02T00:00:00Z"}}
