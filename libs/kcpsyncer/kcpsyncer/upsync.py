@@ -213,6 +213,9 @@ class UpsyncedType(TypeCaches):
         super().__post_init__()
         self.removing: set[SyncKey] = set()  # copies we delete: their DELETED is not a user's
         self.deleted_by_user: set[SyncKey] = set()
+        # copies this syncer saw in kcp: one gone from the cache that we did not remove is a user's delete, even
+        # before the DELETED event's handler has said so (a retry may run in between: it must not make a new copy)
+        self.seen: set[SyncKey] = set()
 
 
 class Upsync:
@@ -227,6 +230,7 @@ class Upsync:
 
     def upstream_deleted(self, typ: UpsyncedType, key: SyncKey) -> None:
         """A copy went from kcp: a user's delete unless we removed it ourselves."""
+        typ.seen.discard(key)
         if key in typ.removing:
             typ.removing.discard(key)
         else:
@@ -239,6 +243,9 @@ class Upsync:
         down_ns = downstream_namespace(self.lc, key.namespace)
         down = typ.down_informer.indexer.get(ObjectKey(self.target, down_ns, key.name))
         up = typ.up_informer.indexer.get(ObjectKey(self.lc, key.namespace, key.name))
+        if up is None and key in typ.seen and key not in typ.removing:
+            typ.seen.discard(key)  # deleted in kcp, its DELETED event not handled yet
+            typ.deleted_by_user.add(key)
         if key in typ.deleted_by_user:
             typ.deleted_by_user.discard(key)
             if up is None and down is not None and not meta(down).get("deletionTimestamp"):
@@ -254,6 +261,8 @@ class Upsync:
             # finalizer on the copy): the cluster's object goes now, with that policy, as it would there. Waiting
             # for the copy to go would let a ReplicaSet replace the pods the user deletes next. (Once the
             # cluster's object is going or gone, the copy follows it as any other.)
+            if before_user_delete is not None:
+                await before_user_delete(down)
             await self._delete(typ.down_resource, down_ns, down, propagation_policy=propagation_of(up))
             self.log.info("deleted downstream: its kcp copy is being deleted", resource=typ.name,
                           namespace=key.namespace, name=key.name, propagation=propagation_of(up))
@@ -303,6 +312,7 @@ class Upsync:
             change = _metadata_change(up, want)
             if change:
                 up = await typ.up_resource.patch(key.name, {"metadata": change}, namespace=key.namespace)
+        typ.seen.add(key)
         if status is not None and up.get("status") != status:
             await typ.up_resource.patch(key.name, {"status": merge_patch(up.get("status") or {}, status)},
                                         namespace=key.namespace, subresource="status")

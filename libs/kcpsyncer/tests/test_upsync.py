@@ -175,6 +175,19 @@ async def test_a_user_s_delete_in_kcp_deletes_the_pod_downstream_only_that_pod()
     assert name == "web-1" and options == {"namespace": MAPPED, "preconditions": {"uid": "down-uid"}}
 
 
+async def test_a_copy_gone_from_the_cache_before_its_deleted_event_is_handled_is_a_user_s_delete() -> None:
+    """A retry (a write that met the user's delete: 404) can run once the cache dropped the copy and before the
+    DELETED handler said whose delete it was: the pod goes downstream, no new copy is made."""
+    h = Harness()
+    pod = downstream_pod()
+    h.caches([kcp_copy(pod)], [pod])
+    await h.upsync.reconcile(h.typ, KEY)  # the copy is seen
+    h.up.calls.clear()
+    h.caches([], [pod])  # the user deleted it: the cache knows, the handler has not run yet
+    await h.upsync.reconcile(h.typ, KEY)
+    assert h.down.verbs() == ["delete"] and h.up.calls == []
+
+
 async def test_a_copy_deleted_with_orphan_deletes_downstream_at_once_with_that_policy() -> None:
     """kcp's garbage collector still holds the copy (its `orphan` finalizer): the cluster's object goes now."""
     h = Harness()
