@@ -228,8 +228,8 @@ def history(fleet: Fleet, app: str) -> dict[int, str]:
 
 
 def roots_replica_sets(fleet: Fleet, app: str) -> list[dict[str, Any]]:
-    """The ReplicaSets kcp keeps as the root's revisions: those it controls (the split children's own, mirrored up
-    from the clusters with their owner chain, are controlled by the children)."""
+    """The ReplicaSets kcp keeps as the root's revisions: those it controls (the clusters' own, made by the root's
+    copies there, are not mirrored into kcp)."""
     items = yaml.safe_load(fleet.kubectl("get", "replicasets", "-l", f"app={app}", "-o", "yaml"))["items"]
     return [rs for rs in items if any(ref.get("controller") and ref["kind"] == "Deployment" and ref["name"] == app
                                       for ref in rs["metadata"].get("ownerReferences", []))]
@@ -287,7 +287,7 @@ def test_rollout_history_undo_describe_and_expose_through_kcp(tenant: Fleet, kub
         return text if good else None
 
     eventually(described, "describe: strategy, new and old ReplicaSets, conditions, events", timeout=60)
-    # the root's ReplicaSets are history only: none is copied down (the clusters run the split children's own)
+    # the root's ReplicaSets are history only: none is copied down (the clusters run their copies' own)
     kept = {rs["metadata"]["name"] for rs in replica_sets}
     for physical in fleet.clusters.values():
         assert not kept & {rs["metadata"]["name"] for rs in downstream(physical, fleet.logical_cluster,

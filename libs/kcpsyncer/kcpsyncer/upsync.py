@@ -13,10 +13,10 @@ object of the same name that is not a mirror copy is never overwritten or delete
 
 The owner chain comes up too, so `kubectl describe pod` through kcp says "Controlled By" as on a cluster.
 A copy's ownerReferences point at kcp's objects of the same chain (`OwnerLookup`, answered from the syncer's
-caches): a downstream owner the down path applied (a split child Deployment, a StatefulSet, a Job) becomes
+caches): a downstream owner the down path applied (a pinned Deployment, a StatefulSet, a Job) becomes
 the kcp object it was synced from, and a downstream owner that is itself mirrored becomes its kcp copy. So
 the ReplicaSets a synced Deployment makes downstream are mirrored as well (only those controlled by a
-synced-down object; `OWNED_ONLY`), and kcp shows child Deployment -> ReplicaSet -> Pod. An owner kcp does not
+synced-down object; `OWNED_ONLY`), and kcp shows Deployment -> ReplicaSet -> Pod. An owner kcp does not
 hold yet is left out and the key retried until it appears; a uid is never made up. A Deployment split across
 targets (`specdiff.py`) is the exception: its ReplicaSets are not mirrored (the splitter keeps the root's
 revisions in kcp), and its pods' copies are controlled by the revision of their ReplicaSet's pod template
