@@ -151,7 +151,7 @@ def kcp_fleet(root: Path) -> Iterator[Path]:
             run_kubectl(kcp, "apply", "-f", "-", input_text=yaml.safe_dump(target))
         for name in clusters:
             run_kubectl(kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s", timeout=100)
-        eventually(lambda: run_kubectl(kcp, "get", "deployments,services,jobs", check=False).returncode == 0,
+        eventually(lambda: run_kubectl(kcp, "get", "deployments,replicasets,services,jobs", check=False).returncode == 0,
                    "the types imported into kcp", timeout=90)
         yield kcp.kubeconfig
     finally:
