@@ -11,9 +11,10 @@ and create D Deployments of R replicas in `default`, from a few threads over RES
 
 Figures:
 - seconds from the first request of the first workspace until every root Deployment in every workspace has
-  `status.availableReplicas == R` (and every child too), followed with one wildcard list and watch of the bound
-  type (`/clusters/*/apis/apps/v1/deployments:<identityHash>`), not by polling each workspace; with when the
-  first, median and last workspace got there;
+  `status.availableReplicas == R` (and every share on it too: its `experimental.status.workload.kcp.io/<T>`
+  availableReplicas equals its `experimental.spec-diff.workload.kcp.io/<T>` replicas), followed with one wildcard
+  list and watch of the bound type (`/clusters/*/apis/apps/v1/deployments:<identityHash>`), not by polling each
+  workspace; with when the first, median and last workspace got there;
 - one syncer per cluster: the cluster controller's `kcp_syncer_placed_workspaces` per SyncTarget of `compute`
   and its heartbeat series (one per cluster);
 - RSS (and CPU seconds) of each process before the workspaces and after all are available, and the cluster
@@ -22,16 +23,27 @@ Figures:
 - the cluster controller's open connections to kcp and to the sim (each placed workspace's engine opens its own
   watches), and the watches each server counts (`apiserver_registered_watchers`);
 - then (unless `--no-decommission`) decommissioning a cluster carrying many workspaces: the SyncTarget whose
-  cluster holds the most roots' children gets `spec.evictAfter` = now and the splitter moves every workspace's
+  cluster holds the most roots' shares gets `spec.evictAfter` = now and the splitter moves every workspace's
   namespaces and Deployments off it, make-before-break. Every 100 ms the watch's roots give the lowest available
   replicas / spec.replicas (and how many roots fell below replicas - maxUnavailable, kube's default 25% rounded
-  down); evict -> replaced is when the last replacement child (on another target) became available, evict -> empty
+  down); evict -> replaced is when the last replacement share (on another target) became available, evict -> empty
   when the physical cluster holds nothing of the syncers' (owner label, `kcp-<hash>` namespaces and their content)
   and the SyncTarget's `status.servedWorkspaces` is 0. Issue 25 wants empty < 60 s after replaced for 50
   Deployments; the cluster is listed every ~0.3 s, and the timeline says which kind of object went last. Beside
   them the SyncTarget's own `status.eviction` (Evicted at), and where the time went: per moved Deployment its
-  replacement seen in kcp, made and complete on its cluster, available in kcp, its old child deleted and gone; the
+  replacement share seen on the root in kcp, its copy made and complete on its cluster, the share available in kcp,
+  its old share removed from the root and that copy gone from the evicted cluster (first look without it); the
   splitter's and syncers' work queues (adds, mean wait and work); each process's CPU during the move.
+
+A root's shares are on the root itself (deployment-splitter's README, "Names"): per SyncTarget T the label
+`state.workload.kcp.io/<T>: Sync`, the spec diff giving T's replicas and the status annotation T's syncer writes.
+Until splitter-shares the bench followed child Deployments `D--<T>` (labels `splitter.kcp.io/root`,
+`workloads.kcp.io/cluster`); now the watch sees only roots and reads their shares. The JSON keys that named children
+name shares: `old_child_gone_from_kcp_s` is `old_share_gone_from_kcp_s` (the share removed from the root: label,
+diff and status at once); `old_deleting_after_replacement_available_s` and `old_gone_after_deleting_s` are gone (a
+share has no deleting phase: no syncer finalizer holds it), `old_copy_gone_from_cluster_s` and
+`old_copy_gone_after_removed_s` are new (the evicted cluster's copy, from its listing every ~0.3 s); the other keys
+keep their names with "child" read as "share".
 
 Prints a summary and writes bench/results/compute-<time>.json.
 """
