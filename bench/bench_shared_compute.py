@@ -11,9 +11,10 @@ and create D Deployments of R replicas in `default`, from a few threads over RES
 
 Figures:
 - seconds from the first request of the first workspace until every root Deployment in every workspace has
-  `status.availableReplicas == R` (and every child too), followed with one wildcard list and watch of the bound
-  type (`/clusters/*/apis/apps/v1/deployments:<identityHash>`), not by polling each workspace; with when the
-  first, median and last workspace got there;
+  `status.availableReplicas == R` (and every share on it too: its `experimental.status.workload.kcp.io/<T>`
+  availableReplicas equals its `experimental.spec-diff.workload.kcp.io/<T>` replicas), followed with one wildcard
+  list and watch of the bound type (`/clusters/*/apis/apps/v1/deployments:<identityHash>`), not by polling each
+  workspace; with when the first, median and last workspace got there;
 - one syncer per cluster: the cluster controller's `kcp_syncer_placed_workspaces` per SyncTarget of `compute`
   and its heartbeat series (one per cluster);
 - RSS (and CPU seconds) of each process before the workspaces and after all are available, and the cluster
@@ -22,16 +23,27 @@ Figures:
 - the cluster controller's open connections to kcp and to the sim (each placed workspace's engine opens its own
   watches), and the watches each server counts (`apiserver_registered_watchers`);
 - then (unless `--no-decommission`) decommissioning a cluster carrying many workspaces: the SyncTarget whose
-  cluster holds the most roots' children gets `spec.evictAfter` = now and the splitter moves every workspace's
+  cluster holds the most roots' shares gets `spec.evictAfter` = now and the splitter moves every workspace's
   namespaces and Deployments off it, make-before-break. Every 100 ms the watch's roots give the lowest available
   replicas / spec.replicas (and how many roots fell below replicas - maxUnavailable, kube's default 25% rounded
-  down); evict -> replaced is when the last replacement child (on another target) became available, evict -> empty
+  down); evict -> replaced is when the last replacement share (on another target) became available, evict -> empty
   when the physical cluster holds nothing of the syncers' (owner label, `kcp-<hash>` namespaces and their content)
   and the SyncTarget's `status.servedWorkspaces` is 0. Issue 25 wants empty < 60 s after replaced for 50
   Deployments; the cluster is listed every ~0.3 s, and the timeline says which kind of object went last. Beside
   them the SyncTarget's own `status.eviction` (Evicted at), and where the time went: per moved Deployment its
-  replacement seen in kcp, made and complete on its cluster, available in kcp, its old child deleted and gone; the
+  replacement share seen on the root in kcp, its copy made and complete on its cluster, the share available in kcp,
+  its old share removed from the root and that copy gone from the evicted cluster (first look without it); the
   splitter's and syncers' work queues (adds, mean wait and work); each process's CPU during the move.
+
+A root's shares are on the root itself (deployment-splitter's README, "Names"): per SyncTarget T the label
+`state.workload.kcp.io/<T>: Sync`, the spec diff giving T's replicas and the status annotation T's syncer writes.
+Until splitter-shares the bench followed child Deployments `D--<T>` (labels `splitter.kcp.io/root`,
+`workloads.kcp.io/cluster`); now the watch sees only roots and reads their shares. The JSON keys that named children
+name shares: `old_child_gone_from_kcp_s` is `old_share_gone_from_kcp_s` (the share removed from the root: label,
+diff and status at once); `old_deleting_after_replacement_available_s` and `old_gone_after_deleting_s` are gone (a
+share has no deleting phase: no syncer finalizer holds it), `old_copy_gone_from_cluster_s` and
+`old_copy_gone_after_removed_s` are new (the evicted cluster's copy, from its listing every ~0.3 s); the other keys
+keep their names with "child" read as "share".
 
 Prints a summary and writes bench/results/compute-<time>.json.
 """
@@ -62,7 +74,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from daemon_process import ClusterControllerProcess  # noqa: E402
-from splitter_fixtures import DEPLOYMENTS, TARGETS, SplitterProcess  # noqa: E402
+from splitter_fixtures import DEPLOYMENTS, TARGETS, SplitterProcess, available_shares, shares_on  # noqa: E402
 from syncer_fixtures import Rest, eventually  # noqa: E402
 
 from kcp_process import KcpServer, ServedFromRoot, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
@@ -75,7 +87,6 @@ LOCATIONS = "/apis/scheduling.kcp.io/v1alpha1/locations"
 PLACEMENTS = "/apis/scheduling.kcp.io/v1alpha1/placements"
 EXPORTS = "/apis/apis.kcp.io/v1alpha1/apiexports"
 BINDINGS = "/apis/apis.kcp.io/v1alpha1/apibindings"
-ROOT_LABEL = "splitter.kcp.io/root"
 ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"
 OWNER_LABEL = "syncer.kcp.io/owner"
 POOL = {"bench": "shared-compute"}
@@ -179,22 +190,31 @@ def metric_sum(text: str, name: str, labels: str = "") -> float:
 # --- progress: every Deployment of every workspace, from one wildcard list and watch ---------------------------
 
 
+class Share(NamedTuple):
+    """A root's share on one SyncTarget as the watch last saw it on the root: its spec diff's replicas and the
+    availableReplicas of the status annotation its target's syncer wrote."""
+
+    replicas: int
+    available: int
+    seen_at: float  # perf_counter when the watch first saw the share on the root
+    ready_at: float | None  # perf_counter when available first reached replicas (> 0) since it last fell short
+
+
 class Seen(NamedTuple):
     """One Deployment as the watch last saw it."""
 
-    root: bool
+    root: bool  # not pinned (no assignment label): the splitter splits it
     spec: int  # spec.replicas
     available: int  # status.availableReplicas
-    target: str  # a child's SyncTarget (its assignment label)
-    parent: str  # a child's root (its root label)
+    shares: dict[str, Share]  # SyncTarget -> its share (state label Sync and a spec diff)
     ready_at: float | None  # perf_counter when available first reached spec (> 0) since it last fell short
     seen_at: float  # perf_counter when the watch first saw it
     deleting_at: float | None  # perf_counter when the watch first saw its deletionTimestamp
 
 
 class Deployments:
-    """(workspace, name) -> what the watch last saw, for every Deployment of the bound type; and when each one it saw
-    went away (`gone_at`)."""
+    """(workspace, name) -> what the watch last saw, for every Deployment of the bound type; when each one it saw
+    went away (`gone_at`), and when each share it saw on a root was removed from it (`share_gone_at`)."""
 
     def __init__(self, kcp: KcpServer, path: str) -> None:
         self.kcp, self.path = kcp, path
@@ -202,6 +222,8 @@ class Deployments:
         self._seen: dict[tuple[str, str], Seen] = {}
         self.gone_at: dict[tuple[str, str], float] = {}
         self.last_seen: dict[tuple[str, str], Seen] = {}  # of those gone
+        self.share_gone_at: dict[tuple[str, str, str], float] = {}  # (workspace, name, target) -> when removed
+        self.last_share: dict[tuple[str, str, str], Share] = {}  # of those removed
         self.done_at: dict[str, float] = {}  # workspace -> when all its roots were first seen available
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
@@ -218,17 +240,35 @@ class Deployments:
         with self._lock:
             return dict(self._seen)
 
-    def _seen_now(self, obj: dict[str, Any], before: Seen | None, now: float) -> Seen:
+    @staticmethod
+    def _ready_since(ready: bool, before: float | None, now: float) -> float | None:
+        return (before if before is not None else now) if ready else None
+
+    def _seen_now(self, key: tuple[str, str], obj: dict[str, Any], before: Seen | None, now: float) -> Seen:
+        """What `obj` says now; a share `before` had that it lacks was removed from the root now (under the lock)."""
         meta = obj.get("metadata") or {}
         labels = meta.get("labels") or {}
         spec = int((obj.get("spec") or {}).get("replicas") or 0)
         available = int((obj.get("status") or {}).get("availableReplicas") or 0)
-        ready = spec > 0 and available >= spec
-        ready_at = (before.ready_at if before is not None and before.ready_at is not None else now) if ready else None
+        ready_at = self._ready_since(spec > 0 and available >= spec, before.ready_at if before else None, now)
         deleting_at = (before.deleting_at if before is not None and before.deleting_at is not None else now) \
             if meta.get("deletionTimestamp") else None
-        return Seen(ROOT_LABEL not in labels, spec, available, labels.get(ASSIGNMENT_LABEL, ""),
-                    labels.get(ROOT_LABEL, ""), ready_at, before.seen_at if before is not None else now, deleting_at)
+        old = before.shares if before is not None else {}
+        up = available_shares(obj)
+        shares = {}
+        for target, replicas in shares_on(obj).items():
+            was = old.get(target)
+            shares[target] = Share(replicas, up.get(target, 0), was.seen_at if was is not None else now,
+                                   self._ready_since(replicas > 0 and up.get(target, 0) >= replicas,
+                                                     was.ready_at if was is not None else None, now))
+            self.share_gone_at.pop((*key, target), None)
+        self._shares_gone(key, {t: s for t, s in old.items() if t not in shares}, now)
+        return Seen(ASSIGNMENT_LABEL not in labels, spec, available, shares, ready_at,
+                    before.seen_at if before is not None else now, deleting_at)
+
+    def _shares_gone(self, key: tuple[str, str], gone: dict[str, Share], now: float) -> None:
+        for target, share in gone.items():
+            self.share_gone_at[(*key, target)], self.last_share[(*key, target)] = now, share
 
     @staticmethod
     def _key(obj: dict[str, Any]) -> tuple[str, str]:
@@ -242,8 +282,9 @@ class Deployments:
                 last = self._seen.pop(key, None)
                 if last is not None:
                     self.gone_at[key], self.last_seen[key] = now, last
+                    self._shares_gone(key, last.shares, now)
             else:
-                self._seen[key] = self._seen_now(obj, self._seen.get(key), now)
+                self._seen[key] = self._seen_now(key, obj, self._seen.get(key), now)
                 self.gone_at.pop(key, None)
 
     def _relisted(self, items: list[dict[str, Any]]) -> None:
@@ -253,9 +294,10 @@ class Deployments:
             fresh = {}
             for item in items:
                 key = self._key(item)
-                fresh[key] = self._seen_now(item, self._seen.get(key), now)
+                fresh[key] = self._seen_now(key, item, self._seen.get(key), now)
             for key in self._seen.keys() - fresh.keys():
                 self.gone_at[key], self.last_seen[key] = now, self._seen[key]
+                self._shares_gone(key, self._seen[key].shares, now)
             self._seen = fresh
 
     def _request(self, query: str, timeout: float) -> Any:
@@ -288,8 +330,8 @@ class Deployments:
 
 def all_available(deployments: Deployments, workspaces: list[str], per_workspace: int,
                   replicas: int) -> Callable[[], bool]:
-    """Every workspace has its roots, each available with `replicas`, and every child available as its spec asks;
-    records when each workspace first got there."""
+    """Every workspace has its roots, each available with `replicas`, with shares each available as its spec diff
+    asks (the status annotation its syncer wrote); records when each workspace first got there."""
     def done() -> bool:
         by_ws: dict[str, list[Seen]] = {}
         for (ws, _), value in deployments.state().items():
@@ -297,21 +339,21 @@ def all_available(deployments: Deployments, workspaces: list[str], per_workspace
         now = time.perf_counter()
         for ws in workspaces:
             items = by_ws.get(ws, [])
-            roots = [d.available for d in items if d.root]
-            if len(roots) == per_workspace and all(a == replicas for a in roots) and \
-                    all(d.available == d.spec for d in items if not d.root):
+            roots = [d for d in items if d.root]
+            if len(roots) == per_workspace and all(d.available == replicas and d.shares for d in roots) and \
+                    all(s.available == s.replicas for d in roots for s in d.shares.values()):
                 deployments.done_at.setdefault(ws, now)
         return len(deployments.done_at) == len(workspaces)
     return done
 
 
 def stuck(deployments: Deployments, workspaces: list[str]) -> str:
-    """The workspaces not available yet and the SyncTargets their children are on (a cluster whose nodes are full
+    """The workspaces not available yet and the SyncTargets their shares are on (a cluster whose nodes are full
     keeps the pods Pending: Placements do not weigh capacity yet, so raise --nodes)."""
     where: dict[str, set[str]] = {}
     for (ws, _), seen in deployments.state().items():
-        if ws not in deployments.done_at and not seen.root:
-            where.setdefault(ws, set()).add(seen.target)
+        if ws not in deployments.done_at:
+            where.setdefault(ws, set()).update(seen.shares)
     late = [ws for ws in workspaces if ws not in deployments.done_at]
     return ", ".join(f"{ws} (on {', '.join(sorted(where.get(ws, ()))) or 'nothing yet'})" for ws in late)
 
@@ -418,38 +460,41 @@ def downstream_objects(sim: KcpServer) -> dict[str, int]:
 
 
 def carried(state: dict[tuple[str, str], Seen]) -> dict[str, set[tuple[str, str]]]:
-    """SyncTarget -> the roots (workspace, name) with a child on it."""
+    """SyncTarget -> the roots (workspace, name) with a share on it."""
     on: dict[str, set[tuple[str, str]]] = {}
-    for (ws, _), seen in state.items():
-        if not seen.root and seen.target:
-            on.setdefault(seen.target, set()).add((ws, seen.parent))
+    for key, seen in state.items():
+        for target in seen.shares if seen.root else ():
+            on.setdefault(target, set()).add(key)
     return on
 
 
 def replaced(state: dict[tuple[str, str], Seen], moving: set[tuple[str, str]], target: str,
              since: float) -> float | None:
-    """When the last replacement child became available, once every root in `moving` is available with no child
+    """When the last replacement share became available, once every root in `moving` is available with no share
     left on `target` (None before that)."""
-    children: dict[tuple[str, str], list[Seen]] = {}
-    for (ws, _), seen in state.items():
-        if not seen.root and (ws, seen.parent) in moving:
-            children.setdefault((ws, seen.parent), []).append(seen)
     last = since
     for key in moving:
-        root, kids = state.get(key), children.get(key, [])
-        if root is None or root.available < root.spec or not kids:
+        root = state.get(key)
+        if root is None or root.available < root.spec or not root.shares or target in root.shares:
             return None
-        for kid in kids:
-            if kid.target == target or kid.ready_at is None:
+        for share in root.shares.values():
+            if share.ready_at is None:
                 return None
-            last = max(last, kid.ready_at)
+            last = max(last, share.ready_at)
     return last
 
 
-def held_on(cluster: Rest) -> dict[str, int]:
+def upstream_of(obj: dict[str, Any]) -> tuple[str, str]:
+    """The (workspace, name) in kcp a syncer's downstream copy stands for."""
+    notes = (obj.get("metadata") or {}).get("annotations") or {}
+    return notes.get("syncer.kcp.io/upstream-cluster", ""), notes.get("syncer.kcp.io/upstream-name", "")
+
+
+def held_on(cluster: Rest, copies: set[tuple[str, str]] | None = None) -> dict[str, int]:
     """What of the syncers' is on one physical cluster, by resource: objects with the owner label or in a namespace
     a syncer made (`kcp-<hash>`, the pods and ReplicaSets the cluster's controllers make there included), and those
-    namespaces (`terminating`: how many of them are being finalized)."""
+    namespaces (`terminating`: how many of them are being finalized). The Deployments' upstream (workspace, name)
+    go into `copies` (unchanged if the list failed)."""
     counts = {}
     for resource, path in DOWNSTREAM.items():
         status, body = cluster.request("GET", path)
@@ -460,6 +505,9 @@ def held_on(cluster: Rest) -> dict[str, int]:
                 or str((o.get("metadata") or {}).get("namespace" if resource != "namespaces" else "name") or "")
                 .startswith("kcp-")]
         counts[resource] = len(mine)
+        if resource == "deployments" and copies is not None:
+            copies.clear()
+            copies.update(upstream_of(o) for o in mine)
         if resource == "namespaces":
             counts["terminating"] = sum(1 for o in mine if o["metadata"].get("deletionTimestamp"))
     return counts
@@ -564,21 +612,22 @@ class QueuePeaks:
                 self.peaks[name] = max(self.peaks.get(name, 0.0), float(depth))
 
 
-def downstream_times(sim: KcpServer, since: float) -> dict[tuple[str, str], tuple[float | None, float | None]]:
-    """(workspace, name) of each Deployment the syncers hold on any cluster -> seconds after `since` (wall clock)
-    when its copy was made there and when its rollout completed there (Progressing NewReplicaSetAvailable); the
-    clusters stamp whole seconds."""
-    status, body = Rest(sim).request("GET", f"/clusters/*/apis/apps/v1/deployments?labelSelector={OWNER_LABEL}")
-    times: dict[tuple[str, str], tuple[float | None, float | None]] = {}
-    for item in body["items"] if status == 200 else []:
-        meta = item["metadata"]
-        notes = meta.get("annotations") or {}
-        done = next((c.get("lastUpdateTime") for c in (item.get("status") or {}).get("conditions") or []
-                     if c.get("type") == "Progressing" and c.get("reason") == "NewReplicaSetAvailable"), None)
-        made, complete = parse_stamp(meta.get("creationTimestamp")), parse_stamp(done)
-        times[(notes.get("syncer.kcp.io/upstream-cluster", ""), notes.get("syncer.kcp.io/upstream-name", ""))] = (
-            round(made - since, 1) if made is not None else None,
-            round(complete - since, 1) if complete is not None else None)
+def downstream_times(sim: KcpServer, targets: list[str],
+                     since: float) -> dict[tuple[str, str, str], tuple[float | None, float | None]]:
+    """(workspace, name, SyncTarget) of each Deployment the syncers hold on those targets' clusters -> seconds after
+    `since` (wall clock) when its copy was made there and when its rollout completed there (Progressing
+    NewReplicaSetAvailable); the clusters stamp whole seconds. One list per cluster: a simulated cluster's objects
+    carry no `kcp.io/cluster`, so a wildcard list would not say whose copy is whose."""
+    times: dict[tuple[str, str, str], tuple[float | None, float | None]] = {}
+    for target in targets:
+        status, body = Rest(sim).at(target).request("GET", f"/apis/apps/v1/deployments?labelSelector={OWNER_LABEL}")
+        for item in body["items"] if status == 200 else []:
+            meta = item["metadata"]
+            done = next((c.get("lastUpdateTime") for c in (item.get("status") or {}).get("conditions") or []
+                         if c.get("type") == "Progressing" and c.get("reason") == "NewReplicaSetAvailable"), None)
+            made, complete = parse_stamp(meta.get("creationTimestamp")), parse_stamp(done)
+            times[(*upstream_of(item), target)] = (round(made - since, 1) if made is not None else None,
+                                                    round(complete - since, 1) if complete is not None else None)
     return times
 
 
@@ -591,10 +640,10 @@ def parse_stamp(stamp: str | None) -> float | None:
 def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watcher: Deployments,
                  splitter: SplitterProcess, controller: ClusterControllerProcess,
                  pids: dict[str, int]) -> dict[str, Any]:
-    """Evict the SyncTarget carrying the most roots' children (`spec.evictAfter` now) and follow the move: the
-    replacements' availability from the watch, the cluster's emptying by listing it, servedWorkspaces; and where
-    the time went: each moved root's replacement seen, available and its old child gone, the splitter's and the
-    syncers' queues, each process's CPU."""
+    """Evict the SyncTarget carrying the most roots' shares (`spec.evictAfter` now) and follow the move: the
+    replacement shares' availability from the watch, the cluster's emptying by listing it, servedWorkspaces; and
+    where the time went: each moved root's replacement share seen, available, its old share removed from the root
+    and its copy gone from the evicted cluster, the splitter's and the syncers' queues, each process's CPU."""
     compute = Rest(kcp).at(COMPUTE)
     state = watcher.state()
     on = carried(state)
@@ -604,7 +653,11 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
     out: dict[str, Any] = {"target": target, "deployments_moved": len(moving),
                            "workspaces_moved": len({ws for ws, _ in moving}),
                            "deployments_per_target": {t: len(on[t]) for t in sorted(on)},
-                           "served_workspaces_before": served(compute, target)[0], "held_before": held_on(cluster)}
+                           "served_workspaces_before": served(compute, target)[0]}
+    copies: set[tuple[str, str]] = set()  # the roots with a copy on the evicted cluster at the last look
+    out["held_before"] = held_on(cluster, copies)
+    out["copies_before"] = len(moving & copies)  # the moved roots whose copy the first look found there
+    copy_gone_at: dict[tuple[str, str], float] = {}  # moved root -> the first look its copy was not there
     cc_before, split_before = controller.metrics(), queues(splitter.metrics())
     cpu_before = snapshot(pids)
     sampler, peaks = Availability(watcher).start(), QueuePeaks(splitter).start()
@@ -622,8 +675,11 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
             if replaced_at is None:
                 replaced_at = replaced(watcher.state(), moving, target, begun)
             looked = time.perf_counter()
-            held = held_on(cluster)
+            held = held_on(cluster, copies)
             listed = time.perf_counter()
+            if held.get("deployments", -1) >= 0:
+                for key in moving - copies:
+                    copy_gone_at.setdefault(key, looked)
             serving, phase, left = served(compute, target)
             timeline.append({"at": round(looked - begun, 2), "served_workspaces": serving, **held,
                              "eviction_phase": phase, "eviction_deployments": left,
@@ -637,25 +693,28 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
         sampler.stop()
         peaks.stop()
     cpu_after, cc_after = snapshot(pids), controller.metrics()
-    state, down = watcher.state(), downstream_times(sim, begun_wall)
+    state = watcher.state()
+    down = downstream_times(sim, sorted({t for key in moving if key in state for t in state[key].shares}),
+                            begun_wall)
 
     def after(at: float | None) -> float | None:
         return round(at - begun, 1) if at is not None else None
-    # each moved root: its replacement seen in kcp, made on its cluster, complete there, available in kcp; its old
-    # child being deleted in kcp (the splitter's break) and gone (the syncer's finalizer lifted)
+    # each moved root: its replacement share seen on the root in kcp, its copy made on that share's cluster and
+    # complete there, the share available in kcp (the status annotation); its old share removed from the root (the
+    # splitter's break: label, diff and status at once) and its copy gone from the evicted cluster (that syncer)
     roots: dict[str, dict[str, float | None]] = {}
-    for (ws, name), seen in state.items():
-        if not seen.root and (ws, seen.parent) in moving and seen.target != target:
-            made, complete = down.get((ws, name), (None, None))
-            roots[f"{ws}/{seen.parent}"] = {
-                "replacement_seen": after(seen.seen_at), "replacement_made_downstream": made,
-                "replacement_complete_downstream": complete, "replacement_available": after(seen.ready_at)}
-    for ws, root in moving:
-        old = (ws, f"{root}--{target}")
-        last = watcher.last_seen.get(old) or state.get(old)
-        roots.setdefault(f"{ws}/{root}", {}).update({
-            "old_deleting": after(last.deleting_at if last is not None else None),
-            "old_gone": after(watcher.gone_at.get(old))})
+    for ws, root in sorted(moving):
+        seen = state.get((ws, root))
+        new = [(t, s) for t, s in (seen.shares.items() if seen is not None else ()) if t != target]
+        row: dict[str, float | None] = {}
+        if new:  # with numberOfClusters > 1, the share that came last
+            to, share = max(new, key=lambda ts: ts[1].seen_at)
+            made, complete = down.get((ws, root, to), (None, None))
+            row = {"replacement_seen": after(share.seen_at), "replacement_made_downstream": made,
+                   "replacement_complete_downstream": complete, "replacement_available": after(share.ready_at)}
+        row["old_gone"] = after(watcher.share_gone_at.get((ws, root, target)))
+        row["old_copy_gone"] = after(copy_gone_at.get((ws, root)))
+        roots[f"{ws}/{root}"] = row
 
     def column(field: str) -> list[float]:
         return [v for r in roots.values() if (v := r.get(field)) is not None]
@@ -677,8 +736,9 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
         "eviction_phases": list(dict.fromkeys(look["eviction_phase"] for look in timeline if look["eviction_phase"])),
         "replacement_seen_s": spread(column("replacement_seen")),
         "replacement_available_s": spread(column("replacement_available")),
-        "old_child_gone_from_kcp_s": spread(column("old_gone")),
-        # per root: replacement available after it appeared; old child gone after its replacement was available
+        "old_share_gone_from_kcp_s": spread(column("old_gone")),
+        "old_copy_gone_from_cluster_s": spread(column("old_copy_gone")),
+        # per root: replacement available after it appeared; old share removed after its replacement was available
         "replacement_made_available_in_s": spread(gaps("replacement_available", "replacement_seen")),
         "old_gone_after_replacement_available_s": spread(gaps("old_gone", "replacement_available")),
         # the replacement's way: synced down after the splitter made it, complete on the cluster, its status up
@@ -686,9 +746,9 @@ def decommission(args: argparse.Namespace, kcp: KcpServer, sim: KcpServer, watch
         "complete_downstream_after_made_s": spread(gaps("replacement_complete_downstream",
                                                         "replacement_made_downstream")),
         "available_in_kcp_after_complete_s": spread(gaps("replacement_available", "replacement_complete_downstream")),
-        # the old child's way: the splitter deletes it once the replacement is available, the syncer lets it go
-        "old_deleting_after_replacement_available_s": spread(gaps("old_deleting", "replacement_available")),
-        "old_gone_after_deleting_s": spread(gaps("old_gone", "old_deleting")),
+        # the old share's way: the splitter removes it from the root once the replacement is available, then the
+        # evicted target's syncer deletes its copy (the cluster listed every ~0.3 s)
+        "old_copy_gone_after_removed_s": spread(gaps("old_copy_gone", "old_gone")),
         "cluster_zero_at_s": {field: zero_at(field) for field in ("deployments", "replicasets", "pods", "configmaps",
                                                                   "serviceaccounts", "namespaces",
                                                                   "served_workspaces")},
@@ -904,16 +964,16 @@ def decommission_summary(d: dict[str, Any] | None) -> list[str]:
         f"    availability every 100 ms ({d['availability_samples']} samples): min available / replicas "
         f"{d['min_available_ratio']}, {d['roots_below_max_unavailable']} Deployments below replicas - "
         f"maxUnavailable",
-        f"    where the time goes (s after evict, first / median / last): replacement child in kcp "
-        f"{span('replacement_seen_s')}, available {span('replacement_available_s')}, old child gone from kcp "
-        f"{span('old_child_gone_from_kcp_s')}; per Deployment: its replacement available after it appeared "
-        f"{span('replacement_made_available_in_s')}, its old child gone after the replacement was available "
+        f"    where the time goes (s after evict, first / median / last): replacement share on the root "
+        f"{span('replacement_seen_s')}, available {span('replacement_available_s')}, old share removed from the "
+        f"root {span('old_share_gone_from_kcp_s')}, its copy gone from the cluster "
+        f"{span('old_copy_gone_from_cluster_s')}; per Deployment: its replacement available after it appeared "
+        f"{span('replacement_made_available_in_s')}, its old share removed after the replacement was available "
         f"{span('old_gone_after_replacement_available_s')}",
         f"    a replacement's way (s): synced down after it appeared {span('made_downstream_after_seen_s')}, rollout "
         f"complete on its cluster after that {span('complete_downstream_after_made_s')} (whole-second stamps), "
-        f"available in kcp after that {span('available_in_kcp_after_complete_s')}; the old child deleted after "
-        f"its replacement was available {span('old_deleting_after_replacement_available_s')}, gone after that "
-        f"{span('old_gone_after_deleting_s')}",
+        f"available in kcp after that {span('available_in_kcp_after_complete_s')}; the old share's copy gone "
+        f"from the cluster after the share was removed {span('old_copy_gone_after_removed_s')}",
         f"    the cluster listed every {span('cluster_look_seconds')} (+0.2 s): none left at {zero}; "
         f"{d['synced_down_writes']} writes down, {d['syncer_errors']} syncer errors",
         f"    splitter queues (adds, mean wait / work s, peak depth): {queues}",
