@@ -20,7 +20,7 @@ import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
 from kube_fixtures import KubeControlPlane, kube
-from splitter_fixtures import SplitterProcess
+from splitter_fixtures import SplitterProcess, ready_shares
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
 from test_cluster_controller import assert_confined_to_its_own_namespaces, installed_syncer
 from test_sim_agent import AgentProcess
@@ -308,15 +308,17 @@ def test_fifteen_replicas_split_over_the_real_cluster_and_a_sim_read_15_of_15(
         table = run_kubectl(env.kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
         return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
 
-    final = eventually(lambda: (r := ready_column()).get("web") == "15/15" and len(r) == 3 and r, "web 15/15",
-                       timeout=PATIENCE)
-    assert set(final) == {"web", "web--kube", "web--newest"}, final
-    share = int(final["web--kube"].split("/")[1])
-    assert 0 < share < 15 and final["web--kube"] == f"{share}/{share}", final
-    # the real deployment controller's Deployment reports the share, its pods run on the agent's Nodes
+    final = eventually(lambda: (r := ready_column()).get("web") == "15/15" and r, "web 15/15", timeout=PATIENCE)
+    assert final == {"web": "15/15"}, final  # the user's one Deployment, no per-cluster objects beside it
+    shares = eventually(lambda: (s := ready_shares(Rest(env.kcp).at("real-split"), "web")) and all(  # type: ignore[arg-type]
+        r.split("/")[0] == r.split("/")[1] for r in s.values()) and s, "each cluster's share ready", timeout=PATIENCE)
+    assert set(shares) == {"kube", "newest"}, shares
+    share = int(shares["kube"].split("/")[1])
+    assert 0 < share < 15, shares
+    # the real deployment controller's copy of the Deployment runs the share, its pods on the agent's Nodes
     namespace = downstream_namespace("real-split", "default")
     down = Rest(env.kube)  # type: ignore[arg-type]
-    real = down.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web--kube")
+    real = down.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web")
     assert (real["status"]["readyReplicas"], real["status"]["availableReplicas"]) == (share, share), real["status"]
     pods = down.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
     assert len(pods) == share and all(p["spec"]["nodeName"].startswith(AGENT_PREFIX) for p in pods)
