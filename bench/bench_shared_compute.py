@@ -66,7 +66,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 import yaml
 
@@ -212,7 +212,29 @@ class Seen(NamedTuple):
     deleting_at: float | None  # perf_counter when the watch first saw its deletionTimestamp
 
 
-class Deployments:
+class Background:
+    """A daemon thread running `_run` until `stop` (which waits for it when `joins`)."""
+
+    joins = True
+
+    def __init__(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=name)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.joins:
+            self._thread.join()
+
+
+class Deployments(Background):
     """(workspace, name) -> what the watch last saw, for every Deployment of the bound type; when each one it saw
     went away (`gone_at`), and when each share it saw on a root was removed from it (`share_gone_at`)."""
 
@@ -225,16 +247,10 @@ class Deployments:
         self.share_gone_at: dict[tuple[str, str, str], float] = {}  # (workspace, name, target) -> when removed
         self.last_share: dict[tuple[str, str, str], Share] = {}  # of those removed
         self.done_at: dict[str, float] = {}  # workspace -> when all its roots were first seen available
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-watch")
         self.relists = 0
+        super().__init__("bench-watch")
 
-    def start(self) -> Deployments:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
+    joins = False  # its watch may be blocked reading: the daemon thread ends with the bench
 
     def state(self) -> dict[tuple[str, str], Seen]:
         with self._lock:
@@ -520,23 +536,14 @@ def served(compute: Rest, target: str) -> tuple[int, str, int | None]:
     return int(status.get("servedWorkspaces") or 0), str(eviction.get("phase") or ""), eviction.get("deployments")
 
 
-class Availability:
+class Availability(Background):
     """Every 100 ms, from the watch: each root's lowest available replicas during the move."""
 
     def __init__(self, deployments: Deployments, period: float = 0.1) -> None:
         self.deployments, self.period = deployments, period
         self.lowest: dict[tuple[str, str], tuple[int, int]] = {}  # root -> (available, spec) at its lowest ratio
         self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-availability")
-
-    def start(self) -> Availability:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__("bench-availability")
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -589,22 +596,13 @@ def queue_delta(before: dict[str, dict[str, float]], after: dict[str, dict[str, 
             for name, d in sorted(sums.items()) if d["adds"] or d["taken"]}
 
 
-class QueuePeaks:
+class QueuePeaks(Background):
     """Every second: the deepest each of the splitter's work queues got."""
 
     def __init__(self, splitter: SplitterProcess) -> None:
         self.splitter = splitter
         self.peaks: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-queues")
-
-    def start(self) -> QueuePeaks:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__("bench-queues")
 
     def _run(self) -> None:
         while not self._stop.wait(1.0):
