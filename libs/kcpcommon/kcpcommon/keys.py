@@ -28,6 +28,10 @@ ASSIGNMENT_LABEL = "workloads.kcp.io/cluster"
 # a physical cluster's object). kcp's garbage collector leaves mirrors alone: their lifetime is the syncer's.
 STATE_LABEL_PREFIX = "state.workload.kcp.io/"
 STATE_UPSYNC = "Upsync"
+# on an object split across SyncTargets, one annotation each per target: what differs in its spec there (a JSON
+# Patch, written by the splitter) and the status of its copy there (written by that target's syncer)
+SPEC_DIFF_ANNOTATION_PREFIX = "experimental.spec-diff.workload.kcp.io/"
+STATUS_ANNOTATION_PREFIX = "experimental.status.workload.kcp.io/"
 
 
 def is_upsynced(labels: Mapping[str, Any] | None) -> bool:

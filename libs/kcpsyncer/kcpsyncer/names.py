@@ -16,15 +16,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from kcpcommon.keys import ASSIGNMENT_LABEL as ASSIGNMENT_LABEL  # upstream: this object goes to that SyncTarget
+
+# upstream, one annotation per SyncTarget of a split object: a JSON patch of its spec for that cluster (specdiff.py),
+# and that cluster's status (summary.py)
+from kcpcommon.keys import SPEC_DIFF_ANNOTATION_PREFIX as SPEC_DIFF_ANNOTATION_PREFIX
 from kcpcommon.keys import STATE_LABEL_PREFIX as STATE_LABEL_PREFIX
 from kcpcommon.keys import STATE_UPSYNC as STATE_UPSYNC
+from kcpcommon.keys import STATUS_ANNOTATION_PREFIX as STATUS_ANNOTATION_PREFIX
 
 # upstream, one label per SyncTarget: `state.workload.kcp.io/<target>: Sync` assigns an object to several
 STATE_SYNC = "Sync"
-# upstream, one annotation per SyncTarget of an object on several: that cluster's status (see summary.py)
-STATUS_ANNOTATION_PREFIX = "experimental.status.workload.kcp.io/"
-# upstream, one annotation per SyncTarget of a split object: a JSON patch of its spec for that cluster (specdiff.py)
-SPEC_DIFF_ANNOTATION_PREFIX = "experimental.spec-diff.workload.kcp.io/"
 FIELD_MANAGER = "kcp-syncer"
 
 # downstream provenance

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kcpcommon.keys import ASSIGNMENT_LABEL
+from kcpcommon.keys import ASSIGNMENT_LABEL, STATE_LABEL_PREFIX
 
 __all__ = ["ASSIGNMENT_LABEL", "CAPACITY_ANNOTATION", "COMPONENT", "PLACEMENT_ANNOTATION"]
 
@@ -19,7 +19,6 @@ REPLICA_SETS = ("apps/v1", "replicasets")  # a root's revisions in kcp (`revisio
 
 # multi-target assignment (kcp's TMC anchor): `state.workload.kcp.io/<synctarget>: Sync` on an object
 # puts it on that physical cluster, one label per cluster; the single assignment label keeps working
-STATE_LABEL_PREFIX = "state.workload.kcp.io/"
 STATE_SYNC = "Sync"
 # on a dependency: the targets the splitter placed it on (so labels a person set are never removed)
 PLACED_ANNOTATION = "splitter.kcp.io/placed-on"

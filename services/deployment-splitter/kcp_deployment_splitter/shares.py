@@ -20,23 +20,23 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from kcpcommon.keys import SPEC_DIFF_ANNOTATION_PREFIX, STATUS_ANNOTATION_PREFIX
+
 from .names import ASSIGNMENT_LABEL, CAPACITY_ANNOTATION, STATE_LABEL_PREFIX, STATE_SYNC, state_label
 
-SPEC_DIFF_PREFIX = "experimental.spec-diff.workload.kcp.io/"
-STATUS_PREFIX = "experimental.status.workload.kcp.io/"
 CAPACITY_PREFIX = "splitter.kcp.io/capacity."
 # the root's annotations that belong to its shares, never copied to its ReplicaSets
-SHARE_ANNOTATION_PREFIXES = (SPEC_DIFF_PREFIX, STATUS_PREFIX, CAPACITY_PREFIX)
+SHARE_ANNOTATION_PREFIXES = (SPEC_DIFF_ANNOTATION_PREFIX, STATUS_ANNOTATION_PREFIX, CAPACITY_PREFIX)
 
 Obj = Mapping[str, Any]
 
 
 def spec_diff_annotation(target: str) -> str:
-    return SPEC_DIFF_PREFIX + target
+    return SPEC_DIFF_ANNOTATION_PREFIX + target
 
 
 def status_annotation(target: str) -> str:
-    return STATUS_PREFIX + target
+    return STATUS_ANNOTATION_PREFIX + target
 
 
 def capacity_annotation(target: str) -> str:
@@ -86,9 +86,9 @@ def shares_of(obj: Obj) -> dict[str, int]:
     annotations = meta.get("annotations") or {}
     found: dict[str, int] = {}
     for key, value in annotations.items():
-        if not str(key).startswith(SPEC_DIFF_PREFIX):
+        if not str(key).startswith(SPEC_DIFF_ANNOTATION_PREFIX):
             continue
-        target = str(key)[len(SPEC_DIFF_PREFIX):]
+        target = str(key)[len(SPEC_DIFF_ANNOTATION_PREFIX):]
         replicas = replicas_of_diff(value)
         if replicas is not None and labels.get(state_label(target)) == STATE_SYNC:
             found[target] = replicas

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kcp_apiserver.registry.admission import UPDATE, Attributes
+from kcpcommon.keys import SPEC_DIFF_ANNOTATION_PREFIX, STATE_LABEL_PREFIX, STATUS_ANNOTATION_PREFIX
 
-STATE_LABEL_PREFIX = "state.workload.kcp.io/"
-ANNOTATION_PREFIXES = ("experimental.spec-diff.workload.kcp.io/", "experimental.status.workload.kcp.io/")
+ANNOTATION_PREFIXES = (SPEC_DIFF_ANNOTATION_PREFIX, STATUS_ANNOTATION_PREFIX)
 
 
 def _family(values: Mapping[str, Any], prefix: str) -> dict[str, Any]:
