@@ -41,3 +41,17 @@ async def test_a_replace_naming_the_family_a_patch_and_a_status_write_are_taken_
     patched = {"metadata": {"name": "web", "labels": {"app": "web"}}}  # a patch that removed the shares
     assert (await admitted(copy.deepcopy(patched), verb="patch"))["metadata"] == patched["metadata"]
     assert (await admitted(copy.deepcopy(patched), subresource="status"))["metadata"] == patched["metadata"]
+
+
+async def test_a_patch_that_replaces_every_annotation_keeps_the_shares_of_targets_still_assigned() -> None:
+    """`kubectl rollout undo` replaces the whole annotation map (a JSON patch) with the revision's: the targets the
+    object is still assigned to keep their diff and status; a target whose label went (a share moved) does not."""
+    undone = copy.deepcopy(STORED)
+    undone["metadata"]["annotations"] = {"kubernetes.io/change-cause": "first"}
+    kept = (await admitted(undone, verb="patch"))["metadata"]["annotations"]
+    assert kept == {"kubernetes.io/change-cause": "first",
+                    **{k: v for k, v in STORED["metadata"]["annotations"].items() if k != "note"}}
+    moved = copy.deepcopy(STORED)
+    del moved["metadata"]["labels"]["state.workload.kcp.io/east"]
+    moved["metadata"]["annotations"] = {"note": "old"}
+    assert (await admitted(moved, verb="patch"))["metadata"]["annotations"] == {"note": "old"}
