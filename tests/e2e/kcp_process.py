@@ -40,17 +40,29 @@ def free_port() -> int:
     return free_port_block(1)
 
 
+_ISSUED: set[int] = set()
+"""Ports this process handed out before: a port picked for a server that has not bound it yet still probes free,
+and handing it out again made two servers of one test race for it (CI saw `address already in use`)."""
+
+
 def free_port_block(count: int) -> int:
-    """The first of `count` consecutive free ports of this process's slice (see _port_slice)."""
+    """The first of `count` consecutive free ports of this process's slice (see _port_slice) that this process never
+    handed out before (until the slice runs short; then it starts afresh)."""
     ports = _port_slice()
-    for _ in range(200):
+    for attempt in range(400):
+        if attempt == 200:
+            _ISSUED.clear()
         base = random.randrange(ports.start, ports.stop - count)
+        block = range(base, base + count)
+        if _ISSUED.intersection(block):
+            continue
         try:
-            for port in range(base, base + count):
+            for port in block:
                 with socket.socket() as sock:
                     sock.bind(("127.0.0.1", port))
         except OSError:
             continue
+        _ISSUED.update(block)
         return base
     raise RuntimeError(f"no {count} consecutive free ports found in {ports}")
 
