@@ -342,3 +342,21 @@ def test_the_physical_cluster_gives_the_synced_copy_its_own_cluster_ip(env: Env)
     in_sim = json.loads(request(env.sim, "GET", downstream)[1])["spec"]["clusterIP"]
     assert ipaddress.ip_address(in_sim) in SIM_RANGE
     assert in_sim != in_kcp
+
+
+def test_a_cluster_serving_services_has_kubes_kubernetes_service_which_comes_back_when_deleted(env: Env) -> None:
+    """As kube-apiserver keeps `default/kubernetes` (the range's first address, 443 to its own port), kcp keeps one
+    in each logical cluster that serves Services."""
+    for prefix in ("", f"/clusters/{NEGOTIATED}"):
+        code, body = request(env.kcp, "GET", f"{prefix}{SERVICES}/kubernetes")
+        assert code == 200, body
+        svc = json.loads(body)
+        assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+        assert svc["spec"]["clusterIP"] == str(KCP_RANGE.network_address + 1)
+        assert svc["spec"]["ports"] == [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": env.kcp.port}]
+    uid = json.loads(request(env.kcp, "GET", f"{SERVICES}/kubernetes")[1])["metadata"]["uid"]
+    run_kubectl(env.kcp, "delete", "service", "kubernetes")
+    eventually(lambda: request(env.kcp, "GET", f"{SERVICES}/kubernetes")[0] == 200, "the kubernetes Service made again")
+    again = json.loads(request(env.kcp, "GET", f"{SERVICES}/kubernetes")[1])
+    assert again["metadata"]["uid"] != uid
+    assert again["spec"]["clusterIP"] == str(KCP_RANGE.network_address + 1)

@@ -29,7 +29,7 @@ FUNCTIONS = [name for name in kubecmd.passing_functions("sim") if name not in SL
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, kubecmd.FunctionOutcome]]:
     root: Path = tmp_path_factory.mktemp("kubecmd")
     with kubecmd.sim_server(root) as kubeconfig:
-        ran = kubecmd.run_functions(kubeconfig, kubectl_1_35(), FUNCTIONS, root / "results.tsv", create_node=True,
+        ran = kubecmd.run_functions(kubeconfig, kubectl_1_35(), FUNCTIONS, root / "results.tsv", target="sim",
                                     timeout=240)
     yield {outcome.name: outcome for outcome in ran}
 

@@ -34,7 +34,9 @@ from kcp_process import KcpServer, free_port, run_kubectl  # noqa: E402
 # What kcp syncs down to its clusters: the kinds its kube test functions create
 KCP_RESOURCES = ["deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps",
                  "controllerrevisions.apps", "services", "configmaps", "secrets", "jobs.batch", "cronjobs.batch", "pods",
-                 "serviceaccounts", "replicationcontrollers", "resourcequotas", "horizontalpodautoscalers.autoscaling"]
+                 "serviceaccounts", "replicationcontrollers", "resourcequotas", "horizontalpodautoscalers.autoscaling",
+                 # kubectl apply --prune's default list, every kind of which must be served: Endpoints, PVCs, PVs, ...
+                 "endpoints", "persistentvolumeclaims", "persistentvolumes", "ingresses.networking.k8s.io"]
 SYNC_TARGET_CRD = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
 
@@ -79,13 +81,15 @@ def kubectl_version(kubectl: str) -> str:
 
 
 def run_functions(kubeconfig: Path, kubectl: str, functions: list[str], results: Path, *,
-                  keep_going: bool = False, create_node: bool = False, log: Path | None = None, timeout: float = 900) -> list[FunctionOutcome]:
-    """Run kube's `functions` with `kubectl` against the server of `kubeconfig`; one outcome each."""
+                  keep_going: bool = False, target: str = "sim", log: Path | None = None,
+                  timeout: float = 900) -> list[FunctionOutcome]:
+    """Run kube's `functions` with `kubectl` against the `target` server ("sim" or "kcp") of `kubeconfig`; one outcome
+    each."""
     results.unlink(missing_ok=True)
     results.touch()
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C", "TERM": "dumb",
            "KUBECMD_KEEP_GOING": "1" if keep_going else "",
-           "KUBECMD_CREATE_NODE": "1" if create_node else ""}
+           "KUBECMD_CREATE_NODE": "1" if target == "sim" else "", "KUBECMD_TARGET": target}
     with open(log or results.with_suffix(".log"), "a") as out:
         subprocess.run(["bash", str(HERE / "run.sh"), str(kube_source()), str(kubeconfig),
                         os.path.abspath(shutil.which(kubectl) or kubectl), str(results), *functions],
@@ -127,7 +131,8 @@ def kcp_fleet(root: Path) -> Iterator[Path]:
     controller (push mode: imports their types, runs their syncers) and the deployment splitter."""
     import yaml
 
-    kcp = KcpServer(root / "kcp", free_port())
+    # Service IPs from kube's harness's range, as the sim's (kube's scripts name 10.0.0.12)
+    kcp = KcpServer(root / "kcp", free_port(), ["--service-cluster-ip-range", "10.0.0.0/24"])
     # no Nodes, as kube's harness runs no kubelet (README, adaptation 6): the pods stay Pending in the clusters, so
     # a rollout is still in progress where kube's scripts expect it to be
     clusters = {"old": sim_cluster(root / "old", "--nodes", "0", "--kubernetes-version", "1.25"),
@@ -185,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: list[FunctionOutcome] = []
     for kubectl in args.kubectl or ["kubectl"]:  # a fresh server each: one kubectl's leftovers fail no other's
         version = kubectl_version(kubectl)
-        with server(args.out / f"{args.target}-servers-{version}") as kubeconfig:
+        servers = args.out / f"{args.target}-servers-{version}"
+        shutil.rmtree(servers, ignore_errors=True)  # an earlier invocation's etcd data is not a fresh server
+        with server(servers) as kubeconfig:
             outcomes += run_functions(kubeconfig, kubectl, args.functions,
                                       args.out / f"{args.target}-{version}.tsv", keep_going=args.keep_going,
-                                      create_node=args.target == "sim")
+                                      target=args.target)
     print(summary(outcomes))
     (args.out / f"{args.target}.json").write_text(json.dumps(
         [{"function": o.name, "kubectl": o.kubectl, "passed": o.passed, "exit_status": o.exit_status, "seconds": o.seconds,

@@ -3,6 +3,7 @@
 # against a server this project runs, with the adaptations kept beside this script (README.md says why):
 #   rewrites/<script>.sed   sed programs applied to a scratch copy of test/cmd/<script>
 #   rewrites/testdata/<file>.sed   the same for hack/testdata/<file>
+#   rewrites/<target>/<script>.sed   then those of the target (KUBECMD_TARGET: sim or kcp)
 #   env.sh                  variables set after kube's scripts are sourced
 # Usage: run.sh KUBE_SRC KUBECONFIG KUBECTL RESULTS FUNCTION...
 # Every assertion (kube::test::*assert*, if_has_string...) appends one line to RESULTS:
@@ -26,6 +27,10 @@ for script in "${SRC}"/test/cmd/*.sh; do
     sed -f "${HERE}/rewrites/${name}.sed" "${script}" > "${WORK}/root/test/cmd/${name}"
   else
     cp "${script}" "${WORK}/root/test/cmd/${name}"
+  fi
+  # a target's own (rewrites/kcp/: what kcp shows by design, which a cluster does not)
+  if [[ -n "${KUBECMD_TARGET:-}" && -f "${HERE}/rewrites/${KUBECMD_TARGET}/${name}.sed" ]]; then
+    sed -i -f "${HERE}/rewrites/${KUBECMD_TARGET}/${name}.sed" "${WORK}/root/test/cmd/${name}"
   fi
 done
 # hack/testdata as a scratch copy (484 KB; kubectl reads a symlinked directory as a file), its files that name

@@ -19,6 +19,7 @@ from kcp_apiserver.apimachinery.jsonvalues import json_copy
 from kcp_apiserver.apimachinery.request import system_context
 from kcp_apiserver.apimachinery.selectors import LabelSelector
 from kcp_apiserver.apimachinery.status import APIError, Cause
+from kcp_apiserver.controllers.kubernetes_service import kubernetes_service
 from kcp_apiserver.endpoints import spdyupgrade
 from kcp_apiserver.endpoints.nonresource import version_info
 from kcp_apiserver.kubetypes import hpaversions
@@ -130,6 +131,7 @@ __all__ = [
     "kcp_server_config",
     "kube_resource",
     "kube_type",
+    "kubernetes_service",
     "member",
     "newest_release",
     "now_rfc3339",

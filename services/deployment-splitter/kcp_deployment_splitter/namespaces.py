@@ -26,6 +26,7 @@ from .names import (
     STATE_LABEL_PREFIX,
 )
 
+KUBERNETES_SERVICE = ("Service", "default", "kubernetes")  # the API server's: kcp-apiserver makes its own
 DEPLOYMENT_REVISION = "deployment.kubernetes.io/revision"  # on a ReplicaSet a Deployment's controller made
 
 # kind -> (api version, plural): what follows its namespace (besides the dependency kinds)
@@ -64,6 +65,8 @@ def follows_namespace(kind: str, obj: Mapping[str, Any]) -> bool:
     annotations = meta.get("annotations") or {}
     if (kind, meta.get("name")) in EVERYWHERE or meta.get("deletionTimestamp") or meta.get("ownerReferences"):
         return False
+    if (kind, meta.get("namespace"), meta.get("name")) == KUBERNETES_SERVICE:
+        return False  # kcp's own, as each cluster has its own
     if obj.get("type") == "kubernetes.io/service-account-token":
         return False
     if kind == "ReplicaSet" and DEPLOYMENT_REVISION in annotations:

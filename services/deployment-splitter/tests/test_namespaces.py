@@ -30,6 +30,8 @@ def test_only_unassigned_objects_nobody_else_places_follow_their_namespace() -> 
     assert not follows_namespace("ConfigMap", obj(annotations={PLACED_ANNOTATION: "east,west"}))  # a dependency
     assert not follows_namespace("Secret", obj(labels={"state.workload.kcp.io/east": "Sync"}))
     assert not follows_namespace("ConfigMap", obj("kube-root-ca.crt"))
+    assert not follows_namespace("Service", obj("kubernetes", namespace="default"))  # kcp's own, as each cluster's
+    assert follows_namespace("Service", obj("kubernetes", namespace="apps"))  # a person's
     assert not follows_namespace("Job", obj(ownerReferences=[{"uid": "u"}]))  # its owner's copy makes it
     assert follows_namespace("ReplicaSet", obj())  # a person's own
     # a Deployment's revision, orphaned by `kubectl delete deployment --cascade=orphan`: its pods run under the copies

@@ -11,7 +11,14 @@ from typing import Any
 
 import structlog
 
-from kcp_apiserver.embedding import SYSTEM_CLASSES, APIError, Registry, ServerParts, system_class
+from kcp_apiserver.embedding import (
+    SYSTEM_CLASSES,
+    APIError,
+    Registry,
+    ServerParts,
+    kubernetes_service,
+    system_class,
+)
 from kcp_sim_cluster.api import resource
 from kcp_sim_cluster.api.serviceips import SERVICE_CIDR
 from kcpcommon.backoff import Backoff
@@ -21,7 +28,6 @@ log = structlog.get_logger("kcp-sim-cluster")
 STARTUP_RETRY_MIN, STARTUP_RETRY_MAX = 0.2, 5.0  # seconds between tries to reach etcd at startup
 
 KUBERNETES = "kubernetes"
-LABELS = {"component": "apiserver", "provider": "kubernetes"}
 
 
 def kubernetes_objects(address: str, port: int,
@@ -30,11 +36,7 @@ def kubernetes_objects(address: str, port: int,
     and of the system PriorityClasses."""
     https = {"name": "https", "port": port, "protocol": "TCP"}
     return [
-        ("", "services", {
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": KUBERNETES, "labels": dict(LABELS)},
-            "spec": {"clusterIP": str(cidr.network_address + 1), "type": "ClusterIP",
-                     "sessionAffinity": "None",
-                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}),
+        ("", "services", kubernetes_service(cidr, port)),
         ("", "endpoints", {
             "apiVersion": "v1", "kind": "Endpoints",
             "metadata": {"name": KUBERNETES, "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},

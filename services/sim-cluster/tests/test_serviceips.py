@@ -43,23 +43,25 @@ async def test_addresses_are_from_the_cidr_and_distinct() -> None:
 
 
 async def test_a_full_range_is_refused_and_a_delete_frees_an_address() -> None:
-    p = plugin("10.0.0.0/30")  # two usable addresses
+    p = plugin("10.0.0.0/30")  # two usable addresses, the first the `kubernetes` Service's
     first = await create(p, service("a"))
-    await create(p, service("b"))
+    assert first["spec"]["clusterIP"] == "10.0.0.2"
     with pytest.raises(st.APIError) as err:
-        await create(p, service("c"))
+        await create(p, service("b"))
     assert err.value.code == 422 and "range is full" in err.value.message
     p._observe(first, True)
     again = await create(p, service("c"))
     assert again["spec"]["clusterIP"] == first["spec"]["clusterIP"]
+    kubernetes = await create(p, service("kubernetes", clusterIP="10.0.0.1"))  # asked for by name: kube's own
+    assert kubernetes["spec"]["clusterIP"] == "10.0.0.1"
 
 
 async def test_an_address_in_flight_is_not_handed_out_twice() -> None:
-    p = plugin("10.0.0.0/30")
-    await create(p, service("a"), store=False)
-    await create(p, service("b"), store=False)
+    p = plugin("10.0.0.0/29")
+    for name in "abcde":  # five addresses besides the first
+        await create(p, service(name), store=False)
     with pytest.raises(st.APIError):
-        await create(p, service("c"), store=False)
+        await create(p, service("f"), store=False)
 
 
 async def test_requested_addresses_are_checked() -> None:

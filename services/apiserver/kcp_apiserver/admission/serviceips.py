@@ -179,10 +179,11 @@ class ServiceIPs:
                 "provided IP is already allocated", "spec.clusterIPs"))
 
     def _next_ip(self, attrs: Attributes, pool: Pool) -> str:
-        """A free address, from a random start (as kube's allocator), skipping network and broadcast."""
-        size = self.cidr.num_addresses - 2
+        """A free address, from a random start (as kube's allocator), skipping network and broadcast, and the first
+        address, the `kubernetes` Service's (which a cluster may come to serve after its first Services)."""
+        size = self.cidr.num_addresses - 3
         start = random.randrange(size)
-        base = int(self.cidr.network_address) + 1
+        base = int(self.cidr.network_address) + 2
         for step in range(size):
             candidate = str(ipaddress.ip_address(base + (start + step) % size))
             if not pool.holds(candidate):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from etcd3aio import Etcd3Client
 
@@ -28,6 +28,18 @@ class Catalog:
         self._by_crd: dict[tuple[str, str], list[GVR]] = {}  # (cluster, CRD name) -> what it serves
         # for `*`: which clusters serve a resource, per identity ("" for a CRD's, an export's for a bound type)
         self._clusters_serving: dict[tuple[GVR, str], set[str]] = {}
+        self._listeners: list[Callable[[str, list[Resource]], None]] = []  # told what a cluster starts serving
+
+    def add_listener(self, listener: Callable[[str, list[Resource]], None]) -> Callable[[], None]:
+        """Call `listener(cluster, resources)` whenever a CRD or binding serves `resources` in a cluster; returns
+        the function that removes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def clusters_serving(self, group: str, version: str, plural: str) -> set[str]:
+        """The logical clusters where a custom (CRD-served or bound) resource is served, under any identity."""
+        return {c for (gvr, _), clusters in self._clusters_serving.items() if gvr == (group, version, plural)
+                for c in clusters}
 
     def lookup(self, cluster: str, group: str, version: str, plural: str, identity: str = "") -> Resource | None:
         """The resource a request names. Across clusters (`*`) a type bound from an export is one export's
@@ -81,6 +93,8 @@ class Catalog:
             served.append(gvr)
             self._clusters_serving.setdefault((gvr, res.identity), set()).add(cluster)
         self._by_crd[(cluster, crd_name)] = served
+        for listener in list(self._listeners):
+            listener(cluster, [custom[gvr] for gvr in served])
 
     def remove_crd(self, cluster: str, crd_name: str) -> None:
         for gvr in self._by_crd.pop((cluster, crd_name), []):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit
 
 from kcp_apiserver.admission.location_quota import LocationQuota, RegistryReads
 from kcp_apiserver.admission.namespace_lifecycle import NamespaceLifecycle
@@ -24,6 +25,7 @@ from kcp_apiserver.apis.types import API_BINDING
 from kcp_apiserver.apis.types import RESOURCES as APIS
 from kcp_apiserver.controllers.compaction import Compactor
 from kcp_apiserver.controllers.garbagecollector import GarbageCollector
+from kcp_apiserver.controllers.kubernetes_service import KubernetesServiceController
 from kcp_apiserver.controllers.namespace import NamespaceController
 from kcp_apiserver.controllers.rbac_aggregation import AggregationController
 from kcp_apiserver.controllers.serviceaccounts import ServiceAccountsController
@@ -287,6 +289,11 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
     async def service_ips(parts: ServerParts) -> ServiceIPs:
         return await start_service_ips(parts.informers, service_cidr)
 
+    def kubernetes_service(parts: ServerParts) -> Runnable:
+        assert parts.registry is not None
+        return KubernetesServiceController(parts.informers, parts.catalog, parts.registry, cidr=service_cidr,
+                                           port=urlsplit(external_url).port or 443, metrics=parts.metrics)
+
     def aggregate_cluster_roles(parts: ServerParts) -> Runnable:
         assert parts.registry is not None
         return AggregationController(rbac, parts.registry, metrics=parts.metrics)
@@ -318,7 +325,7 @@ def kcp_config(etcd_endpoints: list[str], admin_token: str, *, run_controllers: 
                    initializer_lift, location_quotas,
                    *apis_admission],
         extensions=extensions,
-        controllers=[crd_controller, namespace_controller, serviceaccounts_controller,
+        controllers=[crd_controller, namespace_controller, serviceaccounts_controller, kubernetes_service,
                      garbage_collector, aggregate_cluster_roles, workspace_controller(external_url), binding_controller,
                      lambda parts: Compactor(parts.storage, compaction_interval)],
         service_accounts=service_accounts,
