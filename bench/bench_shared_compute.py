@@ -50,6 +50,7 @@ Prints a summary and writes bench/results/compute-<time>.json.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import json
@@ -212,7 +213,7 @@ class Seen(NamedTuple):
     deleting_at: float | None  # perf_counter when the watch first saw its deletionTimestamp
 
 
-class Background:
+class Background(abc.ABC):
     """A daemon thread running `_run` until `stop` (which waits for it when `joins`)."""
 
     joins = True
@@ -221,8 +222,9 @@ class Background:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name=name)
 
+    @abc.abstractmethod
     def _run(self) -> None:
-        raise NotImplementedError
+        """The sampler's loop, until `self._stop` is set."""
 
     def start(self) -> Self:
         self._thread.start()
