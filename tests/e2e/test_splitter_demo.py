@@ -9,10 +9,12 @@ and nothing else) while `kubectl rollout status` finishes. Every wait is on a co
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -240,3 +242,79 @@ def test_the_pods_a_deployment_runs_in_two_clusters_show_in_kcp_and_a_delete_the
     for physical in (demo.east, demo.west):
         there = run_kubectl(physical, "get", "pods", "-n", mapped, "-o", "name").stdout.split()
         assert f"pod/{victim}" not in there
+
+
+AGENT = """apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+  labels: {app: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+      - name: agent
+        image: agent:1
+        envFrom: [{configMapRef: {name: agent-config}}]
+"""
+
+
+def daemonset_status(kcp: KcpServer, kubeconfig: Path, name: str) -> dict[str, Any]:
+    found = run_kubectl(kcp, "get", "daemonset", name, "-o", "json", kubeconfig=kubeconfig, check=False)
+    return dict(json.loads(found.stdout).get("status") or {}) if found.returncode == 0 else {}
+
+
+def test_a_daemonset_runs_on_every_node_of_every_cluster_and_rollout_status_waits_for_all_of_them(
+        demo: Demo) -> None:
+    flaky = demo.physical(demo.root / "ds-flaky")
+    flaky.start()
+    try:
+        kubeconfig = logical_cluster(demo.kcp, "demo-ds")
+        clusters = {"east": demo.east, "west": demo.west, "flaky": flaky}
+        connect(demo, kubeconfig, clusters)
+        nodes = {name: len((Rest(physical).get("/api/v1/nodes") or {}).get("items") or [])
+                 for name, physical in clusters.items()}
+        everywhere = sum(nodes.values())
+        eventually(lambda: run_kubectl(demo.kcp, "get", "daemonsets", kubeconfig=kubeconfig,
+                                       check=False).returncode == 0, "DaemonSets imported into kcp", timeout=90)
+        run_kubectl(demo.kcp, "create", "configmap", "agent-config", "--from-literal=level=debug",
+                    kubeconfig=kubeconfig)
+        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=AGENT, kubeconfig=kubeconfig)
+        run_kubectl(demo.kcp, "rollout", "status", "daemonset/agent", "--timeout=180s", kubeconfig=kubeconfig,
+                    timeout=200)
+        status = daemonset_status(demo.kcp, kubeconfig, "agent")
+        assert (status["desiredNumberScheduled"], status["numberReady"], status["updatedNumberScheduled"]) == (
+            everywhere, everywhere, everywhere), status
+        # one copy per cluster, one pod per node there; its ConfigMap went along; kcp shows every pod
+        mapped = downstream_namespace("demo-ds", "default")
+        for name, physical in clusters.items():
+            there = run_kubectl(physical, "get", "pods", "-n", mapped, "-l", "app=agent", "-o", "json").stdout
+            assert len({p["spec"]["nodeName"] for p in json.loads(there)["items"]}) == nodes[name], name
+            assert Rest(physical).get(f"/api/v1/namespaces/{mapped}/configmaps/agent-config") is not None, name
+        pods = eventually(lambda: (p := pods_in_kcp(demo.kcp, kubeconfig, "app=agent")) and len(p) == everywhere
+                          and p, "every node's pod in kcp", timeout=90)
+        assert sorted(cluster for _, cluster in pods.values()) == sorted(
+            name for name, count in nodes.items() for _ in range(count))
+        # an update rolls on every cluster, and rollout status waits for all of them
+        run_kubectl(demo.kcp, "set", "image", "daemonset/agent", "agent=agent:2", kubeconfig=kubeconfig)
+        run_kubectl(demo.kcp, "rollout", "status", "daemonset/agent", "--timeout=180s", kubeconfig=kubeconfig,
+                    timeout=200)
+        for name, physical in clusters.items():
+            copy = Rest(physical).get(f"/apis/apps/v1/namespaces/{mapped}/daemonsets/agent") or {}
+            assert copy["spec"]["template"]["spec"]["containers"][0]["image"] == "agent:2", name
+            assert (copy.get("status") or {}).get("updatedNumberScheduled") == nodes[name], name
+        # a lost cluster keeps its copy: its nodes are still desired, none of its pods counts as ready
+        assert flaky.stop() == 0
+        lost = eventually(lambda: (s := daemonset_status(demo.kcp, kubeconfig, "agent")).get("numberReady") ==
+                          everywhere - nodes["flaky"] and s, "flaky's pods not ready in kcp", timeout=120)
+        assert lost["desiredNumberScheduled"] == everywhere and lost["numberUnavailable"] == nodes["flaky"], lost
+        labels = json.loads(run_kubectl(demo.kcp, "get", "daemonset", "agent", "-o", "json",
+                                        kubeconfig=kubeconfig).stdout)["metadata"]["labels"]
+        assert labels.get("state.workload.kcp.io/flaky") == "Sync", labels
+        flaky.start()
+        eventually(lambda: daemonset_status(demo.kcp, kubeconfig, "agent").get("numberReady") == everywhere,
+                   "flaky's pods ready again", timeout=120)
+    finally:
+        flaky.stop()

@@ -20,7 +20,8 @@ cluster's status into its own annotation only (`own_status_patch`), even on a si
 
 The summary of a Service is the union of every cluster's load-balancer ingress points (sorted, so
 it is stable), which is what `helm --wait`, kstatus and `kubectl get svc` read; the rest of its
-status, and the status of any other type, is the one of the first cluster by name that reported.
+status, and the status of any other type, is the one of the first cluster by name that reported. A DaemonSet's
+is the sum of its clusters' counts (`kcpcommon.daemonsetstatus`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kcpcommon.daemonsetstatus import sum_statuses
+
 from .names import ASSIGNMENT_LABEL, STATE_LABEL_PREFIX, STATE_SYNC, STATUS_ANNOTATION_PREFIX
 from .objects import Obj, meta
 
 Status = Mapping[str, Any]
-Summarizer = Callable[[dict[str, Status]], dict[str, Any]]
+# (each placed target's reported status, the object, the targets it is placed on) -> its `.status`
+Summarizer = Callable[[dict[str, Status], Obj, set[str]], dict[str, Any]]
 
 
 def status_annotation(sync_target: str) -> str:
@@ -103,10 +107,11 @@ def summary(resource: str, obj: Obj, sync_target: str, status: Status | None) ->
         statuses[sync_target] = status
     if not statuses:
         return None
-    return SUMMARIZERS.get(resource, first_by_target)(statuses)
+    return SUMMARIZERS.get(resource, first_by_target)(statuses, obj, placed)
 
 
-def first_by_target(statuses: dict[str, Status]) -> dict[str, Any]:
+def first_by_target(statuses: dict[str, Status], obj: Obj | None = None, placed: set[str] | None = None
+                    ) -> dict[str, Any]:
     """Any type: the status of the first target by name (stable, whichever syncer computes it)."""
     return dict(statuses[min(statuses)])
 
@@ -115,7 +120,7 @@ def _point_order(point: Mapping[str, Any]) -> tuple[str, str, str]:
     return str(point.get("ip") or ""), str(point.get("hostname") or ""), encode(point)
 
 
-def service_summary(statuses: dict[str, Status]) -> dict[str, Any]:
+def service_summary(statuses: dict[str, Status], obj: Obj, placed: set[str]) -> dict[str, Any]:
     """A Service: the union of every cluster's load-balancer ingress points, sorted, each once."""
     result = first_by_target(statuses)
     points: dict[str, Mapping[str, Any]] = {}
@@ -127,4 +132,10 @@ def service_summary(statuses: dict[str, Status]) -> dict[str, Any]:
     return result
 
 
-SUMMARIZERS: dict[str, Summarizer] = {"services": service_summary}
+def daemonset_summary(statuses: dict[str, Status], obj: Obj, placed: set[str]) -> dict[str, Any]:
+    """A DaemonSet: every cluster's counts summed, observed at the oldest generation any placed one reported
+    (kcpcommon.daemonsetstatus)."""
+    return sum_statuses(statuses, placed=placed, generation=int(meta(obj).get("generation") or 0))
+
+
+SUMMARIZERS: dict[str, Summarizer] = {"services": service_summary, "daemonsets.apps": daemonset_summary}

@@ -80,3 +80,19 @@ def test_the_clusters_statuses_do_not_go_down_with_the_object() -> None:
     body = downstream_object(obj, api_version="v1", kind="Service", namespace=MAPPED, logical_cluster=LC,
                              sync_target=TARGET)
     assert not [k for k in body["metadata"]["annotations"] if k.startswith("experimental.status.")]
+
+
+def test_a_daemonset_placed_by_hand_on_two_clusters_shows_their_counts_summed() -> None:
+    counts = {"currentNumberScheduled": 2, "desiredNumberScheduled": 2, "numberMisscheduled": 0, "numberReady": 2,
+              "numberAvailable": 2, "updatedNumberScheduled": 2, "observedGeneration": 3}
+    obj = {"metadata": {"name": "agent", "generation": 3,
+                        "labels": {"state.workload.kcp.io/east": "Sync", "state.workload.kcp.io/west": "Sync"},
+                        "annotations": {WEST: json.dumps({**counts, "numberReady": 1, "numberAvailable": 1})}}}
+    mine = {**counts, "desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 3,
+            "numberAvailable": 3, "updatedNumberScheduled": 3}
+    status = summary("daemonsets.apps", obj, "east", mine)
+    assert (status["desiredNumberScheduled"], status["numberReady"], status["numberUnavailable"],
+            status["observedGeneration"]) == (5, 4, 1, 3)
+    # until west has reported, the set is not observed at its generation: `kubectl rollout status` waits
+    obj["metadata"]["annotations"] = {}
+    assert summary("daemonsets.apps", obj, "east", mine)["observedGeneration"] == 2

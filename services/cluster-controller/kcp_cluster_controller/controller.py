@@ -42,7 +42,7 @@ PLURAL = "synctargets"
 FINALIZER = "workload.kcp.io/cluster-controller"
 MESSAGE_FIELDS = 3  # fields an IncompatibleSchema message names; status.incompatibleFields has them all
 KEEP_DOWNSTREAM = "workload.kcp.io/keep-downstream"  # "true": deleting the SyncTarget leaves what we installed
-DEFAULT_RESOURCES = ("deployments.apps", "replicasets.apps", "statefulsets.apps",
+DEFAULT_RESOURCES = ("deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps",
                      # kcp keeps the history of its StatefulSets (and DaemonSets) as ControllerRevisions
                      "controllerrevisions.apps", "services", "configmaps", "pods",
                      "secrets", "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io",

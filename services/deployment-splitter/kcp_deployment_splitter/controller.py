@@ -20,6 +20,8 @@
   comes, goes or is rescaled;
 - `revisions`, keyed by root: queued when the root changes or a ReplicaSet it controls does; its
   workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp);
+- `daemonsets`, keyed by DaemonSet (daemonsets.py): queued when it changes (its syncers' status annotations
+  too), and, as roots are, when a SyncTarget of its logical cluster or of its namespace's placement changes;
 - `statefulset-history` and `daemonset-history`, keyed by set: queued when the set changes or a
   ControllerRevision it controls does; their workers start once both kinds are served.
 """
@@ -45,6 +47,7 @@ from kcpcommon.store import CLUSTER_INDEX, CLUSTER_NAMESPACE_INDEX, IndexReader,
 
 from .capacity import CapacityTracker
 from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
+from .daemonsets import DAEMON_SETS
 from .dependencies import KINDS
 from .disruption import PDBS
 from .expectations import Expectations
@@ -65,7 +68,8 @@ from .placements import (
 )
 from .reconcile import Splitter
 from .reconcile_classes import ClassPlacer
-from .reconcile_dependencies import USES_INDEX, DependencyPlacer, uses_index
+from .reconcile_daemonsets import DaemonSetSpreader
+from .reconcile_dependencies import USES_INDEX, DependencyPlacer, running_targets, uses_index
 from .reconcile_evictions import EvictionReporter, evicting, eviction_facts, split_shares
 from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
@@ -128,6 +132,13 @@ class SplitterController:
         self.running.append((self.revisions, lambda: self.deployments.has_synced and self.replica_sets.has_synced))
         _on_change(self.replica_sets, self._replica_set, "splitter-replicasets")
         self._keep_set_histories(kcp)
+        self.daemonsets = self._informer(*DAEMON_SETS, namespaced=True)
+        self.daemonsets.add_indexers({USES_INDEX: uses_index})
+        self.spreader = DaemonSetSpreader(kcp, daemonsets=self.daemonsets.indexer, targets=self.targets.indexer,
+                                          namespaces=None, grace_period=settings.grace_period,
+                                          expectations=Expectations(ttl=EXPECTATIONS_TTL, clock=time.monotonic),
+                                          events=splitter.events)
+        self.spread = self._controller("daemonsets", self.spreader.reconcile)
         self.dependencies: Controller[ObjectKey] | None = None
         self.classes: Controller[ObjectKey] | None = None
         self.namespaces: Controller[ObjectKey] | None = None
@@ -139,7 +150,8 @@ class SplitterController:
                        for kind, (api_version, plural) in KINDS.items()}
         built_in = [objects[kind] for kind in BUILT_IN if kind in objects]
         if settings.place_dependencies:
-            placer = DependencyPlacer(kcp, deployments=self.deployments.indexer, objects=objects)
+            placer = DependencyPlacer(kcp, workloads=(self.deployments.indexer, self.daemonsets.indexer),
+                                      objects=objects)
             self.dependencies = self._controller("dependencies", placer.reconcile)
             self.running.append((self.dependencies, lambda: self.deployments.has_synced
                                  and all(i.has_synced for i in built_in)))
@@ -148,6 +160,7 @@ class SplitterController:
             self.namespace_informer = self._informer("v1", "namespaces", namespaced=False)
             self.namespace_informer.add_indexers({PLACED_INDEX: placed_index})
             self.placed_namespaces = splitter.namespaces = self.namespace_informer.indexer
+            self.spreader.namespaces = self.namespace_informer.indexer
             followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
                                        for kind, (api_version, plural) in WORKLOAD_KINDS.items()}}
             self._place(kcp)
@@ -169,6 +182,11 @@ class SplitterController:
             _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
         self.deployments.add_handler(on_add=self._deployment, on_update=self._deployment_update,
                                      on_delete=self._deployment, name="splitter-deployments")
+        self.daemonsets.add_handler(on_add=self._daemonset, on_update=self._daemonset_update,
+                                    on_delete=self._daemonset, name="splitter-daemonsets")
+        namespaces_synced = self.namespace_informer if settings.schedule_namespaces else None
+        self.running.append((self.spread, lambda: self.daemonsets.has_synced and self.targets.has_synced
+                             and (namespaces_synced is None or namespaces_synced.has_synced)))
         self.targets.add_handler(on_add=self._target, on_update=self._target_update, on_delete=self._target,
                                  name="splitter-synctargets")
 
@@ -292,6 +310,34 @@ class SplitterController:
             deployment = cache.get(key)
             if deployment is not None and is_root(deployment):
                 self.controller.enqueue(key)
+        self._daemonsets_in(cluster, namespace)
+
+    def _daemonsets_in(self, cluster: str, namespace: str | None = None) -> None:
+        """The DaemonSets of a logical cluster (or of one namespace of it): where they run may change."""
+        cache = self.daemonsets.indexer
+        keys = cache.index_keys(CLUSTER_INDEX, cluster) if namespace is None else cache.index_keys(
+            CLUSTER_NAMESPACE_INDEX, cluster_namespace_value(cluster, namespace))
+        for key in keys:
+            self.spread.enqueue(key)
+
+    def _daemonset(self, obj: Any) -> None:
+        """Added or deleted: its placement, and its namespace's dependencies if it uses any."""
+        obj = deleted_object(obj)
+        key = key_for(obj)
+        if not self._mine(key.cluster):
+            return
+        if self.dependencies is not None and uses_index(obj):
+            self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
+        self.spread.enqueue(key)
+
+    def _daemonset_update(self, old: Any, new: Any) -> None:
+        key = key_for(new)
+        if not self._mine(key.cluster):
+            return
+        if self.dependencies is not None and (running_targets(old) != running_targets(new)
+                                              or uses_index(old) != uses_index(new)):
+            self.dependencies.enqueue(ObjectKey(key.cluster, "", key.namespace))
+        self.spread.enqueue(key)
 
     def _budget(self, obj: Any) -> None:
         """A PodDisruptionBudget came or went: the roots of its namespace (which it selects is theirs to see)."""
@@ -411,6 +457,7 @@ class SplitterController:
             return
         self.namespaces.enqueue(ObjectKey(key.cluster, "", key.name))
         if ((old.get("metadata") or {}).get("labels") or {}) != ((new.get("metadata") or {}).get("labels") or {}):
+            self._daemonsets_in(key.cluster, key.name)  # opted out of scheduling, or back in
             self._placements_in(key.cluster)
             if placed_keys(old) != placed_keys(new):
                 self._placed_namespace(key.cluster, key.name)
@@ -474,6 +521,7 @@ class SplitterController:
             deployment = cache.get(key)
             if deployment is not None and is_root(deployment):
                 self.controller.enqueue(key)
+        self._daemonsets_in(cluster)
         if self.namespaces is not None:
             for namespace in self.namespace_informer.indexer.by_index(CLUSTER_INDEX, cluster):
                 self.namespaces.enqueue(ObjectKey(cluster, "", namespace["metadata"]["name"]))

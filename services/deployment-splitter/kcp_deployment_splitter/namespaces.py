@@ -5,7 +5,8 @@ assigned one usable target (Ready, schedulable, not evicted; a NotReady one keep
 period), chosen by a hash of the namespace's name so namespaces spread and the choice is stable; it
 moves only when its target is lost. Objects of the workload kinds in it (StatefulSets, Jobs, ReplicaSets of
 their own, ..., and ConfigMaps, Secrets, Services that no split workload uses) that carry no assignment of their own
-get the namespace's `workloads.kcp.io/cluster`. With no usable target the Namespace gets the
+get the namespace's `workloads.kcp.io/cluster`. DaemonSets are not the rule's: they run on every target
+(daemonsets.py). With no usable target the Namespace gets the
 condition `NamespaceScheduled=False` and its objects stay where they are. A Namespace labelled
 `scheduling.kcp.io/disabled` is left alone. Deployments are never labelled by this rule: a
 Deployment without the label is a root, split by the splitter.
@@ -29,7 +30,8 @@ from .names import (
 KUBERNETES_SERVICE = ("Service", "default", "kubernetes")  # the API server's: kcp-apiserver makes its own
 DEPLOYMENT_REVISION = "deployment.kubernetes.io/revision"  # on a ReplicaSet a Deployment's controller made
 
-# kind -> (api version, plural): what follows its namespace (besides the dependency kinds)
+# kind -> (api version, plural): what follows its namespace (besides the dependency kinds), and what a namespace
+# may hold on a target (DaemonSets: spread, never labelled by the rule)
 WORKLOAD_KINDS: dict[str, tuple[str, str]] = {
     "StatefulSet": ("apps/v1", "statefulsets"),
     "DaemonSet": ("apps/v1", "daemonsets"),
@@ -65,6 +67,8 @@ def follows_namespace(kind: str, obj: Mapping[str, Any]) -> bool:
     annotations = meta.get("annotations") or {}
     if (kind, meta.get("name")) in EVERYWHERE or meta.get("deletionTimestamp") or meta.get("ownerReferences"):
         return False
+    if kind == "DaemonSet":
+        return False  # on every target: daemonsets.py
     if (kind, meta.get("namespace"), meta.get("name")) == KUBERNETES_SERVICE:
         return False  # kcp's own, as each cluster has its own
     if obj.get("type") == "kubernetes.io/service-account-token":

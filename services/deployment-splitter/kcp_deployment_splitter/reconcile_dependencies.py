@@ -1,7 +1,7 @@
 """Place what workloads depend on: per namespace, every dependency on the union of its users' clusters.
 
-A user is a Deployment with replicas on a target: a root's share there (shares.py), or a pinned
-Deployment on the target its assignment label names. An object's clusters are the union over all its users, so when one workload leaves a cluster
+A user is a workload running on a target: a Deployment with replicas there (a root's share, shares.py, or a
+pinned Deployment on the target its assignment label names), or a DaemonSet spread there (daemonsets.py). An object's clusters are the union over all its users, so when one workload leaves a cluster
 its ConfigMap stays there as long as another workload there still uses it, and goes when none does.
 The splitter marks only what it placed (`splitter.kcp.io/placed-on`); objects a person assigned with
 the single assignment label are theirs and left alone.
@@ -9,7 +9,7 @@ the single assignment label are theirs and left alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -20,6 +20,7 @@ from kcpcommon.informer import InformerView
 from kcpcommon.keys import ObjectKey, key_for
 from kcpcommon.store import CLUSTER_NAMESPACE_INDEX, IndexReader, cluster_namespace_value
 
+from .daemonsets import spread_targets
 from .dependencies import KINDS, references
 from .names import (
     ASSIGNMENT_LABEL,
@@ -35,7 +36,12 @@ from .shares import shares_of
 log = structlog.get_logger(COMPONENT)
 
 
-USES_INDEX = "splitter-uses"  # running Deployments by what their template names and by its labels
+USES_INDEX = "splitter-uses"  # running workloads by what their template names and by its labels
+
+
+def running_targets(obj: Mapping[str, Any]) -> set[str]:
+    """The targets a workload runs pods on: a Deployment's shares with replicas, a DaemonSet's spread targets."""
+    return {t for t, n in shares_of(obj).items() if n > 0} | spread_targets(obj)
 
 
 def _use(cluster: str, namespace: str, kind: str, name: str) -> str:
@@ -47,13 +53,13 @@ def _label_use(cluster: str, namespace: str, key: str, value: str) -> str:
 
 
 def uses_index(obj: Mapping[str, Any]) -> list[str]:
-    """Index values of a Deployment running on a target: each object it names, each of its pods' labels.
+    """Index values of a workload running on a target: each object it names, each of its pods' labels.
 
     A namespace's dependencies are then placed by looking up their users, not by scanning every
     Deployment of the namespace (thousands) each time one of them changes.
     """
     spec = obj.get("spec") or {}
-    if not any(n > 0 for n in shares_of(obj).values()):
+    if not running_targets(obj):
         return []
     key = key_for(obj)
     template = spec.get("template") or {}
@@ -63,24 +69,26 @@ def uses_index(obj: Mapping[str, Any]) -> list[str]:
     return values
 
 
-def users_of(deployments: IndexReader, cluster: str, namespace: str, kind: str,
+def users_of(workloads: Sequence[IndexReader], cluster: str, namespace: str, kind: str,
              obj: Mapping[str, Any]) -> set[str]:
-    """The targets where a running workload uses `obj` (by name, or, for a Service, by selecting it)."""
-    if kind == "Service":
-        selector = (obj.get("spec") or {}).get("selector") or {}
-        if not selector:
-            return set()  # no selector: endpoints are managed by hand
-        keys: set[ObjectKey] | None = None
-        for k, v in selector.items():
-            found = deployments.index_keys(USES_INDEX, _label_use(cluster, namespace, k, str(v)))
-            keys = found if keys is None else keys & found
-    else:
-        keys = deployments.index_keys(USES_INDEX, _use(cluster, namespace, kind, obj["metadata"]["name"]))
+    """The targets where a running workload (of any of `workloads`, each indexed by `uses_index`) uses `obj` (by
+    name, or, for a Service, by selecting it)."""
+    selector = (obj.get("spec") or {}).get("selector") or {} if kind == "Service" else {}
+    if kind == "Service" and not selector:
+        return set()  # no selector: endpoints are managed by hand
     targets: set[str] = set()
-    for key in keys or ():
-        deployment = deployments.get(key)
-        if deployment is not None:
-            targets.update(t for t, n in shares_of(deployment).items() if n > 0)
+    for cache in workloads:
+        keys: set[ObjectKey] | None = None
+        if kind == "Service":
+            for k, v in selector.items():
+                found = cache.index_keys(USES_INDEX, _label_use(cluster, namespace, k, str(v)))
+                keys = found if keys is None else keys & found
+        else:
+            keys = cache.index_keys(USES_INDEX, _use(cluster, namespace, kind, obj["metadata"]["name"]))
+        for key in keys or ():
+            workload = cache.get(key)
+            if workload is not None:
+                targets.update(running_targets(workload))
     return targets
 
 
@@ -104,9 +112,10 @@ def label_patch(obj: Mapping[str, Any], targets: set[str]) -> dict[str, Any] | N
 class DependencyPlacer:
     """`reconcile(ObjectKey(cluster, "", namespace))` places one namespace's dependencies."""
 
-    def __init__(self, kcp: ClientFactory, *, deployments: IndexReader, objects: Mapping[str, InformerView]) -> None:
+    def __init__(self, kcp: ClientFactory, *, workloads: Sequence[IndexReader],
+                 objects: Mapping[str, InformerView]) -> None:
         self.kcp = kcp
-        self.deployments = deployments
+        self.workloads = workloads  # Deployments and DaemonSets, indexed by `uses_index`
         self.objects = objects
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
@@ -123,7 +132,7 @@ class DependencyPlacer:
                 if (assigned and NAMESPACE_PLACED_ANNOTATION not in (meta.get("annotations") or {})) or meta.get(
                         "deletionTimestamp"):
                     continue  # a person's assignment
-                users = users_of(self.deployments, cluster, namespace, kind, obj)
+                users = users_of(self.workloads, cluster, namespace, kind, obj)
                 patch = label_patch(obj, users)
                 if patch is None:
                     continue

@@ -68,7 +68,7 @@ def test_users_are_children_and_pinned_deployments_running_somewhere() -> None:
                         deployment("pinned", "north", 2, other))
 
     def users(kind: str, name: str, **spec: Any) -> set[str]:
-        return users_of(deployments, "tenant", "default", kind, named(kind, name, **spec))
+        return users_of([deployments], "tenant", "default", kind, named(kind, name, **spec))
     assert users("ConfigMap", "files") == {"east", "north"}
     assert users("Secret", "tls") == {"east"}
     assert users("ConfigMap", "files-elsewhere") == set()
@@ -76,7 +76,7 @@ def test_users_are_children_and_pinned_deployments_running_somewhere() -> None:
     assert users("Service", "front", selector={"app": "web", "tier": "front"}) == {"east"}
     assert users("Service", "back", selector={"app": "web", "tier": "back"}) == set()
     assert users("Service", "manual") == set()  # no selector: endpoints are managed by hand
-    assert users_of(deployments, "other-tenant", "default", "ConfigMap", named("ConfigMap", "files")) == set()
+    assert users_of([deployments], "other-tenant", "default", "ConfigMap", named("ConfigMap", "files")) == set()
 
 
 def test_what_a_deployment_uses_changes_with_its_template_and_replicas_not_its_status() -> None:

@@ -4,9 +4,8 @@ target NotReady past its grace period does through each root's own `requeue_afte
 from __future__ import annotations
 
 import copy
-import itertools
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from kcp_deployment_splitter.capacity import CapacityTracker
@@ -18,26 +17,10 @@ from kcp_deployment_splitter.settings import SplitterSettings
 from kcp_deployment_splitter.shares import shares_of, shares_patch, spec_diff_annotation, status_annotation
 from kcp_deployment_splitter.targets import placement_facts
 from prometheus_client import CollectorRegistry
+from splitter_fakes import CLUSTER, NOW, Writes, sync_target
 
 from kcpcommon.keys import CLUSTER_ANNOTATION, ObjectKey, key_for
 from kcpcommon.store import Indexer
-
-NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
-CLUSTER = "tenant"
-
-
-def stamp(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def sync_target(name: str, ready: str = "True", since: datetime = NOW - timedelta(hours=1),
-                heartbeat: datetime = NOW) -> dict[str, Any]:
-    return {"metadata": {"name": name, "annotations": {CLUSTER_ANNOTATION: CLUSTER}, "resourceVersion": "1",
-                         "creationTimestamp": stamp(NOW - timedelta(hours=2))},
-            "spec": {"kubeconfig": "x"},
-            "status": {"lastSyncerHeartbeatTime": stamp(heartbeat), "allocatable": {"pods": "110"},
-                       "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": stamp(since),
-                                       "message": f"no syncer heartbeat for {(NOW - heartbeat).seconds}s"}]}}
 
 
 def root(name: str, replicas: int) -> dict[str, Any]:
@@ -115,36 +98,6 @@ def test_a_syncer_s_status_report_leaves_the_dependencies_alone_but_wakes_its_ro
 
 # --- the grace period's end, through the reconciler ---
 
-class _Writes:
-    """A DynamicResource that records the splitter's patches and, as the informer would, caches their result."""
-
-    def __init__(self, cache: Indexer) -> None:
-        self.cache = cache
-        self.log: list[tuple[str, dict[str, Any]]] = []  # (what, the patch) by object name and subresource
-        self._rv = itertools.count(100)
-
-    def resource(self, *args: Any, **kwargs: Any) -> _Writes:
-        return self
-
-    def dynamic(self, cluster: str) -> _Writes:
-        return self
-
-    async def patch(self, name: str, body: dict[str, Any], *, namespace: str | None = None,
-                    subresource: str | None = None) -> dict[str, Any]:
-        self.log.append((f"{name}/{subresource}" if subresource else name, body))
-        obj = copy.deepcopy(self.cache.get(ObjectKey(CLUSTER, namespace or "", name)))
-        assert obj is not None
-        for field in ("labels", "annotations"):
-            merged = {**(obj["metadata"].get(field) or {}), **(body.get("metadata") or {}).get(field, {})}
-            obj["metadata"][field] = {k: v for k, v in merged.items() if v is not None}
-        if "status" in body:
-            obj["status"] = {k: v for k, v in {**(obj.get("status") or {}), **body["status"]}.items()
-                             if v is not None}
-        obj["metadata"]["resourceVersion"] = str(next(self._rv))
-        self.cache.upsert(obj)
-        return obj
-
-
 def with_shares(parent: dict[str, Any], *, east_status: dict[str, Any] | None = None,
                 **shares: int) -> dict[str, Any]:
     """`parent` with `shares` written on it, each reported by its syncer as all available."""
@@ -175,7 +128,7 @@ async def test_a_target_not_ready_past_the_grace_period_loses_its_replicas_when_
     deployments.upsert(with_shares(root("web", 4), east=2, west=2))
     targets.upsert(sync_target("east"))
     targets.upsert(sync_target("west", ready="False", since=NOW - timedelta(seconds=10)))
-    writes = _Writes(deployments)
+    writes = Writes(deployments)
     splitter = Splitter(writes, deployments=deployments, targets=targets, grace_period=30,  # type: ignore[arg-type]
                         capacity=CapacityTracker(grace_period=30, retry_period=600, clock=lambda: 0.0,
                                                  wall=lambda: clock[0]),
@@ -229,7 +182,7 @@ async def test_a_budget_keeps_old_replicas_while_a_capped_new_cluster_is_short_a
     targets.upsert(small)
     budgets.upsert(budget("web-pdb", 3))
     budgets.upsert(budget("typo", "three"))  # kube's API would refuse it: left out, and said
-    writes = _Writes(deployments)
+    writes = Writes(deployments)
     splitter = Splitter(writes, deployments=deployments, targets=targets, grace_period=30,  # type: ignore[arg-type]
                         capacity=CapacityTracker(grace_period=30, retry_period=600, clock=lambda: 0.0,
                                                  wall=lambda: NOW),

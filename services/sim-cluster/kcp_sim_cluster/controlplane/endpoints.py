@@ -22,6 +22,7 @@ from kcp_sim_cluster.controlplane.podutil import is_ready, is_terminal, node_nam
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
+from kcpcommon.serviceports import endpoint_ports
 
 log = structlog.get_logger("sim.endpoints")
 
@@ -34,29 +35,6 @@ MANAGED_BY = "endpointslice-controller.k8s.io"
 def _selector(svc: Obj) -> dict[str, str] | None:
     selector = (svc.get("spec") or {}).get("selector")
     return dict(selector) if selector else None
-
-
-def _target_port(pod: Obj, port: Obj) -> int | None:
-    """The pod's port for a service port: a number as is, a name looked up in the containers."""
-    target = port.get("targetPort", port.get("port"))
-    if isinstance(target, int):
-        return target
-    if isinstance(target, str) and target.isdigit():
-        return int(target)
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        for cport in container.get("ports") or []:
-            if cport.get("name") == target and (cport.get("protocol") or "TCP") == (port.get("protocol") or "TCP"):
-                return int(cport["containerPort"])
-    return None
-
-
-def _ports(svc: Obj, pod: Obj) -> tuple[tuple[str, int, str], ...]:
-    result = []
-    for port in (svc.get("spec") or {}).get("ports") or []:
-        number = _target_port(pod, port)
-        if number is not None:
-            result.append((port.get("name") or "", number, port.get("protocol") or "TCP"))
-    return tuple(result)
 
 
 def _reference(pod: Obj) -> dict[str, Any]:
@@ -134,7 +112,7 @@ class EndpointsController(SimController):
         for pod in pods:
             if is_deleting(pod) and not publish:
                 continue
-            ports = _ports(svc, pod)
+            ports = endpoint_ports(svc, pod)
             if not ports and (svc.get("spec") or {}).get("ports"):
                 continue
             address = {"ip": _pod_ip(pod), "targetRef": _reference(pod)}
@@ -174,7 +152,7 @@ class EndpointsController(SimController):
     async def _slices(self, key: ObjectKey, svc: Obj, pods: list[Obj]) -> None:
         by_ports: dict[tuple[tuple[str, int, str], ...], list[dict[str, Any]]] = {}
         for pod in pods:
-            ports = _ports(svc, pod)
+            ports = endpoint_ports(svc, pod)
             ready = is_ready(pod) and not is_deleting(pod)
             endpoint: dict[str, Any] = {"addresses": [_pod_ip(pod)],
                                         "conditions": {"ready": ready, "serving": is_ready(pod),
