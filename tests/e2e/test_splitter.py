@@ -329,7 +329,11 @@ def test_dependencies_follow_the_workload_to_every_cluster_and_leave_with_it_unl
     eventually(lambda: placed_on(rest, "/api/v1/namespaces/default/configmaps/web-config") == {"east"},
                "the ConfigMap leaves west with the workload")
     assert placed_on(rest, "/api/v1/namespaces/default/secrets/web-tls") == {"east", "west"}
-    assert placed_on(rest, "/api/v1/namespaces/default/services/web") == {"east"}
+    # the Service stays where a pod of its namespace may call it by name (pinned-user on west), and goes with it
+    assert placed_on(rest, "/api/v1/namespaces/default/services/web") == {"east", "west"}
+    rest.delete(f"{DEPLOYMENTS}/pinned-user")
+    eventually(lambda: placed_on(rest, "/api/v1/namespaces/default/services/web") == {"east"},
+               "the Service leaves west with the last workload there")
 
 
 def assigned(rest: Rest, path: str) -> str | None:

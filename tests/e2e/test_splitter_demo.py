@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
-from physical_fixtures import Physical
+from physical_fixtures import Physical, sim_only
 from splitter_fixtures import SplitterProcess, ready_shares
 from syncer_fixtures import Rest, eventually
 
@@ -318,3 +318,72 @@ def test_a_daemonset_runs_on_every_node_of_every_cluster_and_rollout_status_wait
                    "flaky's pods ready again", timeout=120)
     finally:
         flaky.stop()
+
+
+def remote_endpoints(physical: KcpServer | Physical, namespace: str, service: str) -> dict[str, set[str]]:
+    """source cluster -> the ready addresses of kcp's EndpointSlices for `service` in a physical cluster."""
+    listing = Rest(physical).get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
+                                 f"?labelSelector=kubernetes.io/service-name={service},"
+                                 f"endpointslice.kubernetes.io/managed-by=endpointslice.workload.kcp.io") or {}
+    found: dict[str, set[str]] = {}
+    for item in listing.get("items") or []:
+        source = item["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"]
+        found.setdefault(source, set()).update(
+            e["addresses"][0] for e in item.get("endpoints") or [] if (e.get("conditions") or {}).get("ready"))
+    return found
+
+
+def pod_ips(physical: KcpServer | Physical, namespace: str, selector: str) -> set[str]:
+    listing = Rest(physical).get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}") or {}
+    return {p["status"]["podIP"] for p in listing.get("items") or []
+            if (p.get("status") or {}).get("podIP") and not p["metadata"].get("deletionTimestamp")}
+
+
+@sim_only("kube 1.20 serves EndpointSlices as discovery.k8s.io/v1beta1; kcp's remote endpoints are v1 (kube 1.21+)")
+def test_a_service_gets_every_other_clusters_ready_endpoints_and_a_caller_anywhere_finds_a_service_by_name(
+        demo: Demo) -> None:
+    kubeconfig = logical_cluster(demo.kcp, "demo-mcs")
+    clusters: dict[str, KcpServer | Physical] = {"east": demo.east, "west": demo.west, "small": demo.small}
+    connect(demo, kubeconfig, clusters)
+    eventually(lambda: run_kubectl(demo.kcp, "get", "endpointslices", kubeconfig=kubeconfig,
+                                   check=False).returncode == 0, "EndpointSlices imported into kcp", timeout=90)
+    mapped = downstream_namespace("demo-mcs", "default")
+    app = WEB.replace("name: web", "name: front").replace("replicas: 15", "replicas: 3").replace(
+        "app: web", "app: front")
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
+    run_kubectl(demo.kcp, "expose", "deployment", "front", "--port=80", kubeconfig=kubeconfig)
+    # redis runs on east only (as a guestbook's redis-master would), its callers everywhere
+    redis = WEB.replace("name: web", "name: redis").replace("replicas: 15", "replicas: 1").replace(
+        "app: web", "app: redis").replace("metadata:\n  name: redis", "metadata:\n  name: redis\n  annotations: "
+                                          "{splitter.kcp.io/placement: east}")
+    assert "splitter.kcp.io/placement: east" in redis
+    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=redis, kubeconfig=kubeconfig)
+    run_kubectl(demo.kcp, "expose", "deployment", "redis", "--port=6379", kubeconfig=kubeconfig)
+
+    def spread() -> bool:
+        ips = {name: pod_ips(physical, mapped, "app=front") for name, physical in clusters.items()}
+        if sorted(len(v) for v in ips.values()) != [1, 1, 1]:
+            return False
+        return all(remote_endpoints(physical, mapped, "front") == {o: ips[o] for o in clusters if o != name}
+                   for name, physical in clusters.items())
+
+    eventually(spread, "each cluster holds the other two clusters' front endpoints", timeout=150)
+    redis_ip = eventually(lambda: pod_ips(demo.east, mapped, "app=redis"), "redis running on east", timeout=90)
+    for name in ("west", "small"):  # the Service is where its callers are, its endpoint where redis runs
+        physical = clusters[name]
+        eventually(lambda physical=physical: Rest(physical).get(f"/api/v1/namespaces/{mapped}/services/redis"),
+                   f"Service redis on {name}", timeout=90)
+        eventually(lambda physical=physical: remote_endpoints(physical, mapped, "redis") == {"east": redis_ip},
+                   f"redis's endpoint from east on {name}", timeout=90)
+    assert remote_endpoints(demo.east, mapped, "redis") == {}  # east has its own
+    # pods come and go: the other clusters' slices follow
+    run_kubectl(demo.kcp, "scale", "deployment/front", "--replicas=6", kubeconfig=kubeconfig)
+    eventually(lambda: sum(len(v) for v in remote_endpoints(demo.small, mapped, "front").values()) == 4
+               and remote_endpoints(demo.small, mapped, "front") == {
+                   o: pod_ips(clusters[o], mapped, "app=front") for o in ("east", "west")},
+               "small holds the 4 endpoints of east and west", timeout=150)
+    # the Service goes: so do its slices, in kcp and in every cluster
+    run_kubectl(demo.kcp, "delete", "service", "front", kubeconfig=kubeconfig)
+    for name, physical in clusters.items():
+        eventually(lambda physical=physical: remote_endpoints(physical, mapped, "front") == {},
+                   f"front's remote endpoints gone from {name}", timeout=90)

@@ -22,6 +22,8 @@
   workers start once ReplicaSets are served somewhere (a physical cluster brought them into kcp);
 - `daemonsets`, keyed by DaemonSet (daemonsets.py): queued when it changes (its syncers' status annotations
   too), and, as roots are, when a SyncTarget of its logical cluster or of its namespace's placement changes;
+- `endpoints`, keyed by Service (reconcile_endpoints.py): queued when it changes, when a mirrored pod it selects
+  comes, goes or changes what its endpoint shows, or when one of its remote EndpointSlices is changed or deleted;
 - `statefulset-history` and `daemonset-history`, keyed by set: queued when the set changes or a
   ControllerRevision it controls does; their workers start once both kinds are served.
 """
@@ -50,6 +52,7 @@ from .classes import CLASS_KINDS, CLASSES_INDEX, REFERRER_KINDS, classes_index
 from .daemonsets import DAEMON_SETS
 from .dependencies import KINDS
 from .disruption import PDBS
+from .endpoints import ENDPOINT_SLICES, SERVICE_NAME_LABEL, endpoint_facts, selected, selects_pods
 from .expectations import Expectations
 from .load import TargetLoad
 from .names import COMPONENT, DEPLOYMENTS, REPLICA_SETS, SYNC_TARGETS
@@ -70,6 +73,7 @@ from .reconcile import Splitter
 from .reconcile_classes import ClassPlacer
 from .reconcile_daemonsets import DaemonSetSpreader
 from .reconcile_dependencies import USES_INDEX, DependencyPlacer, running_targets, uses_index
+from .reconcile_endpoints import SLICE_OWNER_INDEX, RemoteEndpoints, slice_owner_index
 from .reconcile_evictions import EvictionReporter, evicting, eviction_facts, split_shares
 from .reconcile_history import CONTROLLER_REVISIONS, SET_OWNER_INDEX, SETS, SetHistory, set_of, set_owner_index
 from .reconcile_namespaces import NamespaceScheduler
@@ -150,8 +154,14 @@ class SplitterController:
                        for kind, (api_version, plural) in KINDS.items()}
         built_in = [objects[kind] for kind in BUILT_IN if kind in objects]
         if settings.place_dependencies:
+            # the workloads that follow their namespace are a Service's callers too (a StatefulSet on its target)
+            others = {kind: self._informer(api_version, plural, namespaced=True)
+                      for kind, (api_version, plural) in WORKLOAD_KINDS.items() if kind != "DaemonSet"}
             placer = DependencyPlacer(kcp, workloads=(self.deployments.indexer, self.daemonsets.indexer),
-                                      objects=objects)
+                                      objects=objects, others=list(others.values()))
+            if not settings.schedule_namespaces:  # else queued by the namespace rule's handlers, below
+                for kind, informer in others.items():
+                    _on_change(informer, self._in_namespace, f"splitter-{kind.lower()}")
             self.dependencies = self._controller("dependencies", placer.reconcile)
             self.running.append((self.dependencies, lambda: self.deployments.has_synced
                                  and all(i.has_synced for i in built_in)))
@@ -183,7 +193,10 @@ class SplitterController:
         self.deployments.add_handler(on_add=self._deployment, on_update=self._deployment_update,
                                      on_delete=self._deployment, name="splitter-deployments")
         self.daemonsets.add_handler(on_add=self._daemonset, on_update=self._daemonset_update,
-                                    on_delete=self._daemonset, name="splitter-daemonsets")
+                                    on_delete=self._daemonset, name="splitter-daemonsets-spread")
+        self.endpoints: Controller[ObjectKey] | None = None
+        if settings.remote_endpoints:
+            self._keep_remote_endpoints(kcp)
         namespaces_synced = self.namespace_informer if settings.schedule_namespaces else None
         self.running.append((self.spread, lambda: self.daemonsets.has_synced and self.targets.has_synced
                              and (namespaces_synced is None or namespaces_synced.has_synced)))
@@ -382,6 +395,48 @@ class SplitterController:
                 histories[owner[0]].enqueue(ObjectKey(key.cluster, key.namespace, owner[1]))
 
         _on_change(revisions, revision_changed, "splitter-controllerrevisions")
+
+    def _keep_remote_endpoints(self, kcp: ClientFactory) -> None:
+        """The `endpoints` controller (reconcile_endpoints.py) over Services, mirrored pods and our slices."""
+        services = self._informer("v1", "services", namespaced=True)
+        pods = self._informer("v1", "pods", namespaced=True)
+        slices = self._informer(*ENDPOINT_SLICES, namespaced=True)
+        slices.add_indexers({SLICE_OWNER_INDEX: slice_owner_index})
+        remote = RemoteEndpoints(kcp, services=services.indexer, pods=pods.indexer, slices=slices.indexer)
+        self.endpoints = endpoints = self._controller("endpoints", remote.reconcile)
+        self.running.append((endpoints, lambda: services.has_synced and pods.has_synced and slices.has_synced))
+
+        def service_changed(obj: Any) -> None:
+            key = key_for(deleted_object(obj))
+            if self._mine(key.cluster):
+                endpoints.enqueue(key)
+
+        def selecting(*found: Any) -> None:
+            for pod in found:
+                key = key_for(pod)
+                if not self._mine(key.cluster):
+                    continue
+                for service in services.indexer.by_index(CLUSTER_NAMESPACE_INDEX,
+                                                         cluster_namespace_value(key.cluster, key.namespace)):
+                    if selects_pods(service) and selected(service, pod):
+                        endpoints.enqueue(key_for(service))
+
+        def pod_changed(old: Any, new: Any) -> None:
+            if endpoint_facts(old) != endpoint_facts(new):
+                selecting(old, new)
+
+        def slice_changed(obj: Any) -> None:
+            obj = deleted_object(obj)
+            key = key_for(obj)
+            name = ((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL)
+            if slice_owner_index(obj) and name and self._mine(key.cluster):
+                endpoints.enqueue(ObjectKey(key.cluster, key.namespace, str(name)))
+
+        _on_change(services, service_changed, "splitter-endpoints-services")
+        pods.add_handler(on_add=selecting, on_update=pod_changed,
+                         on_delete=lambda pod: selecting(deleted_object(pod)), name="splitter-endpoints-pods")
+        slices.add_handler(on_add=slice_changed, on_update=lambda old, new: slice_changed(new),
+                           on_delete=slice_changed, name="splitter-endpoints-slices")
 
     def _place_classes(self, kcp: ClientFactory) -> None:
         """The `classes` controller, keyed by logical cluster: queued when a class changes, or an object

@@ -3,6 +3,10 @@
 A user is a workload running on a target: a Deployment with replicas there (a root's share, shares.py, or a
 pinned Deployment on the target its assignment label names), or a DaemonSet spread there (daemonsets.py). An object's clusters are the union over all its users, so when one workload leaves a cluster
 its ConfigMap stays there as long as another workload there still uses it, and goes when none does.
+A Service with a selector also goes wherever any workload of its namespace runs (those that follow the namespace
+too: a StatefulSet on the namespace's target): a pod calls a Service by name, wherever its endpoints are, so
+every cluster that may hold a caller has the Service, and kcp gives it the other clusters' endpoints
+(endpoints.py).
 The splitter marks only what it placed (`splitter.kcp.io/placed-on`); objects a person assigned with
 the single assignment label are theirs and left alone.
 """
@@ -40,7 +44,8 @@ USES_INDEX = "splitter-uses"  # running workloads by what their template names a
 
 
 def running_targets(obj: Mapping[str, Any]) -> set[str]:
-    """The targets a workload runs pods on: a Deployment's shares with replicas, a DaemonSet's spread targets."""
+    """The targets a workload runs pods on: a Deployment's shares with replicas, a DaemonSet's spread targets, the
+    target a pinned (or namespace-placed) workload's assignment label names while it has replicas."""
     return {t for t, n in shares_of(obj).items() if n > 0} | spread_targets(obj)
 
 
@@ -113,16 +118,29 @@ class DependencyPlacer:
     """`reconcile(ObjectKey(cluster, "", namespace))` places one namespace's dependencies."""
 
     def __init__(self, kcp: ClientFactory, *, workloads: Sequence[IndexReader],
-                 objects: Mapping[str, InformerView]) -> None:
+                 objects: Mapping[str, InformerView], others: Sequence[InformerView] = ()) -> None:
         self.kcp = kcp
         self.workloads = workloads  # Deployments and DaemonSets, indexed by `uses_index`
         self.objects = objects
+        self.others = others  # the workloads that follow their namespace (StatefulSets, Jobs, ...): callers too
+
+    def callers(self, cluster: str, namespace: str) -> set[str]:
+        """The targets a pod of the namespace may call a Service from: where any of its workloads runs."""
+        index = cluster_namespace_value(cluster, namespace)
+        found: set[str] = set()
+        for cache in (*self.workloads, *(informer.indexer for informer in self.others)):
+            for workload in cache.by_index(CLUSTER_NAMESPACE_INDEX, index):
+                found |= running_targets(workload)
+        return found
 
     async def reconcile(self, key: ObjectKey) -> Result | None:
         cluster, namespace = key.cluster, key.name
         index = cluster_namespace_value(cluster, namespace)
         # Services and PVCs reach kcp as types imported from physical clusters: until then, nothing to place
         synced = {kind: informer.indexer for kind, informer in self.objects.items() if informer.has_synced}
+        if not all(informer.synced_or_unserved for informer in self.others):
+            return Result(requeue_after=1.0)  # a Service's callers cannot be told yet: it would leave a cluster
+        callers: set[str] | None = None
         for kind, indexer in synced.items():
             api_version, plural = KINDS[kind]
             resource = self.kcp.dynamic(cluster).resource(api_version, plural, namespaced=True)
@@ -133,6 +151,9 @@ class DependencyPlacer:
                         "deletionTimestamp"):
                     continue  # a person's assignment
                 users = users_of(self.workloads, cluster, namespace, kind, obj)
+                if kind == "Service" and (obj.get("spec") or {}).get("selector"):
+                    callers = self.callers(cluster, namespace) if callers is None else callers
+                    users |= callers
                 patch = label_patch(obj, users)
                 if patch is None:
                     continue

@@ -26,3 +26,5 @@ class SplitterSettings(ShardedDaemonSettings):
     schedule_namespaces: bool = Field(True, description="assign each Namespace one Ready SyncTarget and label the "
                                                         "unassigned objects in it (StatefulSets, Jobs, ...) for it "
                                                         "(opt out per Namespace: label scheduling.kcp.io/disabled)")
+    remote_endpoints: bool = Field(True, description="give each cluster a Service is on EndpointSlices for its pods "
+                                                     "in the other clusters (multi-cluster Services)")

@@ -19,8 +19,9 @@ from kcp_apiserver.embedding import (
     version_info,
 )
 from kcp_sim_cluster.api import resources
-from kcp_sim_cluster.api.core import with_log_interval
+from kcp_sim_cluster.api.core import with_log_interval, with_network
 from kcp_sim_cluster.api.limits import LimitRanger, limit_ranges
+from kcp_sim_cluster.api.network import Network, parse_peers
 from kcp_sim_cluster.api.policylister import PolicyLister
 from kcp_sim_cluster.api.priority import PriorityAdmission
 from kcp_sim_cluster.api.protection import StorageProtection
@@ -28,6 +29,7 @@ from kcp_sim_cluster.api.quota import QuotaAdmission, resource_quotas
 from kcp_sim_cluster.api.scheduling import priority_classes
 from kcp_sim_cluster.bootstrap import ClusterBootstrap
 from kcp_sim_cluster.controlplane import ControlPlaneOptions, control_plane
+from kcp_sim_cluster.controlplane.servicelb import cluster_ranges
 from kcp_sim_cluster.settings import SimClusterSettings
 
 
@@ -36,6 +38,7 @@ def control_plane_options(args: SimClusterSettings, clusters: tuple[str, ...], r
                                eviction_toleration=args.eviction_toleration,
                                node_startup_grace_period=args.node_startup_grace_period, clusters=clusters, root_ca=root_ca,
                                load_balancer_ip_range=args.load_balancer_ip_range,
+                               pod_networks={c: str(n) for c, n in cluster_ranges(args.pod_network, clusters or ("",)).items()},
                                hpa_sync_period=args.horizontal_pod_autoscaler_sync_period,
                                hpa_downscale_stabilization=args.horizontal_pod_autoscaler_downscale_stabilization,
                                hpa_tolerance=args.horizontal_pod_autoscaler_tolerance)
@@ -83,7 +86,8 @@ def sim_config(args: SimClusterSettings, backend: Backend, logical_clusters: tup
                                   service_cidr=ipaddress.IPv4Network(args.service_cluster_ip_range))
     return dataclasses.replace(
         base,
-        resources=with_log_interval(resources(args.release), args.log_interval),
+        resources=with_network(with_log_interval(resources(args.release), args.log_interval),
+                               Network(args.name if args.clusters == 1 else "", parse_peers(args.network_peers))),
         admission=[*base.admission, priority(args.release), limit_ranger(args.release),
                    quota(args.release), storage_protection],
         extensions=[*base.extensions, bootstrap],

@@ -313,3 +313,35 @@ def node_status(node: dict[str, Any], *, capacity: Mapping[str, str], kubelet_ve
         return False
     node["status"] = status
     return True
+
+
+def pre_stop_seconds(pod: Obj) -> float:
+    """How long the containers' preStop hooks keep a deleted pod running, serving what it served: kube's `sleep`
+    action (`lifecycle.preStop.sleep.seconds`) or an exec of `sleep N` (alone or as `sh -c "sleep N"`), the
+    longest of the containers'. Any other hook ends at once here."""
+    longest = 0.0
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        hook = ((container.get("lifecycle") or {}).get("preStop")) or {}
+        seconds = (hook.get("sleep") or {}).get("seconds")
+        words = [str(w) for w in (hook.get("exec") or {}).get("command") or []]
+        if len(words) == 3 and words[0].rsplit("/", 1)[-1] in ("sh", "bash", "ash") and words[1] == "-c":
+            words = words[2].split()
+        if len(words) == 2 and words[0].rsplit("/", 1)[-1] == "sleep":
+            seconds = words[1]
+        try:
+            longest = max(longest, float(seconds or 0))
+        except (TypeError, ValueError):
+            continue
+    return longest
+
+
+def stopping_for(pod: Obj, now: float) -> float:
+    """Seconds a deleted pod still runs its preStop hooks (0: its containers stop now): within the deletion's grace
+    period, counted from when the delete came (the deletionTimestamp less that grace period)."""
+    meta = pod.get("metadata") or {}
+    deadline = parse_time(meta.get("deletionTimestamp"))
+    grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+    if deadline is None or grace <= 0:
+        return 0.0
+    started = deadline.timestamp() - grace
+    return max(0.0, started + min(pre_stop_seconds(pod), grace) - now)

@@ -36,6 +36,13 @@ class SimClusterSettings(APIServerSettings):
     load_balancer_ip_range: str = Field("172.18.0.0/16", description="IPv4 CIDR the external addresses of "
                                                                     "LoadBalancer Services come from, split into "
                                                                     "one equal slice per simulated cluster")
+    pod_network: str = Field("10.64.0.0/10", description="IPv4 CIDR the nodes' pod CIDRs (a /20 each) come "
+                                                          "from, one equal slice per simulated cluster; give "
+                                                          "clusters that reach each other apart ranges")
+    network_peers: str = Field("", description="comma-separated NAME=KUBECONFIG of other clusters on a flat "
+                                               "network with this one: a pod's `wget` of a Service whose "
+                                               "EndpointSlices name their pods' addresses is answered by them "
+                                               "(api/network.py)")
     nodes: int = Field(3, ge=0, description="Node objects per simulated cluster")
     node_capacity: str = Field("cpu=4,memory=16Gi,pods=110", description="each node's capacity and allocatable, "
                                                                          "as comma-separated resource=quantity")
@@ -89,12 +96,22 @@ class SimClusterSettings(APIServerSettings):
 
     @model_validator(mode="after")
     def _load_balancer_range(self) -> SimClusterSettings:
+        from kcp_sim_cluster.api.network import parse_peers
+        from kcp_sim_cluster.controlplane.nodes import NODE_CIDR_PREFIX
         from kcp_sim_cluster.controlplane.servicelb import cluster_ranges
 
         try:
             cluster_ranges(self.load_balancer_ip_range, self.cluster_names)
         except ValueError as exc:
             raise ValueError(f"--load-balancer-ip-range: {exc}") from exc
+        try:
+            pods = cluster_ranges(self.pod_network, self.cluster_names)
+        except ValueError as exc:
+            raise ValueError(f"--pod-network: {exc}") from exc
+        if any(n.prefixlen > NODE_CIDR_PREFIX for n in pods.values()):
+            raise ValueError(f"--pod-network {self.pod_network}: each of the {len(pods)} clusters needs at least a "
+                             f"/{NODE_CIDR_PREFIX} (one node's pods)")
+        parse_peers(self.network_peers)
         return self
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kcp_sim_cluster.api.directory import Directory, Endpoint, Route, names_of
 from kcp_sim_cluster.api.shell import (
     NOT_FOUND,
     PROMPT,
@@ -82,3 +83,31 @@ def test_the_terminal_echoes_erases_and_ends_on_ctrl_d() -> None:
     assert terminal.feed(b"\x04") == (b"", [])
     assert terminal.closed
     assert Terminal.output(b"a\nb\r\n") == b"a\r\nb\r\n"
+
+
+def network_box() -> Box:
+    live = Endpoint("10.64.0.5", {"http": 8080}, "pod=web-1 cluster=east")
+    dead = Endpoint("10.68.0.9", {"http": 8080}, None)
+    web = Route("web", "default", "10.96.0.10", {80: "http"}, (live,))
+    stale = Route("stale", "default", "10.96.0.11", {80: "http"}, (dead,))
+    empty = Route("empty", "default", "10.96.0.12", {80: "http"}, ())
+    routes = {name: route for route in (web, stale, empty)
+              for name in names_of(route.name, "default", "default", route.cluster_ip)}
+    return Box("caller", network=Directory(routes))
+
+
+@pytest.mark.parametrize("host", ["web", "web.default", "web.default.svc.cluster.local", "10.96.0.10"])
+def test_wget_reaches_a_service_by_any_of_its_names_and_the_answer_names_the_pod_and_cluster(host: str) -> None:
+    outcome = run(["wget", "-qO-", f"http://{host}/"], network_box())
+    assert (outcome.code, stdout(outcome.steps), stderr(outcome.steps)) == (0, "pod=web-1 cluster=east\n", "")
+    assert run(["wget", "-q", "-O", "-", host], network_box()).code == 0
+
+
+def test_wget_fails_as_busybox_does_on_an_unknown_name_a_wrong_port_no_endpoint_or_a_dead_one() -> None:
+    box = network_box()
+    unknown = run(["wget", "-qO-", "http://nope/"], box)
+    assert (unknown.code, stderr(unknown.steps)) == (1, "wget: bad address 'nope'\n")
+    for url in ("http://web:81/", "http://empty/", "http://stale/"):
+        failed = run(["wget", "-qO-", url], box)
+        assert failed.code == 1 and "Connection refused" in stderr(failed.steps), url
+    assert run(["sh", "-c", "wget -qO- http://stale || echo down"], box).code == 0

@@ -8,6 +8,7 @@ import dataclasses
 
 from kcp_apiserver.embedding import BINDING, Cause, Obj, Resource, kube_resource, now_rfc3339, qos_class, spec
 from kcp_sim_cluster.api import columns, podexec, podlog, pods, portforward
+from kcp_sim_cluster.api.network import Network
 from kcp_sim_cluster.api.strategy import KubeStrategy, kube_strategy
 
 
@@ -91,6 +92,15 @@ def with_log_interval(served: tuple[Resource, ...], seconds: float) -> tuple[Res
         return served
     streams = {"log": podlog.log_action(seconds), "attach": podexec.attach_action(seconds)}
     return tuple(dataclasses.replace(r, actions=tuple(streams.get(a.name, a) for a in r.actions))
+                 if (r.group, r.plural) == ("", "pods") else r for r in served)
+
+
+def with_network(served: tuple[Resource, ...], network: Network) -> tuple[Resource, ...]:
+    """`served` with pods' exec reaching Services over `network` (api/network.py): a container's `wget`."""
+    services = next(r for r in served if (r.group, r.plural) == ("", "services"))
+    slices = next(r for r in served if (r.group, r.plural) == ("discovery.k8s.io", "endpointslices"))
+    action = podexec.exec_action(podexec.Reach(network, services, slices))
+    return tuple(dataclasses.replace(r, actions=tuple(action if a.name == "exec" else a for a in r.actions))
                  if (r.group, r.plural) == ("", "pods") else r for r in served)
 
 

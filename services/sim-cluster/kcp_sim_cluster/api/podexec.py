@@ -11,16 +11,18 @@ an `ExitCode` cause.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from aiohttp import web
 
-from kcp_apiserver.embedding import Action, ActionCall, ActionResult, Obj, spdyupgrade
+from kcp_apiserver.embedding import Action, ActionCall, ActionResult, Obj, Resource, spdyupgrade
 from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.api import podlog
 from kcp_sim_cluster.api.channels import (
@@ -34,6 +36,7 @@ from kcp_sim_cluster.api.channels import (
     WebSocketChannels,
 )
 from kcp_sim_cluster.api.containerview import container_box
+from kcp_sim_cluster.api.network import Network
 from kcp_sim_cluster.api.shell import PROMPT, SHELLS, STDOUT, Box, Shell, Terminal, run
 
 log = structlog.get_logger(__name__)
@@ -142,7 +145,22 @@ async def attached(channels: Channels, call: ActionCall, pod: Obj, container: Ob
 READY_TIMEOUT = 30.0  # seconds the client has to open its SPDY streams, as the kubelet's stream creation timeout
 
 
-async def session(call: ActionCall, pod: Obj, channels: Channels, *, attach: bool, default_interval: float) -> None:
+@dataclass(frozen=True)
+class Reach:
+    """What exec's `wget` reaches: the network and the resources its directory is read from (network.py)."""
+
+    network: Network
+    services: Resource
+    slices: Resource
+
+
+def calls_services(command: tuple[str, ...], interactive: bool) -> bool:
+    """Whether the command may call a Service (an interactive shell may): only then is the directory read."""
+    return interactive or any("wget" in word for word in command)
+
+
+async def session(call: ActionCall, pod: Obj, channels: Channels, *, attach: bool, default_interval: float,
+                  reach: Reach | None = None) -> None:
     """Runs the command (or joins the container) once the client's streams are open, then sends the exit
     status; the client leaving ends it too."""
     options = channels.options
@@ -154,6 +172,9 @@ async def session(call: ActionCall, pod: Obj, channels: Channels, *, attach: boo
         async with asyncio.timeout(READY_TIMEOUT):
             await channels.ready()
         box = await container_box(call, pod, container)
+        if reach is not None and not attach and calls_services(options.command, options.stdin):
+            box = dataclasses.replace(box, network=await reach.network.directory(
+                call, reach.services, reach.slices, call.resource, call.namespace))
         work = attached(channels, call, pod, container, box, default_interval) if attach else execute(channels, box)
         runner = asyncio.create_task(work, name=f"exec-{call.name}")
         await asyncio.wait({runner, reader}, return_when=asyncio.FIRST_COMPLETED)
@@ -170,17 +191,19 @@ async def session(call: ActionCall, pod: Obj, channels: Channels, *, attach: boo
         await channels.close()
 
 
-def _connecter(attach: bool, default_interval: float = 0.0) -> Callable[[ActionCall], Awaitable[ActionResult]]:
+def _connecter(attach: bool, default_interval: float = 0.0,
+               reach: Reach | None = None) -> Callable[[ActionCall], Awaitable[ActionResult]]:
     async def connect(call: ActionCall) -> ActionResult:
         pod = await call.registry.get(call.resource, call.cluster, call.namespace, call.name)
         options = stream_options(call.query, pod, call.name, attach=attach)
-        return ActionResult(respond=lambda request: _upgrade(call, request, pod, options, attach, default_interval))
+        return ActionResult(respond=lambda request: _upgrade(call, request, pod, options, attach, default_interval,
+                                                             reach))
 
     return connect
 
 
 async def _upgrade(call: ActionCall, request: web.Request, pod: Obj, options: StreamOptions,
-                   attach: bool, default_interval: float) -> web.StreamResponse:
+                   attach: bool, default_interval: float, reach: Reach | None = None) -> web.StreamResponse:
     """Takes the connection over (a WebSocket, or SPDY/3.1) and runs the session on it."""
     upgrade = request.headers.get("Upgrade", "")
     channels: Channels
@@ -194,11 +217,17 @@ async def _upgrade(call: ActionCall, request: web.Request, pod: Obj, options: St
         response, channels = connection.response, SpdyChannels(connection, options)
     else:
         raise st.bad_request("Upgrade request required")
-    await session(call, pod, channels, attach=attach, default_interval=default_interval)
+    await session(call, pod, channels, attach=attach, default_interval=default_interval, reach=reach)
     return response
 
 
-EXEC = Action("exec", ("create", "get"), _connecter(False), ("", "v1", "PodExecOptions"), connect=True)
+def exec_action(reach: Reach | None = None) -> Action:
+    """pods/exec; with `reach`, a container's `wget` calls Services over the simulated network."""
+    return Action("exec", ("create", "get"), _connecter(False, reach=reach), ("", "v1", "PodExecOptions"),
+                  connect=True)
+
+
+EXEC = exec_action()
 
 
 def attach_action(default_interval: float = 0.0) -> Action:

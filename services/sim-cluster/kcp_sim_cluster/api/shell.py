@@ -3,7 +3,8 @@ small busybox-like interpreter answers from what the container would see (its en
 files of its ConfigMap and Secret volumes).
 
 Commands: `env`, `hostname`, `echo [-n] ...`, `cat FILE...`, `ls [DIR...]`, `sleep N`, `exit [N]`, `true`,
-`false`, `sh -c SCRIPT` (commands joined by `;`, `&&`, `||`, with `$VAR` and `${VAR}` expanded outside
+`false`, `wget [-q] [-O -] http://SERVICE[:PORT][/PATH]` (a call to a Service over the simulated data plane,
+directory.py and network.py: its answer names the pod and cluster that served it), `sh -c SCRIPT` (commands joined by `;`, `&&`, `||`, with `$VAR` and `${VAR}` expanded outside
 single quotes). Anything else is busybox sh's `sh: NAME: not found`, exit code 127. An interactive `sh`
 is a `Shell` fed one line at a time; `Terminal` is the line discipline a tty adds (echo, erase, ^D).
 
@@ -12,10 +13,14 @@ Pure: a run returns the steps (output, sleeps) and the exit code; the protocol m
 
 from __future__ import annotations
 
+import random
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from kcp_sim_cluster.api.directory import Directory
 
 STDOUT, STDERR = 1, 2
 NOT_FOUND = 127
@@ -31,6 +36,7 @@ class Box:
     hostname: str
     env: Mapping[str, str] = field(default_factory=dict)
     files: Mapping[str, bytes] = field(default_factory=dict)
+    network: Directory = field(default_factory=Directory)  # the Services it reaches (read when `wget` runs)
 
     def is_dir(self, path: str) -> bool:
         path = _normal(path)
@@ -219,7 +225,52 @@ def _exit(args: list[str], box: Box, outcome: Outcome) -> int:
         return 2
 
 
+def _wget(args: list[str], box: Box, outcome: Outcome) -> int:
+    """busybox wget of one http URL: to stdout with `-O -`, else (a file nobody reads) only its progress."""
+    quiet, to_stdout, urls, rest = False, False, [], list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg.startswith("--"):
+            quiet = quiet or arg == "--quiet"
+            to_stdout = to_stdout or arg == "--output-document=-"
+        elif arg.startswith("-") and len(arg) > 1:
+            for at, letter in enumerate(arg[1:]):
+                quiet = quiet or letter == "q"
+                if letter in "OT":  # an option with a value: the rest of the word, or the next one
+                    value = arg[at + 2:] or (rest.pop(0) if rest else "")
+                    to_stdout = to_stdout or (letter == "O" and value == "-")
+                    break
+        else:
+            urls.append(arg)
+    if not urls:
+        outcome.err("BusyBox v1.36.1 multi-call binary.\n\nUsage: wget [-q] [-O FILE] URL\n")
+        return 1
+    url = urlsplit(urls[0] if "://" in urls[0] else f"http://{urls[0]}")
+    if url.scheme != "http" or not url.hostname:
+        outcome.err(f"wget: not an http or ftp url: {urls[0]}\n")
+        return 1
+    route = box.network.resolve(url.hostname)
+    if route is None:
+        outcome.err(f"wget: bad address '{url.hostname}'\n")
+        return 1
+    port = url.port or 80
+    name = route.ports.get(port)
+    serving = [e for e in route.endpoints if name is not None and name in e.ports]
+    chosen = random.choice(serving) if serving else None
+    if not quiet:
+        outcome.err(f"Connecting to {url.hostname} ({route.cluster_ip}:{port})\n")
+    if chosen is None or chosen.answer is None:
+        outcome.err(f"wget: can't connect to remote host ({route.cluster_ip}): Connection refused\n")
+        return 1
+    if to_stdout:
+        outcome.out(chosen.answer + "\n")
+    elif not quiet:
+        outcome.err("saving to 'index.html'\n'index.html' saved\n")
+    return 0
+
+
 COMMANDS = {
+    "wget": _wget,
     "env": _env, "hostname": _hostname, "echo": _echo, "cat": _cat, "ls": _ls, "sleep": _sleep, "exit": _exit,
     "true": lambda args, box, outcome: 0, "false": lambda args, box, outcome: 1,
 }

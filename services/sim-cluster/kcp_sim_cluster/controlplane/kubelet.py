@@ -7,8 +7,9 @@ PodReadyToStartContainers, Initialized, ContainersReady, Ready and PodScheduled;
 annotations steer it: `sim.kcp.io/ready: "false"` keeps it unready; `sim.kcp.io/crash: "true"`
 makes its containers crash and restart with kube's back-off (CrashLoopBackOff, restartCount
 climbing). A pod that does not restart always (restartPolicy Never or OnFailure, a Job's pods)
-completes after `ready_delay`: Succeeded (Failed when it crashes under Never). A deleting pod is
-stopped and removed (the kubelet's final delete with grace 0). Pods on nodes other than this
+completes after `ready_delay`: Succeeded (Failed when it crashes under Never). A deleting pod runs its
+containers' preStop `sleep` for up to its grace period (still serving, as the zero-downtime recipe has it), then
+is stopped and removed (the kubelet's final delete with grace 0). Pods on nodes other than this
 server's `--nodes` (a node agent's, `kcp-sim-cluster agent`) are left to the kubelet that runs them.
 """
 
@@ -28,7 +29,15 @@ from kcp_sim_cluster.controlplane.podutil import is_terminal, node_name
 from kcp_sim_cluster.controlplane.runtime import Sim
 from kcp_sim_cluster.controlplane.scheduler import node_index_value
 from kcp_sim_cluster.ipam import NodeIPs
-from kcp_sim_cluster.kubeletstatus import mark_running, progress, start_requeue, started_at, started_events, steer
+from kcp_sim_cluster.kubeletstatus import (
+    mark_running,
+    progress,
+    start_requeue,
+    started_at,
+    started_events,
+    steer,
+    stopping_for,
+)
 from kcpcommon.controller import Result
 from kcpcommon.keys import ObjectKey
 from kcpcommon.kubetime import format_time as rfc3339
@@ -96,6 +105,9 @@ class Kubelet(SimController):
         if node is None or wants_not_ready(node) or node_name(pod) not in self.own_nodes:
             return None  # no kubelet of ours there (or a sick one): nothing happens to the pod
         if pod["metadata"].get("deletionTimestamp"):
+            running = stopping_for(pod, time.time())
+            if running > 0:  # its preStop hooks run: it keeps serving until they end
+                return Result(requeue_after=running)
             await self._remove(pod)
             return None
         if is_terminal(pod):

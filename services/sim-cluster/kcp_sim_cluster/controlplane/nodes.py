@@ -33,7 +33,8 @@ LEASE_DURATION_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
 DEFAULT_RELEASE = "1.34"
 NODE_PREFIX = "sim-node-"
-MAX_CIDRS = 3072
+POD_NETWORK = "10.64.0.0/10"  # what --pod-network defaults to
+NODE_CIDR_PREFIX = 20  # each node's pod CIDR: room for 4,094 pods
 
 
 def node_names(count: int) -> list[str]:
@@ -47,10 +48,12 @@ def node_index(name: str) -> int:
         return 0
 
 
-def pod_cidr(index: int) -> str:
-    """A /20 per node from 10.64.0.0 up: room for 4,094 pods on each of 3,072 nodes (the rest of 10/8)."""
-    start = ipaddress.ip_address("10.64.0.0") + (index % MAX_CIDRS) * 4096
-    return f"{start}/20"
+def pod_cidr(index: int, network: str = POD_NETWORK) -> str:
+    """The index-th /20 of `network` (the cluster's slice of --pod-network), wrapping round when it has fewer."""
+    cidr = ipaddress.IPv4Network(network, strict=False)
+    count = max(1, 2 ** max(0, NODE_CIDR_PREFIX - cidr.prefixlen))
+    start = cidr.network_address + (index % count) * 2 ** (32 - NODE_CIDR_PREFIX)
+    return f"{start}/{max(NODE_CIDR_PREFIX, cidr.prefixlen)}"
 
 
 def host_ip(index: int) -> str:
@@ -91,13 +94,15 @@ class NodeController(SimController):
                 await self.sim.write_status(self.node_res, node, _unreachable)  # a node --nodes no longer runs
             return None
         if node is None:
-            await self.sim.create(self.node_res, key.cluster, "", self._node(key.name))
+            await self.sim.create(self.node_res, key.cluster, "", self._node(key.cluster, key.name))
             return None  # its status is written when the informer sees it
         await self.sim.write_status(self.node_res, node, lambda current: self._status(current))
         return None
 
-    def _node(self, name: str) -> dict[str, Any]:
+    def _node(self, cluster: str, name: str) -> dict[str, Any]:
         index = node_index(name)
+        networks = self.sim.options.pod_networks
+        network = networks.get(cluster) or networks.get("") or POD_NETWORK
         return {
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name,
@@ -106,7 +111,7 @@ class NodeController(SimController):
                                     "beta.kubernetes.io/arch": "amd64", "node.kubernetes.io/instance-type": "sim"},
                          "annotations": {"node.alpha.kubernetes.io/ttl": "0",
                                          "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
-            "spec": {"podCIDR": pod_cidr(index), "podCIDRs": [pod_cidr(index)]},
+            "spec": {"podCIDR": pod_cidr(index, network), "podCIDRs": [pod_cidr(index, network)]},
         }
 
     def _status(self, node: dict[str, Any]) -> bool:

@@ -39,7 +39,7 @@ def cluster_ranges(cidr: str, clusters: Sequence[str]) -> dict[str, ipaddress.IP
     network = ipaddress.IPv4Network(cidr, strict=False)
     bits = math.ceil(math.log2(len(clusters))) if len(clusters) > 1 else 0
     if network.prefixlen + bits > network.max_prefixlen:
-        raise ValueError(f"load-balancer range {cidr} has fewer addresses than the {len(clusters)} clusters")
+        raise ValueError(f"range {cidr} has fewer addresses than the {len(clusters)} clusters")
     slices = network.subnets(prefixlen_diff=bits)
     return {cluster: next(slices) for cluster in clusters}
 
