@@ -28,7 +28,7 @@ from .names import (
     namespace_locator,
 )
 from .objects import Obj, deleting, meta
-from .synced import SyncedType, TypeCaches
+from .synced import SyncedType, TypeCaches, applied_key
 
 KEPT_RETRY = 30.0  # seconds until a namespace kept by objects of others is looked at again
 KEPT_SHOWN = 20  # objects named in the annotation; the rest are counted
@@ -92,24 +92,26 @@ class DownstreamNamespaces:
             up_ns = downstream_origin(found)
             if up_ns is None:
                 return None
+        left: set[str] = set()  # what our workloads made and left behind (a StatefulSet's retained claims)
+        going = False  # what goes with its owner, or is going: its delete queues the namespace again
         for typ in types:
             if not typ.synced:
                 return None
+            downs = typ.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns)
             if any(not deleting(obj) for obj in typ.upstream_in(up_ns)) \
-                    or typ.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns):
+                    or any(applied_key(typ.name, obj, self._lc) is not None for obj in downs):
                 await self._explain(down_ns, found, [])  # in use again: nothing to explain
                 return None
-        left: list[str] = []
+            going = _leftovers(typ.name, downs, left) or going  # a claim's cache is also the mirror's
         for held in mirrored:
             if not held.synced:
                 return None
-            objs = held.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns)
-            left.extend(f"{held.name}/{meta(obj).get('name')}" for obj in objs
-                        if not deleting(obj) and not meta(obj).get("ownerReferences"))
-            if objs and not left:
-                return None  # going with their owners: their deletes queue the namespace again
+            going = _leftovers(held.name, held.down_informer.indexer.by_index(NAMESPACE_INDEX, down_ns), left) \
+                or going
         if left:
             await self._explain(down_ns, found, sorted(left))
+            return None
+        if going:
             return None
         others = await self._foreign.find(down_ns)
         if others:
@@ -140,6 +142,18 @@ class DownstreamNamespaces:
                                          field_manager=FIELD_MANAGER)
         except (APINotFoundError, APIForbiddenError) as exc:  # gone, or an identity that may not patch it
             self._log.info("downstream namespace not annotated", downstream_namespace=down_ns, error=str(exc))
+
+
+def _leftovers(resource: str, objs: Iterable[Obj], left: set[str]) -> bool:
+    """Add to `left` the objects that stay unless someone deletes them (no owner, not going); whether others,
+    which go by themselves, are there."""
+    going = False
+    for obj in objs:
+        if deleting(obj) or meta(obj).get("ownerReferences"):
+            going = True
+        else:
+            left.add(f"{resource}/{meta(obj).get('name')}")
+    return going
 
 
 def downstream_origin(namespace: Obj) -> str | None:

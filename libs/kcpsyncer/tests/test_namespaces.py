@@ -188,3 +188,38 @@ async def test_discovery_is_reused_between_cleanups() -> None:
     for _ in range(3):
         await namespaces.cleanup(DOWN_NS, [], [], found=namespace())
     assert cluster.discovery == 1
+
+
+@dataclass
+class Synced(Mirrored):
+    """A synced type's caches: upstream objects of the namespace, and the cluster's of ours."""
+
+    upstream: list[dict[str, Any]] = field(default_factory=list)
+
+    def upstream_in(self, namespace: str) -> list[dict[str, Any]]:
+        return self.upstream
+
+
+async def test_claims_a_template_made_in_the_synced_claims_cache_are_leftovers_and_an_applied_one_is_in_use() -> None:
+    """The synced claims' cache is the mirror's: a StatefulSet's claim there was not applied by the syncer."""
+    made = obj("data-web-0", labels={OWNER_LABEL: OWNER})
+    applied = obj("mine", labels={OWNER_LABEL: OWNER}, annotations={
+        "syncer.kcp.io/upstream-cluster": "root:org", "syncer.kcp.io/upstream-namespace": "default",
+        "syncer.kcp.io/upstream-name": "mine"})
+    cluster = Cluster()
+    namespaces = DownstreamNamespaces(cluster, logical_cluster="root:org", owner=OWNER,  # type: ignore[arg-type]
+                                      sync_target_key="key", log=structlog.get_logger("test"))
+    claims = [Synced("persistentvolumeclaims", [made])]
+    mirrored = [Mirrored("persistentvolumeclaims", [made])]
+    assert await namespaces.cleanup(DOWN_NS, claims, mirrored, found=namespace()) is None  # type: ignore[arg-type]
+    assert cluster.namespaces.calls == [("patch", DOWN_NS, {"metadata": {"annotations": {
+        KEPT_ANNOTATION: "persistentvolumeclaims/data-web-0"}}}, {"field_manager": "kcp-syncer"})]
+
+    # in use again (a claim the user applied to kcp, synced down): what kept it is no reason any more
+    cluster.namespaces.calls.clear()
+    claims = [Synced("persistentvolumeclaims", [made, applied])]
+    kept = namespace(**{KEPT_ANNOTATION: "persistentvolumeclaims/data-web-0"})
+    assert await namespaces.cleanup(DOWN_NS, claims, mirrored, found=kept) is None  # type: ignore[arg-type]
+    assert cluster.namespaces.calls == [("patch", DOWN_NS, {"metadata": {"annotations": {KEPT_ANNOTATION: None}}},
+                                         {"field_manager": "kcp-syncer"})]
+    assert cluster.lists == []
