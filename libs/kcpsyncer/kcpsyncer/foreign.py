@@ -5,7 +5,8 @@ deletes everything in it, so a user's objects made there by hand, or a controlle
 must keep it. Every namespaced type the cluster lists is looked at (discovery cached a while: a cleanup is rare),
 and these do not count: objects with this syncer's owner label (its caches judge them), objects with an
 ownerReference (they go with their owner), Events, core Endpoints (kept and removed with their Service by the
-endpoints controller), and what kube makes in every namespace (the `default` ServiceAccount, the
+endpoints controller), a ServiceAccount's token Secret (kube < 1.24 makes one for each, the `default` one's
+too, and deletes it with it), and what kube makes in every namespace (the `default` ServiceAccount, the
 `kube-root-ca.crt` ConfigMap). A type this identity may not list (403), or no longer serves, is skipped."""
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .objects import Obj, deleting, meta
 DISCOVERY_TTL = 60.0  # seconds a listing of the cluster's types is reused
 IGNORED = frozenset({("", "events"), ("events.k8s.io", "events"), ("", "endpoints")})  # (group, plural)
 AUTOMATIC = frozenset({("", "serviceaccounts", "default"), ("", "configmaps", "kube-root-ca.crt")})
+TOKEN_SECRET = "kubernetes.io/service-account-token"  # kube < 1.24 makes one per ServiceAccount, and deletes it with it
 
 
 def resource_name(typ: APIType) -> str:
@@ -74,6 +76,7 @@ class ForeignObjects:
 
     def _foreign(self, group: str, plural: str, obj: Obj) -> bool:
         metadata = meta(obj)
-        if (metadata.get("labels") or {}).get(OWNER_LABEL) == self._owner or metadata.get("ownerReferences"):
+        if (metadata.get("labels") or {}).get(OWNER_LABEL) == self._owner or metadata.get("ownerReferences") \
+                or (group, plural, obj.get("type")) == ("", "secrets", TOKEN_SECRET):
             return False
         return not deleting(obj) and (group, plural, metadata.get("name")) not in AUTOMATIC

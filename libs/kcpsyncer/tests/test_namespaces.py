@@ -137,6 +137,7 @@ async def test_once_only_what_goes_by_itself_is_left_the_namespace_is_deleted() 
         "persistentvolumeclaims": [obj("ours", labels={OWNER_LABEL: OWNER}), going,
                                    obj("data-db-0", ownerReferences=[{"kind": "StatefulSet", "name": "db"}])],
         "serviceaccounts": [obj("default")], "configmaps": [obj("kube-root-ca.crt")],
+        "secrets": [{**obj("default-token-x"), "type": "kubernetes.io/service-account-token"}],
         "events": [obj("db.1")], "endpoints": [obj("db")], "controllerrevisions": [obj("db-1", ownerReferences=[{}])]})
     assert await cleanup(cluster, found=namespace(**{KEPT_ANNOTATION: "configmaps/notes"})) is None
     assert cluster.namespaces.calls == [("delete", DOWN_NS)]
@@ -147,10 +148,11 @@ async def test_once_only_what_goes_by_itself_is_left_the_namespace_is_deleted() 
 
 async def test_another_syncer_s_objects_and_a_config_map_of_the_user_keep_it() -> None:
     cluster = Cluster(objects={"configmaps": [obj("notes", labels={OWNER_LABEL: "another"})],
-                               "controllerrevisions": [obj("kept")]})
+                               "controllerrevisions": [obj("kept")], "secrets": [{**obj("creds"), "type": "Opaque"}]})
     assert await cleanup(cluster) == Result(requeue_after=KEPT_RETRY)
     (_, _, body, _), = cluster.namespaces.calls
-    assert body["metadata"]["annotations"][KEPT_ANNOTATION] == "configmaps/notes, controllerrevisions.apps/kept"
+    assert body["metadata"]["annotations"][KEPT_ANNOTATION] == \
+        "configmaps/notes, controllerrevisions.apps/kept, secrets/creds"
 
 
 async def test_a_type_that_may_not_be_listed_is_skipped() -> None:
