@@ -9,7 +9,8 @@ Modules: `engine` wires informers, queue and workers; `down` applies specs,
 `up` writes status, `remove` deletes (on positive evidence only),
 `summary` keeps the statuses of an object on several clusters apart and sums
 them up, `specdiff` applies the per-target spec diffs of an object split across targets and `revisions` finds
-the kcp ReplicaSet a split Deployment's pods belong to, `namespaces` maps and cleans downstream namespaces, `pernamespace`
+the kcp ReplicaSet a split Deployment's pods belong to, `namespaces` maps and cleans downstream namespaces (`foreign` finds what
+else they hold), `pernamespace`
 watches a type it may not read cluster-wide one namespace at a time, `heartbeat` beats, `placed` runs an
 engine per workspace placed on the SyncTarget (one syncer per physical cluster);
 `synced` holds the queued key and each type's caches, `objects` reads

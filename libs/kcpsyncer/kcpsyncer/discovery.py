@@ -7,10 +7,12 @@ CRD). A type not served (yet) on one side is not synced until it is.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 from kcpcommon.dynamic import DynamicClient, DynamicResource
-from kcpcommon.errors import APINotFoundError
+from kcpcommon.errors import APIClientError, APINotFoundError
 
 
 @dataclass(frozen=True)
@@ -54,3 +56,31 @@ async def resolve(client: DynamicClient, resource: str) -> APIType | None:
         return None
     return APIType(group_version, plural, str(entry.get("kind") or ""), bool(entry.get("namespaced")),
                    f"{plural}/status" in names)
+
+
+async def namespaced_listable(client: DynamicClient) -> list[APIType]:
+    """Every namespaced type `client`'s server can list, at its group's preferred version: what a namespace
+    may hold. A group whose listing fails (an aggregated API that is down) is left out."""
+    versions = ["v1"]
+    try:
+        groups = await client.request("GET", "/apis")
+    except APINotFoundError:
+        groups = {}
+    for group in (groups or {}).get("groups") or []:
+        group_version = str((group.get("preferredVersion") or {}).get("groupVersion") or "")
+        if group_version:
+            versions.append(group_version)
+    listings = await asyncio.gather(*(_resources(client, gv) for gv in versions))
+    return [APIType(group_version, str(entry.get("name")), str(entry.get("kind") or ""), True, False)
+            for group_version, listing in zip(versions, listings, strict=True) for entry in listing
+            if entry.get("namespaced") and "/" not in str(entry.get("name") or "/")
+            and "list" in (entry.get("verbs") or ())]
+
+
+async def _resources(client: DynamicClient, group_version: str) -> list[dict[str, Any]]:
+    path = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
+    try:
+        listing = await client.request("GET", path)
+    except APIClientError:
+        return []
+    return [r for r in (listing or {}).get("resources") or [] if isinstance(r, dict)]

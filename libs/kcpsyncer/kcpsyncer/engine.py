@@ -432,9 +432,9 @@ class Syncer:
                 if not typ_caches.synced:  # what is left in it cannot be told yet
                     self._hold_until_synced(typ_caches, key)
                     return None
-            await self.namespaces.cleanup(key.name, self.types.values(), self.upsynced.values(),
-                                          found=self.owned_namespaces.indexer.get(ObjectKey(self.target, "", key.name)))
-            return None
+            return await self.namespaces.cleanup(
+                key.name, self.types.values(), self.upsynced.values(),
+                found=self.owned_namespaces.indexer.get(ObjectKey(self.target, "", key.name)))
         if key.resource == EVENTS and self.events is not None:
             return await self._reconcile_event(self.events, key)
         mirrored = self.upsynced.get(key.resource)

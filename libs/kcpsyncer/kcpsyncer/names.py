@@ -39,6 +39,9 @@ NAMESPACE_LOCATOR_ANNOTATION = "kcp.io/namespace-locator"
 # The owner label hashes the logical cluster and the target's name only, and two workspaces' SyncTargets of one
 # name may share a physical cluster: this tells a placed workspace's namespace from its own SyncTarget's.
 SYNC_TARGET_KEY_ANNOTATION = "syncer.kcp.io/sync-target-key"
+# on a downstream namespace of ours with nothing synced left: what keeps it (objects the syncer did not make, or a
+# workload's leftovers such as a StatefulSet's retained claims), `persistentvolumeclaims/data-web-0, ...`
+KEPT_ANNOTATION = "syncer.kcp.io/kept-for"
 
 HEARTBEAT_GROUP_VERSION = "workload.kcp.io/v1alpha1"
 

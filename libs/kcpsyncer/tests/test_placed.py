@@ -290,6 +290,9 @@ class EngineClients:
     def resource(self, api_version: str, plural: str, *, namespaced: bool) -> FakeResource:
         return FakeResource(APIType(api_version, plural, "", namespaced, False))
 
+    async def request(self, method: str, path: str, **kw: Any) -> Any:
+        return {}  # discovery: the cluster serves no other type a namespace could hold
+
 
 def engine_with_configmaps() -> tuple[Syncer, SharedInformer, SharedInformer]:
     clients = EngineClients()

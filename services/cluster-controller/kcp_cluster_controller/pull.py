@@ -119,8 +119,9 @@ def cluster_rules(cluster_wide: tuple[str, ...]) -> list[dict[str, Any]]:
 def own_namespace_rules(namespaced: tuple[str, ...]) -> list[dict[str, Any]]:
     """What the syncer may do in a namespace of its own (bound there by a RoleBinding)."""
     return [*type_rules(namespaced, ALL_VERBS),
-            # the namespace itself: kube authorizes get/delete of namespace N as a request in N
-            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "delete"]},
+            # the namespace itself: kube authorizes get/patch/delete of namespace N as a request in N (a patch
+            # says what keeps it once nothing synced is left: kcpsyncer/namespaces.py)
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "patch", "delete"]},
             {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},  # pods' Events
             {"apiGroups": [""], "resources": POD_STREAMS, "verbs": ["get", "create"]}]
 

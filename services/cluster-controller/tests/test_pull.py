@@ -107,7 +107,7 @@ def test_in_its_own_namespaces_the_syncer_may_write_its_types_and_delete_the_nam
     granted = _granted(own_namespace_rules(("deployments.apps", "pods", "secrets")))
     for resource in ("deployments.apps", "pods", "secrets"):
         assert {"list", "watch", "create", "delete"} <= granted[resource]
-    assert granted["namespaces"] == {"get", "delete"}  # namespace N's own get/delete are requests in N
+    assert granted["namespaces"] == {"get", "patch", "delete"}  # namespace N's own are requests in N
     assert granted["events"] == {"get", "list", "watch"}
     assert granted["pods/log"] == {"get", "create"}
 
