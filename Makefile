@@ -6,7 +6,7 @@ TOOLS  := .tools/bin
 SERVICES := libs/kcpcommon libs/kcpsyncer services/apiserver services/syncer services/sim-cluster services/cluster-controller services/deployment-splitter
 
 .PHONY: install lock deps-check proto tools run demo test unit e2e e2e-k3s test-faults kube-cmd bench bench-apiserver bench-crds bench-kcpcommon bench-sim \
-        bench-sync bench-split bench-compute bench-tls bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
+        bench-sync bench-split bench-compute bench-endpoints bench-tls bench-openapi lint images images-test compose-e2e kube kube-e2e docs helm-lint clean
 
 # make run: PORT is kcp's, SIM_PORT the first simulated cluster's; SIM=0 starts none; KCP_ROOT holds its state
 PORT     ?= 6443
@@ -193,3 +193,8 @@ bench-split: install
 ##                then the busiest cluster decommissioned (evictAfter): availability, time to replaced and to empty
 bench-compute: install
 	$(BIN)/python bench/bench_shared_compute.py
+
+## bench-endpoints: multi-cluster Services: a pod's endpoint from Ready on one sim cluster to ready in another's
+##                  EndpointSlice (and back out), at 100 pod changes/s
+bench-endpoints: install
+	$(BIN)/python bench/bench_endpoints.py

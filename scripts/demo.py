@@ -361,8 +361,10 @@ def play(demo: Demo, root: Path, tmp: Path) -> None:
         demo.show("get", "synctarget", "sim-old", "-o",
                   "jsonpath={range .status.conditions[*]}{.type}={.status} {.reason}{\"\\n\"}{end}")
         old_target = next(t for t in demo.get("synctargets") if t["metadata"]["name"] == "sim-old")
-        resource, lacking = next(iter(((old_target.get("status") or {}).get("incompatibleFields") or
-                                       {"(none)": []}).items()))
+        incompatible = (old_target.get("status") or {}).get("incompatibleFields") or {"(none)": []}
+        # the Deployment's are the ones this demo is about, when it has any (the types come in name order)
+        resource, lacking = next(((r, f) for r, f in incompatible.items() if r == "deployments.apps"),
+                                 next(iter(incompatible.items())))
         demo.say(f"APIsImported's message names the {len(lacking)} fields of {resource} that Kubernetes "
                  f"{OLD_RELEASE} lacks, e.g. {', '.join(lacking[:2])}")
         demo.say("sim-old leaves: its SyncTarget is deleted and the demo stops its process")

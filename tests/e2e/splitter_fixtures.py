@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
 from daemon_process import DaemonProcess, package_env
 from syncer_fixtures import Rest, eventually
 
-from kcp_process import KcpServer, free_port
+from kcp_process import REPO, KcpServer, ServedFromRoot, cluster_kubeconfig, free_port, run_kubectl
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 TARGETS = "/apis/workload.kcp.io/v1alpha1/synctargets"
@@ -130,3 +132,44 @@ def events_about(kcp: Rest, name: str) -> list[dict[str, Any]]:
 def event_with(kcp: Rest, name: str, text: str) -> dict[str, Any]:
     return eventually(lambda: next((e for e in events_about(kcp, name) if text in e["message"]), None),
                       f"an Event on {name} saying {text!r}")
+
+
+CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+
+
+def logical_cluster(kcp: KcpServer, name: str) -> Path:
+    """A logical cluster serving SyncTargets; its kubeconfig."""
+    kubeconfig = cluster_kubeconfig(kcp, name, name)
+    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
+    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
+               f"SyncTargets served in {name}")
+    return kubeconfig
+
+
+def sync_target(name: str, physical: ServedFromRoot) -> str:
+    return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
+                           "metadata": {"name": name}, "spec": {"kubeconfig": physical.kubeconfig.read_text()}})
+
+
+def connect_targets(kcp: KcpServer, kubeconfig: Path, targets: Mapping[str, ServedFromRoot]) -> None:
+    """SyncTargets for `targets`, Ready, and the Deployment type imported."""
+    for name, physical in targets.items():
+        run_kubectl(kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=kubeconfig)
+    for name in targets:
+        run_kubectl(kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s",
+                    kubeconfig=kubeconfig, timeout=100)
+    eventually(lambda: run_kubectl(kcp, "get", "deployments", kubeconfig=kubeconfig,
+                                   check=False).returncode == 0, "Deployments imported into kcp", timeout=90)
+
+
+def pods_in_kcp(kcp: KcpServer, kubeconfig: Path, selector: str) -> dict[str, tuple[str, str]]:
+    """name -> (STATUS, CLUSTER) of `kubectl get pods -l selector` through kcp."""
+    table = run_kubectl(kcp, "get", "pods", "-l", selector, kubeconfig=kubeconfig, check=False)
+    if table.returncode != 0 or not table.stdout.strip():
+        return {}
+    header, *rows = table.stdout.splitlines()
+    columns = header.split()
+    assert columns[:6] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "CLUSTER"], header
+    if any(len(row.split()) != len(columns) for row in rows):  # a copy whose status is not up yet: no STATUS
+        return {}
+    return {row.split()[0]: (row.split()[2], row.split()[5]) for row in rows}

@@ -559,15 +559,21 @@ def test_a_not_ready_node_has_its_pods_evicted_and_replaced(cluster: KcpServer) 
                             lambda n: condition(n, "Ready")["status"] == "False", "the node to turn NotReady")
         assert {(t["key"], t["effect"]) for t in node["spec"]["taints"]} == {
             ("node.kubernetes.io/not-ready", "NoSchedule"), ("node.kubernetes.io/not-ready", "NoExecute")}
-        # --eviction-toleration 2: its pods are evicted and recreated on the healthy nodes
-        eventually(lambda: not victims & {p["metadata"]["name"] for p in pods(cluster, ns, "app=web")},
+        # --eviction-toleration 2: its pods are evicted (deleted gracefully: Terminating, as kube leaves the pods of
+        # a node whose kubelet does not answer) and recreated on the healthy nodes
+        eventually(lambda: victims <= {p["metadata"]["name"] for p in pods(cluster, ns, "app=web")
+                                       if p["metadata"].get("deletionTimestamp")},
                    "the sick node's pods to be evicted")
         rollout(cluster, ns, "deployment/web")
-        assert {p["spec"]["nodeName"] for p in pods(cluster, ns, "app=web")} <= {"sim-node-1", "sim-node-3"}
+        assert {p["spec"]["nodeName"] for p in pods(cluster, ns, "app=web")
+                if not p["metadata"].get("deletionTimestamp")} <= {"sim-node-1", "sim-node-3"}
     finally:
         kubectl(cluster, "annotate", "node", "sim-node-2", "sim.kcp.io/not-ready-")
     eventually(lambda: condition(get(cluster, "node", "sim-node-2"), "Ready")["status"] == "True",
                "the node to be Ready again")
+    # its kubelet back, the evicted pods' containers are stopped and the pods go
+    eventually(lambda: not victims & {p["metadata"]["name"] for p in pods(cluster, ns, "app=web")},
+               "the evicted pods to be gone")
     eventually(lambda: not get(cluster, "node", "sim-node-2")["spec"].get("taints"), "the taints to go")
 
 
@@ -658,8 +664,12 @@ def test_a_node_no_longer_run_turns_unreachable_and_its_pods_move(tmp_path: Path
         node = fetched_when(lambda: get(server, "node", "sim-node-2"),
                             lambda n: condition(n, "Ready")["status"] == "Unknown", "sim-node-2 to turn Unknown")
         assert condition(node, "Ready")["reason"] == "NodeStatusUnknown"
-        eventually(lambda: {p["spec"].get("nodeName") for p in pods(server, ns)} == {"sim-node-1"},
+        # the unreachable node's pods stay Terminating (no kubelet ends them, as in kube); their replacements run
+        eventually(lambda: {p["spec"].get("nodeName") for p in pods(server, ns)
+                            if not p["metadata"].get("deletionTimestamp")} == {"sim-node-1"},
                    "the pods to move to the node still running")
+        assert all(p["metadata"].get("deletionTimestamp") for p in pods(server, ns)
+                   if p["spec"].get("nodeName") == "sim-node-2")
         rollout(server, ns, "deployment/web")
         taints = {(t["key"], t["effect"]) for t in get(server, "node", "sim-node-2")["spec"]["taints"]}
         assert taints == {("node.kubernetes.io/unreachable", "NoSchedule"),

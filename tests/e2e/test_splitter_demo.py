@@ -19,22 +19,18 @@ from typing import Any
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
-from physical_fixtures import Physical, sim_only
-from splitter_fixtures import SplitterProcess, ready_shares
+from physical_fixtures import Physical
+from splitter_fixtures import SplitterProcess, connect_targets, logical_cluster, pods_in_kcp, ready_shares
 from syncer_fixtures import Rest, eventually
 
 from kcp_process import (
-    REPO,
     KcpServer,
-    cluster_kubeconfig,
     free_port,
     run_kubectl,
     sim_cluster_command,
     sim_cluster_env,
 )
 from kcpsyncer import downstream_namespace
-
-CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 
 
 @dataclass
@@ -79,33 +75,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory, physical: Callable[[Path], Ph
             server.stop()
 
 
-def logical_cluster(kcp: KcpServer, name: str) -> Path:
-    kubeconfig = cluster_kubeconfig(kcp, name, name)
-    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
-    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
-               f"SyncTargets served in {name}")
-    return kubeconfig
-
-
-def connect(demo: Demo, kubeconfig: Path, targets: dict[str, KcpServer | Physical]) -> None:
-    """SyncTargets for `targets`, Ready, and the Deployment type imported."""
-    for name, physical in targets.items():
-        run_kubectl(demo.kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=kubeconfig)
-    for name in targets:
-        run_kubectl(demo.kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s",
-                    kubeconfig=kubeconfig, timeout=100)
-    eventually(lambda: run_kubectl(demo.kcp, "get", "deployments", kubeconfig=kubeconfig,
-                                   check=False).returncode == 0, "Deployments imported into kcp", timeout=90)
-
-
 def ready_column(kcp: KcpServer, kubeconfig: Path) -> dict[str, str]:
     table = run_kubectl(kcp, "get", "deployments", kubeconfig=kubeconfig).stdout
     return {line.split()[0]: line.split()[1] for line in table.splitlines()[1:]}
-
-
-def sync_target(name: str, physical: KcpServer | Physical) -> str:
-    return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
-                           "metadata": {"name": name}, "spec": {"kubeconfig": physical.kubeconfig.read_text()}})
 
 
 WEB = """apiVersion: apps/v1
@@ -126,7 +98,7 @@ spec:
 
 
 def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -> None:
-    connect(demo, demo.kubeconfig, {"east": demo.east, "west": demo.west})
+    connect_targets(demo.kcp, demo.kubeconfig, {"east": demo.east, "west": demo.west})
     run_kubectl(demo.kcp, "apply", "-f", "-", input_text=WEB, kubeconfig=demo.kubeconfig)
     run_kubectl(demo.kcp, "rollout", "status", "deployment/web", "--timeout=180s", kubeconfig=demo.kubeconfig,
                 timeout=200)
@@ -146,7 +118,7 @@ def test_seed_004_fifteen_replicas_over_two_clusters_read_15_of_15(demo: Demo) -
 
 def test_replicas_the_small_cluster_has_no_room_for_run_on_the_big_one(demo: Demo) -> None:
     kubeconfig = logical_cluster(demo.kcp, "demo-capacity")
-    connect(demo, kubeconfig, {"big": demo.east, "small": demo.small})
+    connect_targets(demo.kcp, kubeconfig, {"big": demo.east, "small": demo.small})
     heavy = yaml.safe_load(WEB.replace("name: web", "name: heavy").replace("replicas: 15", "replicas: 10"))
     heavy["spec"]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "250m"}}
     run_kubectl(demo.kcp, "apply", "-f", "-", input_text=yaml.safe_dump(heavy), kubeconfig=kubeconfig)
@@ -162,7 +134,7 @@ def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: De
     flaky.start()
     try:
         kubeconfig = logical_cluster(demo.kcp, "demo-loss")
-        connect(demo, kubeconfig, {"steady": demo.east, "flaky": flaky})
+        connect_targets(demo.kcp, kubeconfig, {"steady": demo.east, "flaky": flaky})
         app = WEB.replace("name: web", "name: loss").replace("replicas: 15", "replicas: 6")
         run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
         rest = Rest(demo.kcp).at("demo-loss")
@@ -183,7 +155,7 @@ def test_a_lost_cluster_s_replicas_run_on_the_other_until_it_comes_back(demo: De
 
 def test_a_configmap_the_workload_uses_arrives_in_both_clusters_and_leaves_one_with_it(demo: Demo) -> None:
     kubeconfig = logical_cluster(demo.kcp, "demo-deps")
-    connect(demo, kubeconfig, {"east": demo.east, "west": demo.west})
+    connect_targets(demo.kcp, kubeconfig, {"east": demo.east, "west": demo.west})
     run_kubectl(demo.kcp, "create", "configmap", "web-config", "--from-literal=greeting=hello", kubeconfig=kubeconfig)
     app = yaml.safe_load(WEB.replace("name: web", "name: deps").replace("replicas: 15", "replicas: 2"))
     app["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "web-config"}}]
@@ -199,22 +171,9 @@ def test_a_configmap_the_workload_uses_arrives_in_both_clusters_and_leaves_one_w
     assert Rest(demo.east).get(mapped) is not None
 
 
-def pods_in_kcp(kcp: KcpServer, kubeconfig: Path, selector: str) -> dict[str, tuple[str, str]]:
-    """name -> (STATUS, CLUSTER) of `kubectl get pods -l selector` through kcp."""
-    table = run_kubectl(kcp, "get", "pods", "-l", selector, kubeconfig=kubeconfig, check=False)
-    if table.returncode != 0 or not table.stdout.strip():
-        return {}
-    header, *rows = table.stdout.splitlines()
-    columns = header.split()
-    assert columns[:6] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "CLUSTER"], header
-    if any(len(row.split()) != len(columns) for row in rows):  # a copy whose status is not up yet: no STATUS
-        return {}
-    return {row.split()[0]: (row.split()[2], row.split()[5]) for row in rows}
-
-
 def test_the_pods_a_deployment_runs_in_two_clusters_show_in_kcp_and_a_delete_there_replaces_one(demo: Demo) -> None:
     kubeconfig = logical_cluster(demo.kcp, "demo-pods")
-    connect(demo, kubeconfig, {"east": demo.east, "west": demo.west})
+    connect_targets(demo.kcp, kubeconfig, {"east": demo.east, "west": demo.west})
     app = WEB.replace("name: web", "name: seen").replace("replicas: 15", "replicas: 4").replace("app: web", "app: seen")
     run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
     pods = eventually(lambda: (p := pods_in_kcp(demo.kcp, kubeconfig, "app=seen")) and len(p) == 4
@@ -273,7 +232,7 @@ def test_a_daemonset_runs_on_every_node_of_every_cluster_and_rollout_status_wait
     try:
         kubeconfig = logical_cluster(demo.kcp, "demo-ds")
         clusters = {"east": demo.east, "west": demo.west, "flaky": flaky}
-        connect(demo, kubeconfig, clusters)
+        connect_targets(demo.kcp, kubeconfig, clusters)
         nodes = {name: len((Rest(physical).get("/api/v1/nodes") or {}).get("items") or [])
                  for name, physical in clusters.items()}
         everywhere = sum(nodes.values())
@@ -318,72 +277,3 @@ def test_a_daemonset_runs_on_every_node_of_every_cluster_and_rollout_status_wait
                    "flaky's pods ready again", timeout=120)
     finally:
         flaky.stop()
-
-
-def remote_endpoints(physical: KcpServer | Physical, namespace: str, service: str) -> dict[str, set[str]]:
-    """source cluster -> the ready addresses of kcp's EndpointSlices for `service` in a physical cluster."""
-    listing = Rest(physical).get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
-                                 f"?labelSelector=kubernetes.io/service-name={service},"
-                                 f"endpointslice.kubernetes.io/managed-by=endpointslice.workload.kcp.io") or {}
-    found: dict[str, set[str]] = {}
-    for item in listing.get("items") or []:
-        source = item["metadata"]["labels"]["multicluster.kubernetes.io/source-cluster"]
-        found.setdefault(source, set()).update(
-            e["addresses"][0] for e in item.get("endpoints") or [] if (e.get("conditions") or {}).get("ready"))
-    return found
-
-
-def pod_ips(physical: KcpServer | Physical, namespace: str, selector: str) -> set[str]:
-    listing = Rest(physical).get(f"/api/v1/namespaces/{namespace}/pods?labelSelector={selector}") or {}
-    return {p["status"]["podIP"] for p in listing.get("items") or []
-            if (p.get("status") or {}).get("podIP") and not p["metadata"].get("deletionTimestamp")}
-
-
-@sim_only("kube 1.20 serves EndpointSlices as discovery.k8s.io/v1beta1; kcp's remote endpoints are v1 (kube 1.21+)")
-def test_a_service_gets_every_other_clusters_ready_endpoints_and_a_caller_anywhere_finds_a_service_by_name(
-        demo: Demo) -> None:
-    kubeconfig = logical_cluster(demo.kcp, "demo-mcs")
-    clusters: dict[str, KcpServer | Physical] = {"east": demo.east, "west": demo.west, "small": demo.small}
-    connect(demo, kubeconfig, clusters)
-    eventually(lambda: run_kubectl(demo.kcp, "get", "endpointslices", kubeconfig=kubeconfig,
-                                   check=False).returncode == 0, "EndpointSlices imported into kcp", timeout=90)
-    mapped = downstream_namespace("demo-mcs", "default")
-    app = WEB.replace("name: web", "name: front").replace("replicas: 15", "replicas: 3").replace(
-        "app: web", "app: front")
-    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=app, kubeconfig=kubeconfig)
-    run_kubectl(demo.kcp, "expose", "deployment", "front", "--port=80", kubeconfig=kubeconfig)
-    # redis runs on east only (as a guestbook's redis-master would), its callers everywhere
-    redis = WEB.replace("name: web", "name: redis").replace("replicas: 15", "replicas: 1").replace(
-        "app: web", "app: redis").replace("metadata:\n  name: redis", "metadata:\n  name: redis\n  annotations: "
-                                          "{splitter.kcp.io/placement: east}")
-    assert "splitter.kcp.io/placement: east" in redis
-    run_kubectl(demo.kcp, "apply", "-f", "-", input_text=redis, kubeconfig=kubeconfig)
-    run_kubectl(demo.kcp, "expose", "deployment", "redis", "--port=6379", kubeconfig=kubeconfig)
-
-    def spread() -> bool:
-        ips = {name: pod_ips(physical, mapped, "app=front") for name, physical in clusters.items()}
-        if sorted(len(v) for v in ips.values()) != [1, 1, 1]:
-            return False
-        return all(remote_endpoints(physical, mapped, "front") == {o: ips[o] for o in clusters if o != name}
-                   for name, physical in clusters.items())
-
-    eventually(spread, "each cluster holds the other two clusters' front endpoints", timeout=150)
-    redis_ip = eventually(lambda: pod_ips(demo.east, mapped, "app=redis"), "redis running on east", timeout=90)
-    for name in ("west", "small"):  # the Service is where its callers are, its endpoint where redis runs
-        physical = clusters[name]
-        eventually(lambda physical=physical: Rest(physical).get(f"/api/v1/namespaces/{mapped}/services/redis"),
-                   f"Service redis on {name}", timeout=90)
-        eventually(lambda physical=physical: remote_endpoints(physical, mapped, "redis") == {"east": redis_ip},
-                   f"redis's endpoint from east on {name}", timeout=90)
-    assert remote_endpoints(demo.east, mapped, "redis") == {}  # east has its own
-    # pods come and go: the other clusters' slices follow
-    run_kubectl(demo.kcp, "scale", "deployment/front", "--replicas=6", kubeconfig=kubeconfig)
-    eventually(lambda: sum(len(v) for v in remote_endpoints(demo.small, mapped, "front").values()) == 4
-               and remote_endpoints(demo.small, mapped, "front") == {
-                   o: pod_ips(clusters[o], mapped, "app=front") for o in ("east", "west")},
-               "small holds the 4 endpoints of east and west", timeout=150)
-    # the Service goes: so do its slices, in kcp and in every cluster
-    run_kubectl(demo.kcp, "delete", "service", "front", kubeconfig=kubeconfig)
-    for name, physical in clusters.items():
-        eventually(lambda physical=physical: remote_endpoints(physical, mapped, "front") == {},
-                   f"front's remote endpoints gone from {name}", timeout=90)

@@ -61,6 +61,7 @@ from .names import (
     UPSTREAM_NAMESPACE_ANNOTATION,
     downstream_namespace,
     state_label,
+    syncer_finalizer,
 )
 from .objects import Obj, meta
 from .remove import propagation_of
@@ -70,6 +71,8 @@ from .transform import contains, merge_patch, unmark_pod_template
 UPSYNC = STATE_UPSYNC
 # resource -> whether it is also a synced-down kind (a user's own claims and ReplicaSets go down; pods never do)
 MIRRORED: dict[str, bool] = {"pods": False, "persistentvolumeclaims": True, "replicasets.apps": True}
+# a going pod's copy is going too (deleted, held by the syncer's finalizer until the pod is gone): its endpoints leave
+TERMINATING_MIRRORED = frozenset({"pods"})
 OWNED_ONLY = frozenset({"replicasets.apps"})  # mirrored only when a synced-down object controls them
 IMMUTABLE_SPEC = frozenset({"pods", "persistentvolumeclaims"})  # a spec change recreates the copy
 UPSYNCED_RESOURCES = frozenset(MIRRORED)  # kcp's copies are made and removed: pull mode grants create, delete
@@ -276,6 +279,7 @@ class Upsync:
         if down is None:
             if up is not None:
                 typ.removing.add(key)
+                await self._release(typ, key, up)
                 await self._delete(typ.up_resource, key.namespace, up)
             return True
         if owners.awaiting is not None:
@@ -301,6 +305,10 @@ class Upsync:
                 up = None
         if up is None and meta(down).get("deletionTimestamp"):
             return True  # going from the cluster (a user's delete of its copy, or its owner's): no new copy
+        if typ.name in TERMINATING_MIRRORED and up is not None and meta(down).get("deletionTimestamp") \
+                and not meta(up).get("deletionTimestamp"):
+            await self._terminating(typ, key, up)
+            return True  # the copy's status follows on its next event
         if up is None:
             try:
                 up = await typ.up_resource.create(want, namespace=key.namespace)
@@ -353,6 +361,31 @@ class Upsync:
         await self._delete(resource, str(meta(down).get("namespace") or ""), down,
                            propagation_policy=propagation_policy)
         self.log.info(f"deleted downstream: {why}", name=meta(down).get("name"), propagation=propagation_policy)
+
+    async def _terminating(self, typ: UpsyncedType, key: SyncKey, up: Obj) -> None:
+        """The cluster's pod is going (its preStop hooks run, its endpoints leave every Service): its copy shows it
+        going too, as `kubectl get pods` shows Terminating on the cluster. Deleted, and held by this syncer's
+        finalizer until the pod is gone (then `_release`), so its readers (kcp's remote endpoints) see it go."""
+        finalizer = syncer_finalizer(self.target)
+        typ.removing.add(key)  # its delete is ours, not a user's to carry down
+        finalizers = list(meta(up).get("finalizers") or ())
+        if finalizer not in finalizers:
+            await typ.up_resource.patch(key.name, {"metadata": {"finalizers": [*finalizers, finalizer]}},
+                                        namespace=key.namespace)
+        await self._delete(typ.up_resource, key.namespace, up)
+        self.log.info("copy terminating with its cluster's object", resource=typ.name, namespace=key.namespace,
+                      name=key.name)
+
+    async def _release(self, typ: UpsyncedType, key: SyncKey, up: Obj) -> None:
+        """The cluster's object is gone: this syncer's finalizer leaves its copy (`_terminating`)."""
+        finalizer = syncer_finalizer(self.target)
+        finalizers = list(meta(up).get("finalizers") or ())
+        if finalizer in finalizers:
+            try:
+                await typ.up_resource.patch(key.name, {"metadata": {"finalizers": [
+                    f for f in finalizers if f != finalizer] or None}}, namespace=key.namespace)
+            except APINotFoundError:
+                pass
 
     @staticmethod
     async def _delete(resource: DynamicResource, namespace: str, obj: Obj, *,

@@ -21,6 +21,7 @@ from kcpsyncer.names import (
     UPSTREAM_NAME_ANNOTATION,
     UPSTREAM_NAMESPACE_ANNOTATION,
     owner,
+    syncer_finalizer,
 )
 from kcpsyncer.objects import meta
 from kcpsyncer.synced import SyncedType, SyncKey, applied_key
@@ -208,6 +209,26 @@ async def test_a_cluster_s_object_that_is_going_gets_no_new_copy() -> None:
     h.caches([], [going])
     assert await h.upsync.reconcile(h.typ, KEY)
     assert h.up.calls == [] and h.down.calls == []
+
+
+async def test_a_going_pod_s_copy_is_going_too_held_by_the_syncer_s_finalizer_until_the_pod_is_gone() -> None:
+    """Its preStop hooks run on the cluster: kcp shows it Terminating, and its readers (remote endpoints) see it go;
+    that delete is the syncer's, never carried down as a user's."""
+    h = Harness()
+    going = downstream_pod()
+    going["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+    h.caches([kcp_copy(downstream_pod())], [going])
+    assert await h.upsync.reconcile(h.typ, KEY)
+    assert h.up.verbs() == ["patch", "delete"] and h.down.calls == []
+    assert h.up.calls[0][2] == {"metadata": {"finalizers": [syncer_finalizer(TARGET)]}}
+    held = kcp_copy(downstream_pod())
+    held["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[syncer_finalizer(TARGET)])
+    h.up.calls.clear()
+    h.caches([held], [])  # the pod is gone: the finalizer leaves, the copy goes
+    assert await h.upsync.reconcile(h.typ, KEY)
+    assert h.up.verbs()[0] == "patch" and h.up.calls[0][2] == {"metadata": {"finalizers": None}}
+    h.upsync.upstream_deleted(h.typ, KEY)
+    assert KEY not in h.typ.deleted_by_user and h.down.calls == []
 
 
 def downstream_event(count: int = 1) -> dict[str, Any]:

@@ -171,6 +171,8 @@ class SplitterController:
             self.namespace_informer.add_indexers({PLACED_INDEX: placed_index})
             self.placed_namespaces = splitter.namespaces = self.namespace_informer.indexer
             self.spreader.namespaces = self.namespace_informer.indexer
+            if self.dependencies is not None:
+                placer.namespaces = self.namespace_informer.indexer
             followers = {**objects, **{kind: self._informer(api_version, plural, namespaced=True)
                                        for kind, (api_version, plural) in WORKLOAD_KINDS.items()}}
             self._place(kcp)
@@ -513,6 +515,8 @@ class SplitterController:
         self.namespaces.enqueue(ObjectKey(key.cluster, "", key.name))
         if ((old.get("metadata") or {}).get("labels") or {}) != ((new.get("metadata") or {}).get("labels") or {}):
             self._daemonsets_in(key.cluster, key.name)  # opted out of scheduling, or back in
+            if self.dependencies is not None:  # its target: whether its Services follow it or their callers
+                self.dependencies.enqueue(ObjectKey(key.cluster, "", key.name))
             self._placements_in(key.cluster)
             if placed_keys(old) != placed_keys(new):
                 self._placed_namespace(key.cluster, key.name)

@@ -118,11 +118,21 @@ class DependencyPlacer:
     """`reconcile(ObjectKey(cluster, "", namespace))` places one namespace's dependencies."""
 
     def __init__(self, kcp: ClientFactory, *, workloads: Sequence[IndexReader],
-                 objects: Mapping[str, InformerView], others: Sequence[InformerView] = ()) -> None:
+                 objects: Mapping[str, InformerView], others: Sequence[InformerView] = (),
+                 namespaces: IndexReader | None = None) -> None:
         self.kcp = kcp
         self.workloads = workloads  # Deployments and DaemonSets, indexed by `uses_index`
         self.objects = objects
         self.others = others  # the workloads that follow their namespace (StatefulSets, Jobs, ...): callers too
+        self.namespaces = namespaces  # a namespace's own target (its assignment label)
+
+    def service_callers(self, cluster: str, namespace: str) -> set[str]:
+        """Where a Service of the namespace must be for its callers: where its workloads run, unless that is only
+        the namespace's own target (then the Service follows the namespace there like the rest)."""
+        found = self.callers(cluster, namespace)
+        labels = (((self.namespaces.get(ObjectKey(cluster, "", namespace)) if self.namespaces is not None else None)
+                   or {}).get("metadata") or {}).get("labels") or {}
+        return set() if found <= {labels.get(ASSIGNMENT_LABEL)} else found
 
     def callers(self, cluster: str, namespace: str) -> set[str]:
         """The targets a pod of the namespace may call a Service from: where any of its workloads runs."""
@@ -152,7 +162,7 @@ class DependencyPlacer:
                     continue  # a person's assignment
                 users = users_of(self.workloads, cluster, namespace, kind, obj)
                 if kind == "Service" and (obj.get("spec") or {}).get("selector"):
-                    callers = self.callers(cluster, namespace) if callers is None else callers
+                    callers = self.service_callers(cluster, namespace) if callers is None else callers
                     users |= callers
                 patch = label_patch(obj, users)
                 if patch is None:

@@ -110,3 +110,11 @@ def test_a_service_goes_wherever_a_workload_of_its_namespace_runs() -> None:
                               others=[Listed(statefulsets)])  # type: ignore[list-item]
     assert placer.callers("tenant", "default") == {"east", "west", "small"}
     assert placer.callers("tenant", "empty") == set()  # nothing runs: Services follow the namespace
+    namespaces = Indexer(key_for)
+    placer.namespaces = namespaces
+    namespaces.upsert({"metadata": {"name": "default", "annotations": {CLUSTER_ANNOTATION: "tenant"},
+                                    "labels": {ASSIGNMENT_LABEL: "small"}}})
+    assert placer.service_callers("tenant", "default") == {"east", "west", "small"}
+    deployments.remove(key_for(front))
+    # all that runs is on the namespace's own target: its Services follow the namespace there, as the rest does
+    assert placer.service_callers("tenant", "default") == set()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from kcp_sim_cluster.kubeletstatus import BACKOFF_INITIAL, progress, start_requeue
+from kcp_sim_cluster.kubeletstatus import BACKOFF_INITIAL, pre_stop_seconds, progress, start_requeue, stopping_for
 
 STAMP = "2026-01-01T00:00:00Z"
 
@@ -56,3 +57,22 @@ def test_after_starting_a_pod_is_looked_at_again_when_something_is_due() -> None
     assert start_requeue(running(), ready_delay=1, ready=False, crashes=False, elapsed=0.25) == pytest.approx(0.75)
     assert start_requeue(running(), ready_delay=0, ready=True, crashes=False, elapsed=0) is None
     assert start_requeue(running(), ready_delay=1, ready=False, crashes=True, elapsed=0) == BACKOFF_INITIAL
+
+
+def terminating(*hooks: dict, grace: int = 30, deleted: float = 1_000_000.0) -> dict:
+    """A pod deleted at `deleted` (epoch seconds) with `grace`, its containers' preStop `hooks`."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deleted + grace))
+    return {"metadata": {"deletionTimestamp": stamp, "deletionGracePeriodSeconds": grace},
+            "spec": {"containers": [{"name": f"c{i}", "lifecycle": {"preStop": hook}} for i, hook in enumerate(hooks)]}}
+
+
+def test_a_prestop_sleep_keeps_a_deleted_pod_running_within_its_grace_period() -> None:
+    assert pre_stop_seconds(terminating({"exec": {"command": ["sleep", "5"]}})) == 5
+    assert pre_stop_seconds(terminating({"exec": {"command": ["/bin/sh", "-c", "sleep 7"]}},
+                                        {"sleep": {"seconds": 3}})) == 7
+    assert pre_stop_seconds(terminating({"exec": {"command": ["nginx", "-s", "quit"]}})) == 0
+    pod = terminating({"sleep": {"seconds": 5}}, deleted=1_000_000.0)
+    assert stopping_for(pod, 1_000_002.0) == 3  # 2 s into its 5 s hook
+    assert stopping_for(pod, 1_000_009.0) == 0
+    assert stopping_for(terminating({"sleep": {"seconds": 50}}, grace=10), 1_000_000.0) == 10  # the grace bounds it
+    assert stopping_for(terminating({"sleep": {"seconds": 5}}, grace=0), 1_000_000.0) == 0  # a forced delete

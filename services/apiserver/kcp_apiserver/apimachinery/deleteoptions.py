@@ -43,3 +43,4 @@ class DeleteOptions:
     propagation: Propagation = field(default_factory=Propagation)
     preconditions: dict[str, str] | None = None
     dry_run: bool = False
+    grace_period: int | None = None  # gracePeriodSeconds: None is the type's default, 0 at once

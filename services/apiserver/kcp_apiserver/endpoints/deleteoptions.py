@@ -44,12 +44,15 @@ def _from_body(body: bytes, content_type: str) -> DeleteOptions:
     preconditions = decoded.get("preconditions")
     if preconditions is not None and not isinstance(preconditions, dict):
         raise st.bad_request("DeleteOptions.preconditions must be an object")
+    grace = decoded.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
+        raise st.bad_request("DeleteOptions.gracePeriodSeconds must be an integer")
     dry_run = decoded.get("dryRun") or []
     if not isinstance(dry_run, list) or any(value != "All" for value in dry_run):
         raise st.invalid("DeleteOptions", "", [st.Cause(
             "FieldValueNotSupported", f'Unsupported value: {_go_strings(dry_run)}: supported values: "All"',
             "dryRun")], "meta.k8s.io")
-    return DeleteOptions(Propagation(policy, orphan), preconditions, bool(dry_run))
+    return DeleteOptions(Propagation(policy, orphan), preconditions, bool(dry_run), grace)
 
 
 def _go_strings(value: Any) -> str:
@@ -59,10 +62,20 @@ def _go_strings(value: Any) -> str:
     return repr(value)
 
 
+def _parse_int(value: str) -> int:
+    """Go's strconv.ParseInt, as kube's query decoding reads gracePeriodSeconds."""
+    try:
+        return int(value, 10)
+    except ValueError:
+        raise st.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax') from None
+
+
 def _from_query(query: MultiMapping[str]) -> DeleteOptions:
     policy = query.get("propagationPolicy")
     orphan = query.get("orphanDependents")
-    return DeleteOptions(Propagation(policy, _parse_bool(orphan) if orphan is not None else None))
+    grace = query.get("gracePeriodSeconds")
+    return DeleteOptions(Propagation(policy, _parse_bool(orphan) if orphan is not None else None),
+                         grace_period=_parse_int(grace) if grace is not None else None)
 
 
 def read_delete_options(body: bytes, content_type: str, query: MultiMapping[str]) -> DeleteOptions:

@@ -28,7 +28,8 @@ async def delete(ep: Endpoints, request: web.Request, res: Resource, ctx: Reques
                               "items": [present(res, o) for o in deleted]})
     obj, deleted_now = await ep.registry.delete(res, info.cluster, namespace, info.name,
                                                 preconditions=options.preconditions, dry_run=ctx.dry_run,
-                                                propagation=options.propagation, ctx=ctx)
+                                                propagation=options.propagation, ctx=ctx,
+                                                grace_period=options.grace_period)
     if deleted_now and not strategy_of(res).return_deleted_object:
         return json_response(st.success_status({"name": info.name, "group": res.group, "kind": res.plural,
                                                 "uid": obj["metadata"].get("uid", "")}))

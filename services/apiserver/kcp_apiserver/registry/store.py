@@ -508,11 +508,15 @@ class Registry:
 
     async def delete(self, res: Resource, cluster: str, namespace: str, name: str, *,
                      preconditions: dict[str, str] | None = None, dry_run: bool = False,
-                     ctx: RequestContext | None = None, propagation: Propagation | None = None) -> tuple[Obj, bool]:
+                     ctx: RequestContext | None = None, propagation: Propagation | None = None,
+                     grace_period: int | None = None) -> tuple[Obj, bool]:
         """Delete or start deleting; returns (object, deleted_now).
 
         `propagation` becomes the garbage collector's finalizer (`orphan`, `foregroundDeletion`) as kube
-        records it; an object left with any finalizer is only marked deleting."""
+        records it; an object left with any finalizer is only marked deleting. A type with graceful deletion (a
+        running pod: its strategy's `grace_period`) is marked deleting with that grace, its deadline in its
+        deletionTimestamp, and left for its kubelet to end; a second DELETE may shorten the grace, never lengthen
+        it, and one with grace 0 removes it at once (kube's BeforeDelete)."""
         key = self.key(res, cluster, namespace, name)
         propagation = propagation or Propagation()
 
@@ -530,6 +534,9 @@ class Registry:
                 pending["metadata"]["finalizers"] = finalizers
             else:
                 pending["metadata"].pop("finalizers", None)
+            grace = strategy_of(res).grace_period(current.obj, grace_period)
+            if grace > 0:
+                return _graceful(pending, grace, changed=finalizers != existing)
             if not _has_finalizers(res, pending):
                 return Delete(current.obj)
             if meta.get("deletionTimestamp") and finalizers == existing:
@@ -703,9 +710,25 @@ def _mark_deleting(res: Resource, obj: Obj) -> None:
     strategy_of(res).prepare_for_delete(obj)
 
 
+def _graceful(obj: Obj, grace: int, *, changed: bool) -> Obj | None:
+    """`obj` deleting within `grace` seconds from now; None when it already is, as soon or sooner, and nothing
+    else changed."""
+    meta = obj["metadata"]
+    deadline = time.time() + grace
+    current = meta.get("deletionGracePeriodSeconds")
+    if meta.get("deletionTimestamp") and isinstance(current, int) and current <= grace:
+        return obj if changed else None
+    meta["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline))
+    meta["deletionGracePeriodSeconds"] = grace
+    return obj
+
+
 def _finalized(res: Resource, obj: Obj) -> bool:
-    """A deleting object whose last finalizer is gone is removed, as kube does."""
-    return bool(obj["metadata"].get("deletionTimestamp")) and not _has_finalizers(res, obj)
+    """A deleting object whose last finalizer is gone is removed, as kube does (kube's ShouldDeleteDuringUpdate:
+    not one still in its grace period, which its kubelet ends)."""
+    meta = obj["metadata"]
+    return bool(meta.get("deletionTimestamp")) and not meta.get("deletionGracePeriodSeconds") \
+        and not _has_finalizers(res, obj)
 
 
 def _precondition(resource_version: Any) -> str:

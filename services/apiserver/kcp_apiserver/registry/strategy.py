@@ -42,6 +42,11 @@ class Strategy:
         """What must finish before the object can go."""
         return list(obj["metadata"].get("finalizers") or [])
 
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        """Seconds a DELETE leaves the object deleting before it may go (kube's CheckGracefulDelete; `requested`:
+        the DeleteOptions' gracePeriodSeconds). 0: no graceful deletion, as for most types."""
+        return 0
+
 
 DEFAULT = Strategy()
 

@@ -43,6 +43,15 @@ class PodStrategy(KubeStrategy):
             return self.validate(obj)
         return super().validate_subresource_update(subresource, obj, old)
 
+    def grace_period(self, obj: Obj, requested: int | None) -> int:
+        """kube's graceful pod deletion: a pod bound to a node and not finished stays, deleting, for the grace
+        asked (else its terminationGracePeriodSeconds) while its kubelet stops it; an unbound or finished one goes
+        at once, as does any with grace 0 (`--force`)."""
+        grace = requested if requested is not None else spec(obj).get("terminationGracePeriodSeconds", 30)
+        if not spec(obj).get("nodeName") or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        return 1 if int(grace) < 0 else int(grace)
+
 
 def _claim_status(pvc: Obj) -> None:
     pvc["status"] = {"phase": "Pending"}
@@ -99,7 +108,8 @@ def with_network(served: tuple[Resource, ...], network: Network) -> tuple[Resour
     """`served` with pods' exec reaching Services over `network` (api/network.py): a container's `wget`."""
     services = next(r for r in served if (r.group, r.plural) == ("", "services"))
     slices = next(r for r in served if (r.group, r.plural) == ("discovery.k8s.io", "endpointslices"))
-    action = podexec.exec_action(podexec.Reach(network, services, slices))
+    namespaces = next(r for r in served if (r.group, r.plural) == ("", "namespaces"))
+    action = podexec.exec_action(podexec.Reach(network, services, slices, namespaces))
     return tuple(dataclasses.replace(r, actions=tuple(action if a.name == "exec" else a for a in r.actions))
                  if (r.group, r.plural) == ("", "pods") else r for r in served)
 

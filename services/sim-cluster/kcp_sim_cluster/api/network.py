@@ -17,6 +17,7 @@ endpoints of that moment, as a connection would.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from kcp_sim_cluster.api.directory import Directory, Endpoint, Route, names_of
 log = structlog.get_logger(__name__)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+NAMESPACE_LOCATOR = "kcp.io/namespace-locator"  # kcp's syncer: the workspace and namespace a namespace holds
 PEER_TIMEOUT = 2.0  # seconds a peer cluster has to say whether a pod of an address serves
 
 
@@ -94,8 +96,9 @@ class Network:
     peers: Sequence[Peer] = ()
 
     async def directory(self, call: ActionCall, services: Resource, slices: Resource, pods: Resource,
-                        namespace: str) -> Directory:
-        """The Services of `namespace` with their endpoints as of now (what a caller there resolves)."""
+                        namespace: str, alias: str = "") -> Directory:
+        """The Services of `namespace` with their endpoints as of now (what a caller there resolves); `alias`: a
+        second name of the namespace its Services answer to (`namespace_alias`)."""
         try:
             found = (await call.registry.list(services, call.cluster, namespace)).items
             sliced = (await call.registry.list(slices, call.cluster, namespace)).items
@@ -118,6 +121,8 @@ class Network:
                           tuple(endpoints))
             for name in names_of(route.name, namespace, namespace, route.cluster_ip):
                 routes[name] = route
+            for name in names_of(route.name, alias, namespace, "") if alias else ():
+                routes.setdefault(name, route)
         return Directory(routes)
 
     async def _remote(self, ip: str) -> str | None:
@@ -130,6 +135,19 @@ class Network:
     async def close(self) -> None:
         for peer in self.peers:
             await peer.close()
+
+
+def namespace_alias(namespace: Obj) -> str:
+    """The name a namespace's workloads know it by when kcp's syncer made it (`kcp-<hash>` for a workspace's
+    `default`): kcp's per-workspace DNS resolves `svc.default` there, and so does this data plane. Read from the
+    syncer's namespace locator annotation; "" for any other namespace."""
+    text = ((namespace.get("metadata") or {}).get("annotations") or {}).get(NAMESPACE_LOCATOR)
+    try:
+        locator = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return ""
+    name = locator.get("namespace") if isinstance(locator, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _ready_addresses(endpoint_slice: Obj) -> list[str]:

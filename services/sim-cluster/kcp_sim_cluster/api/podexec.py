@@ -36,7 +36,7 @@ from kcp_sim_cluster.api.channels import (
     WebSocketChannels,
 )
 from kcp_sim_cluster.api.containerview import container_box
-from kcp_sim_cluster.api.network import Network
+from kcp_sim_cluster.api.network import Network, namespace_alias
 from kcp_sim_cluster.api.shell import PROMPT, SHELLS, STDOUT, Box, Shell, Terminal, run
 
 log = structlog.get_logger(__name__)
@@ -152,6 +152,14 @@ class Reach:
     network: Network
     services: Resource
     slices: Resource
+    namespaces: Resource
+
+
+async def _namespace_alias(call: ActionCall, namespaces: Resource) -> str:
+    try:
+        return namespace_alias(await call.registry.get(namespaces, call.cluster, "", call.namespace))
+    except st.APIError:
+        return ""
 
 
 def calls_services(command: tuple[str, ...], interactive: bool) -> bool:
@@ -174,7 +182,8 @@ async def session(call: ActionCall, pod: Obj, channels: Channels, *, attach: boo
         box = await container_box(call, pod, container)
         if reach is not None and not attach and calls_services(options.command, options.stdin):
             box = dataclasses.replace(box, network=await reach.network.directory(
-                call, reach.services, reach.slices, call.resource, call.namespace))
+                call, reach.services, reach.slices, call.resource, call.namespace,
+                await _namespace_alias(call, reach.namespaces)))
         work = attached(channels, call, pod, container, box, default_interval) if attach else execute(channels, box)
         runner = asyncio.create_task(work, name=f"exec-{call.name}")
         await asyncio.wait({runner, reader}, return_when=asyncio.FIRST_COMPLETED)

@@ -63,8 +63,11 @@ def eviction(pdbs: Resource) -> Action:
                 await _check_budget(call, matching[0], pod)
         options = member(body, "deleteOptions")
         preconditions = member(options, "preconditions") or None
+        grace = options.get("gracePeriodSeconds")
         await call.registry.delete(call.resource, call.cluster, call.namespace, call.name,
-                                   preconditions=preconditions, dry_run=call.dry_run, ctx=call.ctx)
+                                   preconditions=preconditions, dry_run=call.dry_run, ctx=call.ctx,
+                                   grace_period=grace if isinstance(grace, int) and not isinstance(grace, bool)
+                                   else None)
         return action_created()
 
     return Action("eviction", ("create",), evict, ("policy", "v1", "Eviction"))
