@@ -194,7 +194,7 @@ def main() -> None:
         cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         began = time.perf_counter()
         path = "/apis/apps/v1/namespaces/default/deployments/callee"
-        for phase in (range(1 + args.step, args.pods + 1, args.step), range(args.pods - args.step, -1, -args.step)):
+        for phase in (range(args.step, args.pods + 1, args.step), range(args.pods - args.step, -1, -args.step)):
             start = time.perf_counter()
             for step, replicas in enumerate(phase):  # one write per period: `step` pods come (or go) each time
                 time.sleep(max(0.0, start + step * args.period - time.perf_counter()))
