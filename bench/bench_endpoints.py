@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from daemon_process import ClusterControllerProcess  # noqa: E402
-from splitter_fixtures import SplitterProcess, connect_targets, logical_cluster  # noqa: E402
+from splitter_fixtures import WITH_ENDPOINT_SLICES, SplitterProcess, connect_targets, logical_cluster  # noqa: E402
 from syncer_fixtures import Rest, eventually  # noqa: E402
 
 from kcp_process import KcpServer, ServedFromRoot, free_port, sim_cluster_command, sim_cluster_env  # noqa: E402
@@ -172,7 +172,7 @@ def main() -> None:
         splitter.start(wait_ready=False)
         started.append(splitter)
         kubeconfig = logical_cluster(kcp, WORKSPACE)
-        connect_targets(kcp, kubeconfig, sims)
+        connect_targets(kcp, kubeconfig, sims, WITH_ENDPOINT_SLICES)
         rest = Rest(kcp).at(WORKSPACE)
         eventually(lambda: rest.get("/apis/discovery.k8s.io/v1/endpointslices") is not None,
                    "EndpointSlices imported into kcp", timeout=120)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 from daemon_process import DaemonProcess, package_env
+from kcp_cluster_controller.controller import DEFAULT_RESOURCES as CLUSTER_DEFAULT_RESOURCES
 from syncer_fixtures import Rest, eventually
 
 from kcp_process import REPO, KcpServer, ServedFromRoot, cluster_kubeconfig, free_port, run_kubectl
@@ -135,6 +136,8 @@ def event_with(kcp: Rest, name: str, text: str) -> dict[str, Any]:
 
 
 CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
+# what multi-cluster Services need a SyncTarget to sync besides its defaults (deployment-splitter's README)
+WITH_ENDPOINT_SLICES = (*CLUSTER_DEFAULT_RESOURCES, "endpointslices.discovery.k8s.io")
 
 
 def logical_cluster(kcp: KcpServer, name: str) -> Path:
@@ -146,15 +149,21 @@ def logical_cluster(kcp: KcpServer, name: str) -> Path:
     return kubeconfig
 
 
-def sync_target(name: str, physical: ServedFromRoot) -> str:
+def sync_target(name: str, physical: ServedFromRoot, resources: Sequence[str] = ()) -> str:
+    """A SyncTarget of `physical` (`resources`: its spec.resources; none: the default ones)."""
+    spec: dict[str, Any] = {"kubeconfig": physical.kubeconfig.read_text()}
+    if resources:
+        spec["resources"] = list(resources)
     return yaml.safe_dump({"apiVersion": "workload.kcp.io/v1alpha1", "kind": "SyncTarget",
-                           "metadata": {"name": name}, "spec": {"kubeconfig": physical.kubeconfig.read_text()}})
+                           "metadata": {"name": name}, "spec": spec})
 
 
-def connect_targets(kcp: KcpServer, kubeconfig: Path, targets: Mapping[str, ServedFromRoot]) -> None:
+def connect_targets(kcp: KcpServer, kubeconfig: Path, targets: Mapping[str, ServedFromRoot],
+                    resources: Sequence[str] = ()) -> None:
     """SyncTargets for `targets`, Ready, and the Deployment type imported."""
     for name, physical in targets.items():
-        run_kubectl(kcp, "apply", "-f", "-", input_text=sync_target(name, physical), kubeconfig=kubeconfig)
+        run_kubectl(kcp, "apply", "-f", "-", input_text=sync_target(name, physical, resources),
+                    kubeconfig=kubeconfig)
     for name in targets:
         run_kubectl(kcp, "wait", f"synctarget/{name}", "--for", "condition=Ready", "--timeout=90s",
                     kubeconfig=kubeconfig, timeout=100)

@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
-from splitter_fixtures import SplitterProcess, connect_targets, logical_cluster, pods_in_kcp, replicas_of
+from splitter_fixtures import (
+    WITH_ENDPOINT_SLICES,
+    SplitterProcess,
+    connect_targets,
+    logical_cluster,
+    pods_in_kcp,
+    replicas_of,
+)
 from syncer_fixtures import Rest, eventually, sim_cluster
 
 from kcp_process import KcpServer, free_port, run_kubectl
@@ -58,7 +65,7 @@ def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
         splitter = SplitterProcess(kcp, root / "splitter.log", ["--no-leader-elect", "--grace-period", "3"]).start(
             wait_ready=False)
         kubeconfig = logical_cluster(kcp, WORKSPACE)
-        connect_targets(kcp, kubeconfig, dict(clusters))
+        connect_targets(kcp, kubeconfig, dict(clusters), WITH_ENDPOINT_SLICES)
         eventually(lambda: run_kubectl(kcp, "get", "endpointslices", kubeconfig=kubeconfig,
                                        check=False).returncode == 0, "EndpointSlices imported into kcp", timeout=90)
         yield Mesh(kcp, clusters, kubeconfig)

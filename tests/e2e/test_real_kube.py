@@ -20,18 +20,17 @@ import pytest
 import yaml
 from daemon_process import ClusterControllerProcess
 from kube_fixtures import KubeControlPlane, kube
-from splitter_fixtures import SplitterProcess, ready_shares
+from splitter_fixtures import SplitterProcess, logical_cluster, ready_shares
 from syncer_fixtures import ASSIGNMENT_LABEL, Rest, eventually, sim_cluster, syncer_env
 from test_cluster_controller import assert_confined_to_its_own_namespaces, installed_syncer
 from test_sim_agent import AgentProcess
 
-from kcp_process import REPO, KcpServer, cluster_kubeconfig, free_port, run_kubectl
+from kcp_process import KcpServer, free_port, run_kubectl
 from kcpsyncer import downstream_namespace
 
 pytestmark = pytest.mark.real_kube
 __all__ = ["kube"]  # the fixture, imported so that pytest finds it
 
-CRD_FILE = REPO / "services/cluster-controller/kcp_cluster_controller/synctarget-crd.yaml"
 ST_PATH = "/apis/workload.kcp.io/v1alpha1/synctargets"
 PATIENCE = 90.0  # seconds: the real control plane and kcp share two cores with other work
 
@@ -58,15 +57,6 @@ def env(kcp: KcpServer, kube: KubeControlPlane, tmp_path_factory: pytest.TempPat
     finally:
         controller.stop()
         newest.stop()
-
-
-def logical_cluster(kcp: KcpServer, name: str) -> Path:
-    """A kubeconfig for logical cluster `name`, with the SyncTarget CRD applied into it."""
-    kubeconfig = cluster_kubeconfig(kcp, name, name)
-    run_kubectl(kcp, "apply", "-f", str(CRD_FILE), kubeconfig=kubeconfig)
-    eventually(lambda: run_kubectl(kcp, "get", "synctargets", kubeconfig=kubeconfig, check=False).returncode == 0,
-               f"SyncTargets served in {name}")
-    return kubeconfig
 
 
 def register(kcp: KcpServer, kubeconfig: Path, name: str, physical: KubeControlPlane | KcpServer, *,

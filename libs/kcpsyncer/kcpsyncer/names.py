@@ -46,8 +46,7 @@ KEPT_ANNOTATION = "syncer.kcp.io/kept-for"
 HEARTBEAT_GROUP_VERSION = "workload.kcp.io/v1alpha1"
 
 DEFAULT_RESOURCES: tuple[str, ...] = (
-    "deployments.apps", "statefulsets.apps", "daemonsets.apps", "services", "endpointslices.discovery.k8s.io",
-    "configmaps", "secrets", "serviceaccounts",
+    "deployments.apps", "statefulsets.apps", "daemonsets.apps", "services", "configmaps", "secrets", "serviceaccounts",
     "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io", "storageclasses.storage.k8s.io",
     "priorityclasses.scheduling.k8s.io", "ingressclasses.networking.k8s.io", "runtimeclasses.node.k8s.io",
     "pods", "replicasets.apps")  # mirrored up, not synced down (upsync.py)

@@ -45,8 +45,6 @@ KEEP_DOWNSTREAM = "workload.kcp.io/keep-downstream"  # "true": deleting the Sync
 DEFAULT_RESOURCES = ("deployments.apps", "replicasets.apps", "statefulsets.apps", "daemonsets.apps",
                      # kcp keeps the history of its StatefulSets (and DaemonSets) as ControllerRevisions
                      "controllerrevisions.apps", "services", "configmaps", "pods",
-                     # the other clusters' endpoints of a Service (the splitter's remote EndpointSlices)
-                     "endpointslices.discovery.k8s.io",
                      "secrets", "serviceaccounts", "persistentvolumeclaims", "jobs.batch", "ingresses.networking.k8s.io",
                      # the cluster-scoped classes applications ship with the workloads that name them
                      "storageclasses.storage.k8s.io", "priorityclasses.scheduling.k8s.io",
