@@ -188,7 +188,7 @@ def test_the_pods_a_deployment_runs_in_two_clusters_show_in_kcp_and_a_delete_the
     # `kubectl describe pod` through kcp shows the scheduler's and the kubelet's Events of the physical cluster
     first = sorted(pods)[0]
     # (waited for as Events: the container's `Started:` time shows before the kubelet's Event comes up)
-    described = eventually(lambda: (out := run_kubectl(demo.kcp, "describe", "pod", first,
+    eventually(lambda: (out := run_kubectl(demo.kcp, "describe", "pod", first,
                                                        kubeconfig=kubeconfig).stdout)
                            and re.search(r"Normal +Scheduled ", out) and re.search(r"Normal +Started .* kubelet", out)
                            and out, "the pod's Events in kcp", timeout=60)
