@@ -188,10 +188,9 @@ def test_the_pods_a_deployment_runs_in_two_clusters_show_in_kcp_and_a_delete_the
     # `kubectl describe pod` through kcp shows the scheduler's and the kubelet's Events of the physical cluster
     first = sorted(pods)[0]
     # (waited for as Events: the container's `Started:` time shows before the kubelet's Event comes up)
-    eventually(lambda: (out := run_kubectl(demo.kcp, "describe", "pod", first,
-                                                       kubeconfig=kubeconfig).stdout)
-                           and re.search(r"Normal +Scheduled ", out) and re.search(r"Normal +Started .* kubelet", out)
-                           and out, "the pod's Events in kcp", timeout=60)
+    eventually(lambda: (out := run_kubectl(demo.kcp, "describe", "pod", first, kubeconfig=kubeconfig).stdout)
+               and re.search(r"Normal +Scheduled ", out) and re.search(r"Normal +Started .* kubelet", out),
+               "the pod's Events in kcp", timeout=60)
     # one restarted through kcp: gone downstream, a replacement comes up in kcp
     victim = sorted(pods)[0]
     run_kubectl(demo.kcp, "delete", "pod", victim, "--timeout=60s", kubeconfig=kubeconfig, timeout=70)
