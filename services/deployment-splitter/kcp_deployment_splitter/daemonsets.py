@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kcpcommon.keys import SPEC_DIFF_ANNOTATION_PREFIX, STATUS_ANNOTATION_PREFIX
+from kcpcommon.keys import SPEC_DIFF_ANNOTATION_PREFIX
 
 from .names import ASSIGNMENT_LABEL, NAMESPACE_PLACED_ANNOTATION, STATE_LABEL_PREFIX, STATE_SYNC, state_label
-from .shares import spec_diff_annotation, status_annotation
+from .shares import leave, metadata_patch, spec_diff_annotation
 
 DAEMON_SETS = ("apps/v1", "daemonsets")
 NO_DIFF = "[]"  # a spec diff that changes nothing: the copy is the DaemonSet, its status the splitter's to sum
@@ -70,22 +70,9 @@ def spread_patch(ds: Obj, targets: Iterable[str]) -> dict[str, Any] | None:
             label_changes[state_label(target)] = STATE_SYNC
         if annotations.get(spec_diff_annotation(target)) != NO_DIFF:
             annotation_changes[spec_diff_annotation(target)] = NO_DIFF
-    traces = {str(k)[len(STATE_LABEL_PREFIX):] for k in labels if str(k).startswith(STATE_LABEL_PREFIX)}
-    traces |= {str(k)[len(prefix):] for k in annotations
-               for prefix in (SPEC_DIFF_ANNOTATION_PREFIX, STATUS_ANNOTATION_PREFIX) if str(k).startswith(prefix)}
-    for target in sorted(traces - wanted):
-        if state_label(target) in labels:
-            label_changes[state_label(target)] = None
-        for key in (spec_diff_annotation(target), status_annotation(target)):
-            if key in annotations:
-                annotation_changes[key] = None
+    leave(labels, annotations, wanted, label_changes, annotation_changes)
     if NAMESPACE_PLACED_ANNOTATION in annotations:
         # labelled by the namespace rule before: spread now (the target keeps its copy, under its state label)
         label_changes[ASSIGNMENT_LABEL] = None
         annotation_changes[NAMESPACE_PLACED_ANNOTATION] = None
-    changes: dict[str, Any] = {}
-    if label_changes:
-        changes["labels"] = label_changes
-    if annotation_changes:
-        changes["annotations"] = annotation_changes
-    return {"metadata": changes} if changes else None
+    return metadata_patch(label_changes, annotation_changes)

@@ -138,12 +138,24 @@ def shares_patch(root: Obj, shares: Mapping[str, int], notes: Mapping[str, str |
         note = notes.get(target)
         if annotations.get(capacity_annotation(target)) != note:
             annotation_changes[capacity_annotation(target)] = note
-    for target in _split_targets(labels, annotations) - set(shares):
+    leave(labels, annotations, set(shares), label_changes, annotation_changes)
+    return metadata_patch(label_changes, annotation_changes)
+
+
+def leave(labels: Mapping[str, Any], annotations: Mapping[str, Any], kept: set[str], label_changes: dict[str, Any],
+          annotation_changes: dict[str, Any]) -> None:
+    """Add to the changes the removal of every trace (state label, diff, status, capacity note) of each target the
+    object shows one of but is not to stay on (`kept`)."""
+    for target in _split_targets(labels, annotations) - kept:
         if state_label(target) in labels:
             label_changes[state_label(target)] = None
         for key in (spec_diff_annotation(target), status_annotation(target), capacity_annotation(target)):
             if key in annotations:
                 annotation_changes[key] = None
+
+
+def metadata_patch(label_changes: dict[str, Any], annotation_changes: dict[str, Any]) -> dict[str, Any] | None:
+    """The merge patch of an object's metadata making these changes (None: no change)."""
     changes: dict[str, Any] = {}
     if label_changes:
         changes["labels"] = label_changes

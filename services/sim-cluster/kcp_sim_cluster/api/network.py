@@ -27,6 +27,7 @@ import structlog
 from kcp_apiserver.embedding import ActionCall, Obj, Resource
 from kcp_apiserver.embedding import status as st
 from kcp_sim_cluster.api.directory import Directory, Endpoint, Route, names_of
+from kcp_sim_cluster.controlplane.podutil import is_ready
 
 log = structlog.get_logger(__name__)
 
@@ -37,9 +38,8 @@ PEER_TIMEOUT = 2.0  # seconds a peer cluster has to say whether a pod of an addr
 
 def _live(pod: Obj) -> bool:
     """A pod that answers: Running and Ready, or going but still running (its preStop hook: kubelet.py)."""
-    status = pod.get("status") or {}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    return status.get("phase") == "Running" and (ready or bool((pod.get("metadata") or {}).get("deletionTimestamp")))
+    running = (pod.get("status") or {}).get("phase") == "Running"
+    return running and (is_ready(pod) or bool((pod.get("metadata") or {}).get("deletionTimestamp")))
 
 
 @dataclass
